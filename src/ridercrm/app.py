@@ -1,0 +1,71 @@
+"""The application factory: settings, engine, routers, middleware, error handlers."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy import text
+from starlette.concurrency import run_in_threadpool
+
+from ridercrm import __version__
+from ridercrm.audit.endpoints import router as audit_router
+from ridercrm.config import Settings
+from ridercrm.courses.endpoints import router as courses_router
+from ridercrm.db import build_engine, session_factory
+from ridercrm.http import handlers, metrics
+from ridercrm.http.middleware import AuditMiddleware
+from ridercrm.http.runtime import Services, services_of
+from ridercrm.logs import configure_logging
+from ridercrm.people.endpoints import router as people_router
+from ridercrm.products.endpoints import router as products_router
+
+health = APIRouter(tags=["operations"])
+
+
+@health.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """Answer while the process is up."""
+    return {"status": "ok"}
+
+
+@health.get("/readyz")
+async def readyz(request: Request) -> Response:
+    """Answer 200 when the database answers, 503 when it does not."""
+
+    def ping() -> None:
+        with services_of(request).engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
+    try:
+        await run_in_threadpool(ping)
+    except Exception:
+        return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+    return JSONResponse({"status": "ok", "database": "ok"})
+
+
+@health.get("/metrics")
+async def metrics_endpoint() -> Response:
+    """Prometheus metrics: requests and latency per operation and status."""
+    body, media = metrics.exposition()
+    return Response(body, media_type=media)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the service. Nothing is connected or configured at import time."""
+    settings = settings or Settings()
+    configure_logging(settings.log_level, as_json=settings.log_json)
+    engine = build_engine(settings)
+    app = FastAPI(
+        title="ridercrm",
+        version=__version__,
+        description="CRM service for a motorcycle rider-training business.",
+    )
+    app.state.services = Services(settings=settings, engine=engine, sessions=session_factory(engine))
+    api = APIRouter(prefix=settings.base_path)
+    for router in (products_router, people_router, courses_router, audit_router):
+        api.include_router(router)
+    app.include_router(api)
+    app.include_router(health)
+    handlers.install(app)
+    app.add_middleware(AuditMiddleware)
+    return app

@@ -1,0 +1,54 @@
+"""Admin API for the audit trail."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit import service
+from ridercrm.http.context import Call
+from ridercrm.http.errors import ApiError
+from ridercrm.http.runtime import Outcome, operation, run_read
+from ridercrm.ids import RecordKind, canonical_id
+
+router = APIRouter(prefix="/admin/audit", tags=["admin"])
+
+
+@router.get("/{audit_id}")
+async def read_audit_record(
+    request: Request,
+    audit_id: str,
+    _call: Call = Depends(operation("admin.read_audit", scope="admin")),
+) -> Response:
+    """Return one audit record: the request, the response and what happened."""
+
+    def handler(session: Session) -> Outcome:
+        canonical = canonical_id(audit_id, RecordKind.AUDIT)
+        record = service.get_record(session, canonical) if canonical else None
+        if record is None:
+            raise ApiError(404, f"no audit record with id {audit_id}")
+        return Outcome(service.to_dict(record))
+
+    return await run_read(request, handler)
+
+
+@router.get("")
+async def search_audit_records(
+    request: Request,
+    operation_name: str | None = Query(None, alias="operation", max_length=40),
+    since: dt.datetime | None = Query(None, description="ISO 8601 time; UTC when no zone is given"),
+    limit: int = Query(50, ge=1, le=1000),
+    _call: Call = Depends(operation("admin.search_audit", scope="admin")),
+) -> Response:
+    """List audit records, newest first, optionally of one operation and since a time."""
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=dt.UTC)
+
+    def handler(session: Session) -> Outcome:
+        records = service.search_records(session, operation=operation_name, since=since, limit=limit)
+        return Outcome({"records": [service.to_dict(r) for r in records]})
+
+    return await run_read(request, handler)

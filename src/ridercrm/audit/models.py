@@ -1,0 +1,37 @@
+"""Audit records: one per request, whatever its outcome (DESIGN §9)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import Float, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
+
+
+class AuditRecord(Base):
+    __tablename__ = "audit_records"
+
+    id: Mapped[str] = mapped_column(String(18), primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    operation: Mapped[str] = mapped_column(String(40))
+    method: Mapped[str] = mapped_column(String(10))
+    path: Mapped[str] = mapped_column(String(500))
+    api_key_id: Mapped[int | None] = mapped_column(Integer)
+    api_key_name: Mapped[str | None] = mapped_column(String(120))
+    content_type: Mapped[str | None] = mapped_column(String(200))
+    request_body: Mapped[str | None] = mapped_column(Text)
+    response_status: Mapped[int] = mapped_column(Integer)
+    response_body: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[float] = mapped_column(Float)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    outcomes: Mapped[Any | None] = mapped_column(JSONType)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    replay_of: Mapped[str | None] = mapped_column(String(18))
+
+    __table_args__ = (
+        Index("ix_audit_records_created_at", created_at),
+        Index("ix_audit_records_operation_created_at", operation, created_at),
+    )

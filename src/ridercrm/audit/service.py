@@ -1,0 +1,93 @@
+"""Write, read, search and purge audit records (DESIGN §9)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.models import AuditRecord
+from ridercrm.db import utcnow
+from ridercrm.http.context import Call
+
+MAX_STORED_BODY = 2 * 1024 * 1024
+
+
+def _text(body: bytes | None) -> str | None:
+    if body is None:
+        return None
+    # Invalid bytes are kept visible as escapes rather than lost.
+    return body[:MAX_STORED_BODY].decode("utf-8", errors="backslashreplace")
+
+
+def record_call(
+    session: Session, *, call: Call, status: int, response_body: bytes, duration_ms: float
+) -> AuditRecord:
+    """Add the audit record of a finished request to the session."""
+    record = AuditRecord(
+        id=call.audit_id,
+        operation=call.operation,
+        method=call.method,
+        path=call.path,
+        api_key_id=call.caller.key_id if call.caller else None,
+        api_key_name=call.caller.name if call.caller else None,
+        content_type=call.content_type,
+        request_body=_text(call.request_body),
+        response_status=status,
+        response_body=_text(response_body),
+        duration_ms=round(duration_ms, 3),
+        failure_reason=call.failure_reason,
+        outcomes=call.outcomes,
+        idempotency_key=call.idempotency_key,
+        replay_of=call.replay_of,
+    )
+    session.add(record)
+    return record
+
+
+def get_record(session: Session, audit_id: str) -> AuditRecord | None:
+    return session.get(AuditRecord, audit_id)
+
+
+def search_records(
+    session: Session, *, operation: str | None, since: dt.datetime | None, limit: int
+) -> Sequence[AuditRecord]:
+    """Newest first, optionally of one operation and no older than ``since``."""
+    query = select(AuditRecord)
+    if operation:
+        query = query.where(AuditRecord.operation == operation)
+    if since is not None:
+        query = query.where(AuditRecord.created_at >= since)
+    query = query.order_by(AuditRecord.created_at.desc(), AuditRecord.id.desc()).limit(limit)
+    return session.scalars(query).all()
+
+
+def purge_records(session: Session, *, older_than_days: float) -> int:
+    """Delete records older than the given age; return how many went."""
+    cutoff = utcnow() - dt.timedelta(days=older_than_days)
+    result = session.execute(delete(AuditRecord).where(AuditRecord.created_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def to_dict(record: AuditRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "created_at": record.created_at.isoformat(),
+        "operation": record.operation,
+        "method": record.method,
+        "path": record.path,
+        "api_key_id": record.api_key_id,
+        "api_key_name": record.api_key_name,
+        "content_type": record.content_type,
+        "request_body": record.request_body,
+        "response_status": record.response_status,
+        "response_body": record.response_body,
+        "duration_ms": record.duration_ms,
+        "failure_reason": record.failure_reason,
+        "outcomes": record.outcomes,
+        "idempotency_key": record.idempotency_key,
+        "replay_of": record.replay_of,
+    }

@@ -1,0 +1,41 @@
+"""Settings, read from RIDERCRM_* environment variables and validated at start-up."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator can configure. Each field is RIDERCRM_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="RIDERCRM_", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///ridercrm.db",
+        description="SQLAlchemy URL. SQLite file (default) or postgresql+psycopg://...",
+    )
+    base_path: str = Field(default="", description="Prefix of every API path, e.g. /services/apexrest")
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1, description="Largest request body (413 above)")
+    max_items: int = Field(default=200, ge=1, description="Most items in one request (413 above)")
+    idempotency_ttl_hours: float = Field(default=24.0, gt=0, description="How long Idempotency-Key replays last")
+    idempotency_lock_seconds: float = Field(
+        default=60.0, gt=0, description="After this, an unfinished request's Idempotency-Key may be retaken"
+    )
+    audit_retention_days: int = Field(default=365, ge=1, description="Default age for `audit purge`")
+    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
+    db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
+    log_level: str = Field(default="INFO", description="Python logging level")
+    log_json: bool = Field(default=True, description="One JSON object per log line")
+
+    @field_validator("base_path")
+    @classmethod
+    def _normalise_base_path(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and not value.startswith("/"):
+            value = "/" + value
+        return value
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")

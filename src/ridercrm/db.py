@@ -1,0 +1,116 @@
+"""Engine, session scope and the declarative base shared by every feature."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Engine, MetaData, create_engine, event
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+from ridercrm.config import Settings
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(dt.UTC)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+WRITE = {"ridercrm_write": True}
+"""Execution options of a session that will write: on SQLite it begins IMMEDIATE."""
+
+
+def build_engine(settings: Settings) -> Engine:
+    """Create the engine for the configured database, tuned for this service."""
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        _tune_sqlite(engine, settings.sqlite_busy_timeout_ms)
+        return engine
+    return create_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_pool_size,
+        pool_pre_ping=True,
+    )
+
+
+def _tune_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # FULL: a commit that was acknowledged survives power loss, not only a crash.
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # A writer takes the write lock up front: a deferred transaction that later
+        # upgrades to a writer can fail at once with SQLITE_BUSY despite the timeout.
+        if conn.get_execution_options().get("ridercrm_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session], *, write: bool = False) -> Iterator[Session]:
+    """Run a unit of work: commit when the block ends normally, roll back otherwise."""
+    session = factory()
+    if write:
+        session.connection(execution_options=WRITE)
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,0 +1,211 @@
+"""Field rules shared by every way data comes in (interface, admin API, import).
+
+Plain functions that raise ValueError with a short reason, wrapped as Pydantic
+annotated types. Enumerations compare case-insensitively and are stored in the
+interface's spelling; its misspellings are canonical, their corrections aliases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from email_validator import EmailNotValidError, validate_email
+from pydantic import BeforeValidator, ValidationError
+
+COURSE_LOCATIONS = ("somerton", "tullamarine", "kilsyth", "st ives", "slacks creek", "ipswitch", "Toowoomba")
+COURSE_FEEDBACK = ("pass A", "pass B", "pass C", "pass F", "fail 1", "fail 2", "fail 3", "fail 4")
+BOOKING_SOURCES = ("None", "Website", "Phone", "In Person")
+COURSE_STATUSES = ("booked", "cancelled", "completed - pass", "completed - fail")
+LICENSE_TYPES = ("CYL", "CYP")
+LEAD_SOURCES = ("Web", "Phone Inquiry", "Partner Referral", "Purchansed List", "Other")
+
+ALIASES: Mapping[str, str] = {
+    "ipswich": "ipswitch",
+    "purchased list": "Purchansed List",
+}
+
+_SPACES = re.compile(r"\s+")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+
+
+def _fold(text: str) -> str:
+    return _SPACES.sub(" ", text.strip()).casefold()
+
+
+def enumeration(values: Iterable[str]) -> Callable[[Any], str | None]:
+    """A parser that maps any casing (or an alias) of one of ``values`` to its spelling."""
+    values = tuple(values)
+    lookup = {_fold(value): value for value in values}
+    lookup.update({alias: canon for alias, canon in ALIASES.items() if canon in values})
+    listing = ", ".join(values)
+
+    def parse(value: Any) -> str | None:
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"must be one of {listing}")
+        found = lookup.get(_fold(value))
+        if found is None:
+            raise ValueError(f"must be one of {listing}")
+        return found
+
+    return parse
+
+
+def parse_postcode(value: Any) -> str | None:
+    """A postcode is 4 digits; an integer 200-9999 is zero-padded (800 -> "0800")."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("must be 4 digits")
+    if isinstance(value, int):
+        if 200 <= value <= 9999:
+            return f"{value:04d}"
+        raise ValueError("must be 4 digits")
+    if isinstance(value, str) and len(value.strip()) == 4 and value.strip().isascii() and value.strip().isdigit():
+        return value.strip()
+    raise ValueError("must be 4 digits")
+
+
+def parse_date(value: Any) -> dt.date | None:
+    """A date written YYYY-MM-DD, a real calendar date from 1900 on."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    if not isinstance(value, str) or not _DATE.match(value.strip()):
+        raise ValueError("must be a date written YYYY-MM-DD")
+    try:
+        parsed = dt.date.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError("is not a real calendar date") from None
+    if parsed.year < 1900:
+        raise ValueError("must be 1900 or later")
+    return parsed
+
+
+def parse_birth_date(value: Any) -> dt.date | None:
+    parsed = parse_date(value)
+    if parsed is not None and parsed > dt.date.today():
+        raise ValueError("must not be in the future")
+    return parsed
+
+
+def parse_datetime_text(value: Any) -> str | None:
+    """A date-time written YYYY-MM-DD HH:MM:SS (or a date), kept as written."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("must be written YYYY-MM-DD HH:MM:SS")
+    text = value.strip()
+    try:
+        if _DATETIME.match(text):
+            dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+        elif _DATE.match(text):
+            dt.date.fromisoformat(text)
+        else:
+            raise ValueError
+    except ValueError:
+        raise ValueError("must be a real date-time written YYYY-MM-DD HH:MM:SS") from None
+    return text
+
+
+def parse_email(value: Any) -> str | None:
+    """An e-mail address by its syntax (no DNS look-up); surrounding space is dropped."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("not a valid e-mail address")
+    try:
+        return validate_email(value.strip(), check_deliverability=False).normalized
+    except EmailNotValidError:
+        raise ValueError("not a valid e-mail address") from None
+
+
+def parse_price(value: Any) -> Decimal | None:
+    """A price: a decimal number of at most 2 places, zero or more."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise ValueError("must be a decimal number such as 249.00")
+    try:
+        price = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError("must be a decimal number such as 249.00") from None
+    if not price.is_finite() or price < 0 or price >= Decimal("1e10"):
+        raise ValueError("must be a decimal number from 0 to 9999999999.99")
+    if price != price.quantize(Decimal("0.01")):
+        raise ValueError("must have at most 2 decimal places")
+    return price.quantize(Decimal("0.01"))
+
+
+def parse_bool(value: Any) -> bool | None:
+    """A JSON boolean or the strings "true"/"false" (any case)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError('must be true or false')
+
+
+def text(max_length: int) -> Callable[[Any], str | None]:
+    """Free text: trimmed, empty is absent, at most ``max_length`` characters, no NULs."""
+
+    def parse(value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError("must be a string")
+        stripped = str(value).strip()
+        if not stripped:
+            return None
+        if "\x00" in stripped:
+            raise ValueError("must not contain NUL characters")
+        if len(stripped) > max_length:
+            raise ValueError(f"must be at most {max_length} characters")
+        return stripped
+
+    return parse
+
+
+def _rule(parse: Callable[[Any], Any], kind: Any) -> Any:
+    return Annotated[kind, BeforeValidator(parse)]
+
+
+CourseLocation = _rule(enumeration(COURSE_LOCATIONS), str | None)
+CourseFeedback = _rule(enumeration(COURSE_FEEDBACK), str | None)
+BookingSource = _rule(enumeration(BOOKING_SOURCES), str | None)
+CourseStatus = _rule(enumeration(COURSE_STATUSES), str | None)
+LicenseType = _rule(enumeration(LICENSE_TYPES), str | None)
+LeadSource = _rule(enumeration(LEAD_SOURCES), str | None)
+Postcode = _rule(parse_postcode, str | None)
+BirthDate = _rule(parse_birth_date, dt.date | None)
+DateTimeText = _rule(parse_datetime_text, str | None)
+Email = _rule(parse_email, str | None)
+Price = _rule(parse_price, Decimal | None)
+Flag = _rule(parse_bool, bool | None)
+Name = _rule(text(80), str | None)
+ShortText = _rule(text(80), str | None)
+Phone = _rule(text(40), str | None)
+LongText = _rule(text(255), str | None)
+
+
+def error_messages(exc: ValidationError) -> list[str]:
+    """Pydantic errors as the interface's messages: "field: reason"."""
+    messages = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"]) or "body"
+        reason = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "missing":
+            reason = "is required"
+        elif error["type"] == "extra_forbidden":
+            reason = "is not a known field"
+        messages.append(f"{field}: {reason}")
+    return messages

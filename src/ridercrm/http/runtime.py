@@ -1,0 +1,238 @@
+"""The request path shared by every endpoint: read, authenticate, decode, run, render.
+
+Endpoints stay thin: they name their operation, scope and error shape, and hand a
+plain function (session, payload) -> Outcome to :func:`run_write` or :func:`run_read`.
+The commit happens inside those functions, before the response exists, so a 200 is
+only ever sent for work that is stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from ridercrm.config import Settings
+from ridercrm.db import session_scope
+from ridercrm.http.context import Call, Caller
+from ridercrm.http.errors import ApiError, ErrorShape, default_shape
+from ridercrm.http.wire import BodyError, decode_body, encode_json, negotiate, response_content_type
+from ridercrm.idempotency import service as idempotency
+from ridercrm.keys import service as keys
+
+
+@dataclass
+class Services:
+    """What the app is built around; one per process, made in the app factory."""
+
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+
+@dataclass
+class Outcome:
+    """What a handler answers: a status, a body (str: text/plain; else JSON) and headers."""
+
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def call_of(request: Request) -> Call:
+    call = getattr(request.state, "call", None)
+    if call is None:
+        call = Call(method=request.method, path=request.url.path)
+        request.state.call = call
+    return call
+
+
+def operation(
+    name: str, *, scope: str, shape: ErrorShape = default_shape
+) -> Callable[[Request], Awaitable[Call]]:
+    """A dependency that names the operation, reads the body and checks the API key."""
+
+    async def dependency(request: Request) -> Call:
+        call = call_of(request)
+        call.operation = name
+        call.shape = shape
+        call.content_type = request.headers.get("content-type")
+        if request.method in ("POST", "PUT", "PATCH"):
+            call.request_body = await _read_body(request, services_of(request).settings)
+        caller = await run_in_threadpool(_authenticate, request, scope)
+        call.caller = caller
+        return call
+
+    return dependency
+
+
+async def _read_body(request: Request, settings: Settings) -> bytes:
+    limit = settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            call_of(request).request_body = b"".join(chunks)
+            raise ApiError(413, f"body is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def presented_key(request: Request) -> str | None:
+    authorization = request.headers.get("authorization")
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    header = request.headers.get("x-api-key")
+    return header.strip() if header and header.strip() else None
+
+
+def _authenticate(request: Request, scope: str) -> Caller:
+    presented = presented_key(request)
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if presented is None:
+        raise ApiError(401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge)
+    with session_scope(services_of(request).sessions) as session:
+        key = keys.authenticate(session, presented)
+        if key is None:
+            raise ApiError(401, "invalid or revoked API key", headers=challenge)
+        caller = Caller(key_id=key.id, name=key.name, scopes=frozenset(key.scopes))
+    call_of(request).caller = caller
+    if not keys.allows(caller.scopes, scope):
+        raise ApiError(403, f"API key lacks scope {scope!r}")
+    return caller
+
+
+def render(request: Request, outcome: Outcome) -> Response:
+    """Encode an outcome: text/plain for str, negotiated JSON otherwise."""
+    if isinstance(outcome.body, str):
+        return Response(
+            outcome.body.encode("utf-8"),
+            status_code=outcome.status,
+            media_type="text/plain; charset=utf-8",
+            headers=outcome.headers,
+        )
+    media = negotiate(request.headers.get("accept"))
+    return Response(
+        encode_json(outcome.body),
+        status_code=outcome.status,
+        media_type=response_content_type(media),
+        headers=outcome.headers,
+    )
+
+
+def error_outcome(call: Call, error: ApiError) -> Outcome:
+    """Render an error in the operation's shape; note its reason for the audit record."""
+    call.failure_reason = error.reason
+    headers = {**error.headers, "X-Failure-Reason": _header_safe(error.reason)}
+    return Outcome(body=call.shape(error, call.audit_id), status=error.status, headers=headers)
+
+
+def _header_safe(text: str) -> str:
+    return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)[:500]
+
+
+Handler = Callable[[Session, Any], Outcome]
+
+
+async def run_write(request: Request, call: Call, handler: Handler) -> Response:
+    """Decode the body and run ``handler`` in one write transaction, honouring Idempotency-Key."""
+    return await run_in_threadpool(_run_write, request, call, handler)
+
+
+def _run_write(request: Request, call: Call, handler: Handler) -> Response:
+    services = services_of(request)
+    body = call.request_body or b""
+    claim: idempotency.Claim | None = None
+    raw_key = request.headers.get("idempotency-key")
+    try:
+        if raw_key is not None:
+            outcome_or_claim = _claim(services, call, raw_key, request, body)
+            if isinstance(outcome_or_claim, Response):
+                return outcome_or_claim
+            claim = outcome_or_claim
+        with session_scope(services.sessions, write=True) as session:
+            try:
+                payload = decode_body(body, call.content_type)
+            except BodyError as exc:
+                raise ApiError(exc.status, exc.reason) from None
+            response = render(request, handler(session, payload))
+            if claim is not None:
+                _store(session, claim, response)
+            return response
+    except ApiError as error:
+        response = render(request, error_outcome(call, error))
+        if claim is not None:
+            with session_scope(services.sessions, write=True) as session:
+                _store(session, claim, response)
+        return response
+
+
+def _claim(
+    services: Services, call: Call, raw_key: str, request: Request, body: bytes
+) -> idempotency.Claim | Response:
+    key = idempotency.check_key(raw_key)
+    call.idempotency_key = key
+    assert call.caller is not None
+    settings = services.settings
+    fingerprint = idempotency.request_hash(request.method, request.url.path, body)
+    for attempt in range(2):
+        try:
+            with session_scope(services.sessions, write=True) as session:
+                result = idempotency.claim(
+                    session,
+                    api_key_id=call.caller.key_id,
+                    key=key,
+                    fingerprint=fingerprint,
+                    audit_id=call.audit_id,
+                    ttl=dt.timedelta(hours=settings.idempotency_ttl_hours),
+                    lock=dt.timedelta(seconds=settings.idempotency_lock_seconds),
+                )
+            break
+        except IntegrityError:
+            # Another request inserted the same key at the same moment; look again.
+            if attempt:
+                raise ApiError(409, "a request with this Idempotency-Key is still being processed") from None
+    if isinstance(result, idempotency.Replay):
+        call.replay_of = result.audit_id
+        return Response(result.body, status_code=result.status, headers=result.headers)
+    return result
+
+
+def _store(session: Session, claim: idempotency.Claim, response: Response) -> None:
+    kept = {
+        name: value
+        for name, value in response.headers.items()
+        if name.lower() in ("content-type", "x-failure-reason", "retry-after")
+    }
+    idempotency.store_response(
+        session, claim=claim, status=response.status_code, headers=kept, body=bytes(response.body)
+    )
+
+
+async def run_read(request: Request, handler: Callable[[Session], Outcome]) -> Response:
+    """Run a read-only handler in its own transaction and render its outcome."""
+
+    def work() -> Response:
+        with session_scope(services_of(request).sessions) as session:
+            return render(request, handler(session))
+
+    return await run_in_threadpool(work)

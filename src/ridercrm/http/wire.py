@@ -1,0 +1,229 @@
+"""Request body decoding and response encoding (DESIGN §3). No web framework here.
+
+Four request types carry a body: application/json, text/json and text/plain hold
+JSON text; application/x-www-form-urlencoded holds JSON text (mislabelled clients),
+form fields whose values are JSON (``people_product=[...]``), or bracket fields
+(``person_data[first_name]=Ann``). A charset parameter is honoured.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qsl
+
+JSON_TYPES = frozenset({"application/json", "text/json", "text/plain"})
+FORM_TYPE = "application/x-www-form-urlencoded"
+ACCEPTED_TYPES = JSON_TYPES | {FORM_TYPE}
+MAX_NESTING = 32
+
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+
+
+class BodyError(Exception):
+    """The body cannot be used; ``status`` is 400 (unusable) or 415 (type or charset)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def parse_content_type(header: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Content-Type header into its lower-cased media type and parameters."""
+    if not header:
+        return "", {}
+    media, *params = header.split(";")
+    parsed: dict[str, str] = {}
+    for param in params:
+        name, sep, value = param.partition("=")
+        if sep:
+            parsed[name.strip().lower()] = value.strip().strip('"')
+    return media.strip().lower(), parsed
+
+
+def decode_body(raw: bytes, content_type: str | None) -> Any:
+    """Decode a request body to a JSON value, or raise BodyError saying why not.
+
+    A missing Content-Type is read as JSON: the body must still be JSON text.
+    """
+    media, params = parse_content_type(content_type)
+    if media and media not in ACCEPTED_TYPES:
+        raise BodyError(415, f"content type {media} is not accepted")
+    charset = params.get("charset", "utf-8")
+    try:
+        codec = codecs.lookup(charset)
+    except LookupError:
+        raise BodyError(415, f"charset {charset} is not supported") from None
+    try:
+        text = raw.decode(codec.name)
+    except UnicodeDecodeError:
+        raise BodyError(400, f"body is not valid {charset}") from None
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise BodyError(400, "body is empty")
+    if media == FORM_TYPE and not text.lstrip().startswith(("{", "[")):
+        return _decode_form(raw, codec.name)
+    return parse_json(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def parse_json(text: str) -> Any:
+    """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting."""
+    try:
+        value = json.loads(
+            text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates
+        )
+    except RecursionError:
+        raise BodyError(400, "body is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise BodyError(400, f"body is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:
+        raise BodyError(400, f"body is not usable JSON ({exc})") from None
+    if _depth(value) > MAX_NESTING:
+        raise BodyError(400, "body is nested too deeply")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, iteratively (no recursion limit to hit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def _decode_form(raw: bytes, encoding: str) -> dict[str, Any]:
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        # Form bodies are percent-encoded ASCII; accept raw bytes in the charset too.
+        text = raw.decode(encoding)
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
+    except UnicodeDecodeError:
+        raise BodyError(400, f"form field is not valid {encoding}") from None
+    except ValueError as exc:
+        raise BodyError(400, f"form body is malformed ({exc})") from None
+    if not pairs:
+        raise BodyError(400, "form body has no fields")
+    result: dict[str, Any] = {}
+    for name, value in pairs:
+        _place(result, name, value)
+    return _lists_from_indexes(result)
+
+
+def _place(result: dict[str, Any], name: str, value: str) -> None:
+    head, _, rest = name.partition("[")
+    if not head:
+        raise BodyError(400, f"form field {name!r} has no name")
+    if not rest:
+        if head in result:
+            raise BodyError(400, f"form field {head!r} is given twice")
+        result[head] = _json_or_text(value)
+        return
+    path = [head, *_BRACKETS.findall("[" + rest)]
+    if len(path) > MAX_NESTING:
+        raise BodyError(400, "form field is nested too deeply")
+    node: dict[str, Any] = result
+    for index, part in enumerate(path[:-1]):
+        following = path[index + 1]
+        child = node.get(part)
+        if child is None:
+            child = [] if following == "" else {}
+            node[part] = child
+        if following == "" and index + 1 == len(path) - 1:
+            if not isinstance(child, list):
+                raise BodyError(400, f"form field {name!r} mixes shapes")
+            child.append(value)
+            return
+        if not isinstance(child, dict):
+            raise BodyError(400, f"form field {name!r} mixes shapes")
+        node = child
+    leaf = path[-1]
+    if leaf in node:
+        raise BodyError(400, f"form field {name!r} is given twice")
+    node[leaf] = value
+
+
+def _json_or_text(value: str) -> Any:
+    """A plain form field's value is JSON when it parses as JSON, else text."""
+    stripped = value.strip()
+    if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null"):
+        try:
+            return parse_json(stripped)
+        except BodyError:
+            return value
+    return value
+
+
+def _lists_from_indexes(value: Any) -> Any:
+    """Turn objects keyed 0..n-1 (from ``items[0][x]=...``) into lists."""
+    if isinstance(value, list):
+        return [_lists_from_indexes(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    converted = {key: _lists_from_indexes(item) for key, item in value.items()}
+    if converted and all(key.isdigit() for key in converted):
+        indexes = sorted(converted, key=int)
+        if [int(key) for key in indexes] == list(range(len(indexes))):
+            return [converted[key] for key in indexes]
+    return converted
+
+
+def negotiate(accept: str | None) -> str:
+    """Pick the response type: text/json when Accept prefers it, else application/json."""
+    if not accept:
+        return "application/json"
+
+    def quality(media: str) -> float:
+        best, best_specificity = 0.0, -1
+        main = media.split("/")[0]
+        for part in accept.split(","):
+            kind, params = parse_content_type(part)
+            if kind == media:
+                specificity = 2
+            elif kind == f"{main}/*":
+                specificity = 1
+            elif kind == "*/*":
+                specificity = 0
+            else:
+                continue
+            try:
+                q = float(params.get("q", "1"))
+            except ValueError:
+                q = 0.0
+            if specificity > best_specificity:
+                best, best_specificity = q, specificity
+        return best
+
+    return "text/json" if quality("text/json") > quality("application/json") else "application/json"
+
+
+def encode_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def response_content_type(media: str) -> str:
+    return f"{media}; charset=utf-8" if media == "text/json" else media

@@ -1,0 +1,99 @@
+"""Salesforce-format record ids (DESIGN §4).
+
+An id is 15 case-sensitive characters (a 3-character key prefix and 12 more) plus a
+3-character suffix that encodes which of the 15 are upper-case letters, so the
+18-character form survives systems that ignore case. We store and return the
+18-character form and accept either form on input.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import string
+
+_ALPHANUMERIC = frozenset(string.ascii_letters + string.digits)
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+_SUFFIX_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
+
+
+class RecordKind(enum.Enum):
+    """Kinds of record and their key prefixes."""
+
+    CONTACT = "003"
+    LEAD = "00Q"
+    PRODUCT = "01t"
+    ASSET = "02i"
+    AUDIT = "a0A"
+
+    @property
+    def prefix(self) -> str:
+        return self.value
+
+
+def checksum(id15: str) -> str:
+    """Return the 3-character case-safe suffix of a 15-character id."""
+    suffix = []
+    for start in (0, 5, 10):
+        flags = 0
+        for bit, char in enumerate(id15[start : start + 5]):
+            if "A" <= char <= "Z":
+                flags |= 1 << bit
+        suffix.append(_SUFFIX_ALPHABET[flags])
+    return "".join(suffix)
+
+
+def new_id(kind: RecordKind) -> str:
+    """Make a fresh 18-character id of the given kind (72 random bits after the prefix)."""
+    body = kind.prefix + "".join(secrets.choice(_BASE62) for _ in range(12))
+    return body + checksum(body)
+
+
+def _restore_case(id15: str, suffix: str) -> str | None:
+    """Use an 18-character id's suffix to put back the case of its first 15 characters."""
+    chars = list(id15)
+    for chunk, code in enumerate(suffix.upper()):
+        flags = _SUFFIX_ALPHABET.find(code)
+        if flags < 0:
+            return None
+        for bit in range(5):
+            pos = chunk * 5 + bit
+            char = chars[pos]
+            if flags & (1 << bit):
+                if not char.isalpha():
+                    return None
+                chars[pos] = char.upper()
+            else:
+                chars[pos] = char.lower()
+    return "".join(chars)
+
+
+def canonical_id(value: object, kind: RecordKind | None = None) -> str | None:
+    """Return the canonical 18-character form of a 15- or 18-character id, or None.
+
+    The 18-character form is read case-insensitively (that is what its suffix is
+    for); the 15-character form is case-sensitive. With ``kind``, the key prefix
+    must be that kind's.
+    """
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if len(value) not in (15, 18) or not _ALPHANUMERIC.issuperset(value):
+        return None
+    if len(value) == 15:
+        id15: str | None = value
+    else:
+        id15 = _restore_case(value[:15], value[15:])
+    if id15 is None:
+        return None
+    if kind is not None and id15[:3] != kind.prefix:
+        return None
+    return id15 + checksum(id15)
+
+
+def kind_of(value: str) -> RecordKind | None:
+    """Return the kind named by a canonical id's prefix, if it is one of ours."""
+    for kind in RecordKind:
+        if value.startswith(kind.prefix):
+            return kind
+    return None

@@ -1,0 +1,89 @@
+"""Issue, list, revoke and check API keys. Keys are stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ridercrm.db import utcnow
+from ridercrm.keys.models import ApiKey
+
+SCOPES = ("courses", "people", "match", "products", "admin")
+KEY_PREFIX = "rcrm_"
+
+
+class KeyProblem(ValueError):
+    """A key request that cannot be carried out (unknown scope, unknown key)."""
+
+
+def hash_key(plaintext: str) -> str:
+    # Keys carry 256 random bits, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
+
+
+def create_key(session: Session, *, name: str, scopes: Iterable[str]) -> tuple[ApiKey, str]:
+    """Create a key; return its record and the plaintext, which is never stored."""
+    wanted = sorted(set(scopes))
+    unknown = [scope for scope in wanted if scope not in SCOPES]
+    if unknown:
+        raise KeyProblem(f"unknown scope {', '.join(unknown)}; scopes are {', '.join(SCOPES)}")
+    if not wanted:
+        raise KeyProblem("a key needs at least one scope")
+    if not name.strip():
+        raise KeyProblem("a key needs a name")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey(
+        name=name.strip(), prefix=plaintext[:12], key_hash=hash_key(plaintext), scopes=wanted
+    )
+    session.add(key)
+    session.flush()
+    return key, plaintext
+
+
+def list_keys(session: Session) -> Sequence[ApiKey]:
+    return session.scalars(select(ApiKey).order_by(ApiKey.id)).all()
+
+
+def revoke_key(session: Session, *, ident: str) -> ApiKey:
+    """Revoke a key named by its id, its name or its displayed prefix."""
+    candidates = [
+        key
+        for key in list_keys(session)
+        if ident in (str(key.id), key.name, key.prefix) and key.revoked_at is None
+    ]
+    if not candidates:
+        raise KeyProblem(f"no active key {ident!r}")
+    if len(candidates) > 1:
+        raise KeyProblem(f"{ident!r} names {len(candidates)} keys; use the id")
+    key = candidates[0]
+    key.revoked_at = utcnow()
+    session.flush()
+    return key
+
+
+def authenticate(session: Session, presented: str) -> ApiKey | None:
+    """Return the active key whose plaintext was presented, else None."""
+    digest = hash_key(presented)
+    key = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+    # The lookup is by hash; compare again in constant time so the answer never
+    # depends on how much of a guess was right.
+    if key is None or not hmac.compare_digest(key.key_hash, digest):
+        return None
+    if key.revoked_at is not None:
+        return None
+    return key
+
+
+def has_any_key(session: Session) -> bool:
+    return session.scalar(select(ApiKey.id).limit(1)) is not None
+
+
+def allows(scopes: Iterable[str], needed: str) -> bool:
+    """An admin key may do everything; other keys only what their scopes name."""
+    granted = set(scopes)
+    return needed in granted or "admin" in granted

@@ -1,0 +1,20 @@
+"""Every ORM model, imported once so the metadata is complete (Alembic, tests)."""
+
+from ridercrm.audit.models import AuditRecord
+from ridercrm.courses.models import Asset, AssetStatusChange
+from ridercrm.db import Base
+from ridercrm.idempotency.models import IdempotencyRecord
+from ridercrm.keys.models import ApiKey
+from ridercrm.people.models import Person
+from ridercrm.products.models import Product
+
+__all__ = [
+    "ApiKey",
+    "Asset",
+    "AssetStatusChange",
+    "AuditRecord",
+    "Base",
+    "IdempotencyRecord",
+    "Person",
+    "Product",
+]

@@ -1,0 +1,68 @@
+"""People: contacts and leads share one table (see docs/decisions.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Boolean, Date, ForeignKey, Index, String, func
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ridercrm.db import Base, UTCDateTime, utcnow
+
+CONTACT = "contact"
+LEAD = "lead"
+
+# Person fields an operator or client can write, in the interface's names.
+PERSON_FIELDS = (
+    "first_name",
+    "last_name",
+    "date_of_birth",
+    "email",
+    "postcode",
+    "mobile_phone",
+    "home_phone",
+    "drivers_license",
+    "license_type",
+    "street",
+    "city",
+    "state",
+    "country",
+    "lead_source",
+    "opt_in",
+)
+
+
+class Person(Base):
+    __tablename__ = "people"
+
+    id: Mapped[str] = mapped_column(String(18), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(7))
+    first_name: Mapped[str] = mapped_column(String(80))
+    last_name: Mapped[str] = mapped_column(String(80))
+    date_of_birth: Mapped[dt.date | None] = mapped_column(Date)
+    email: Mapped[str | None] = mapped_column(String(254))
+    postcode: Mapped[str | None] = mapped_column(String(4))
+    mobile_phone: Mapped[str | None] = mapped_column(String(40))
+    home_phone: Mapped[str | None] = mapped_column(String(40))
+    drivers_license: Mapped[str | None] = mapped_column(String(40))
+    license_type: Mapped[str | None] = mapped_column(String(3))
+    street: Mapped[str | None] = mapped_column(String(255))
+    city: Mapped[str | None] = mapped_column(String(80))
+    state: Mapped[str | None] = mapped_column(String(80))
+    country: Mapped[str | None] = mapped_column(String(80))
+    lead_source: Mapped[str | None] = mapped_column(String(40))
+    opt_in: Mapped[bool | None] = mapped_column(Boolean)
+    converted_contact_id: Mapped[str | None] = mapped_column(
+        String(18), ForeignKey("people.id"), unique=True
+    )
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (
+        # Admin search by name, e-mail and phone, case-insensitively.
+        Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
+        Index("ix_people_first_name", func.lower(first_name)),
+        Index("ix_people_email", func.lower(email)),
+        Index("ix_people_mobile_phone", mobile_phone),
+        Index("ix_people_home_phone", home_phone),
+    )

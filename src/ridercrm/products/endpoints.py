@@ -1,0 +1,64 @@
+"""Products: the interface's crm/products list and the admin API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.http.context import Call
+from ridercrm.http.errors import ApiError
+from ridercrm.http.runtime import Outcome, operation, run_read, run_write
+from ridercrm.http.validation import parse_model
+from ridercrm.products import service
+from ridercrm.products.schemas import ProductCreate, ProductRead
+
+router = APIRouter(tags=["products"])
+
+
+@router.get("/crm/products")
+async def list_products(
+    request: Request, _call: Call = Depends(operation("crm.products", scope="products"))
+) -> Response:
+    """List every product with its id, name, code, price and whether it is active."""
+
+    def handler(session: Session) -> Outcome:
+        return Outcome([ProductRead.model_validate(p).to_json() for p in service.list_products(session)])
+
+    return await run_read(request, handler)
+
+
+@router.post("/admin/products", status_code=201, tags=["admin"])
+async def create_product(
+    request: Request, call: Call = Depends(operation("admin.create_product", scope="admin"))
+) -> Response:
+    """Create a product from name, code and price."""
+
+    def handler(session: Session, payload: Any) -> Outcome:
+        data = parse_model(ProductCreate, payload)
+        try:
+            product = service.create_product(session, data=data)
+        except service.DuplicateCode:
+            raise ApiError(409, f"code: {data.code} is already used by another product") from None
+        return Outcome({"id": product.id}, status=201)
+
+    return await run_write(request, call, handler)
+
+
+@router.get("/admin/products/{product_id}", tags=["admin"])
+async def read_product(
+    request: Request,
+    product_id: str,
+    _call: Call = Depends(operation("admin.read_product", scope="admin")),
+) -> Response:
+    """Return one product."""
+
+    def handler(session: Session) -> Outcome:
+        product = service.find_product(session, product_id)
+        if product is None:
+            raise ApiError(404, f"no product with id {product_id}")
+        return Outcome(ProductRead.model_validate(product).to_json())
+
+    return await run_read(request, handler)

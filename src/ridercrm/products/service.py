@@ -1,0 +1,36 @@
+"""Products: create, read, list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.products.models import Product
+from ridercrm.products.schemas import ProductCreate
+
+
+class DuplicateCode(ValueError):
+    """Another product already has this code."""
+
+
+def create_product(session: Session, *, data: ProductCreate) -> Product:
+    """Store a new product; its code must be unused."""
+    assert data.code is not None
+    if session.scalar(select(Product.id).where(Product.code == data.code)) is not None:
+        raise DuplicateCode(data.code)
+    product = Product(id=new_id(RecordKind.PRODUCT), **data.model_dump())
+    session.add(product)
+    session.flush()
+    return product
+
+
+def find_product(session: Session, raw_id: str) -> Product | None:
+    product_id = canonical_id(raw_id, RecordKind.PRODUCT)
+    return session.get(Product, product_id) if product_id else None
+
+
+def list_products(session: Session) -> Sequence[Product]:
+    return session.scalars(select(Product).order_by(Product.name, Product.code)).all()
