@@ -60,7 +60,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="CRM service for a motorcycle rider-training business.",
     )
-    app.state.services = Services(settings=settings, engine=engine, sessions=session_factory(engine))
+    app.state.services = Services(
+        settings=settings, engine=engine, sessions=session_factory(engine)
+    )
     api = APIRouter(prefix=settings.base_path)
     for router in (products_router, people_router, courses_router, audit_router):
         api.include_router(router)

@@ -15,14 +15,24 @@ class Settings(BaseSettings):
         default="sqlite:///ridercrm.db",
         description="SQLAlchemy URL. SQLite file (default) or postgresql+psycopg://...",
     )
-    base_path: str = Field(default="", description="Prefix of every API path, e.g. /services/apexrest")
-    max_body_bytes: int = Field(default=1024 * 1024, ge=1, description="Largest request body (413 above)")
-    max_items: int = Field(default=200, ge=1, description="Most items in one request (413 above)")
-    idempotency_ttl_hours: float = Field(default=24.0, gt=0, description="How long Idempotency-Key replays last")
-    idempotency_lock_seconds: float = Field(
-        default=60.0, gt=0, description="After this, an unfinished request's Idempotency-Key may be retaken"
+    base_path: str = Field(
+        default="", description="Prefix of every API path, e.g. /services/apexrest"
     )
-    audit_retention_days: int = Field(default=365, ge=1, description="Default age for `audit purge`")
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1, description="Largest request body (413 above)"
+    )
+    max_items: int = Field(default=200, ge=1, description="Most items in one request (413 above)")
+    idempotency_ttl_hours: float = Field(
+        default=24.0, gt=0, description="How long Idempotency-Key replays last"
+    )
+    idempotency_lock_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="After this, an unfinished request's Idempotency-Key may be retaken",
+    )
+    audit_retention_days: int = Field(
+        default=365, ge=1, description="Default age for `audit purge`"
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
     db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
     log_level: str = Field(default="INFO", description="Python logging level")

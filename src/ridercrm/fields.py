@@ -16,7 +16,15 @@ from typing import Annotated, Any
 from email_validator import EmailNotValidError, validate_email
 from pydantic import BeforeValidator, ValidationError
 
-COURSE_LOCATIONS = ("somerton", "tullamarine", "kilsyth", "st ives", "slacks creek", "ipswitch", "Toowoomba")
+COURSE_LOCATIONS = (
+    "somerton",
+    "tullamarine",
+    "kilsyth",
+    "st ives",
+    "slacks creek",
+    "ipswitch",
+    "Toowoomba",
+)
 COURSE_FEEDBACK = ("pass A", "pass B", "pass C", "pass F", "fail 1", "fail 2", "fail 3", "fail 4")
 BOOKING_SOURCES = ("None", "Website", "Phone", "In Person")
 COURSE_STATUSES = ("booked", "cancelled", "completed - pass", "completed - fail")
@@ -67,7 +75,12 @@ def parse_postcode(value: Any) -> str | None:
         if 200 <= value <= 9999:
             return f"{value:04d}"
         raise ValueError("must be 4 digits")
-    if isinstance(value, str) and len(value.strip()) == 4 and value.strip().isascii() and value.strip().isdigit():
+    if (
+        isinstance(value, str)
+        and len(value.strip()) == 4
+        and value.strip().isascii()
+        and value.strip().isdigit()
+    ):
         return value.strip()
     raise ValueError("must be 4 digits")
 
@@ -152,7 +165,7 @@ def parse_bool(value: Any) -> bool | None:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise ValueError('must be true or false')
+    raise ValueError("must be true or false")
 
 
 def text(max_length: int) -> Callable[[Any], str | None]:

@@ -48,7 +48,9 @@ async def search_audit_records(
         since = since.replace(tzinfo=dt.UTC)
 
     def handler(session: Session) -> Outcome:
-        records = service.search_records(session, operation=operation_name, since=since, limit=limit)
+        records = service.search_records(
+            session, operation=operation_name, since=since, limit=limit
+        )
         return Outcome({"records": [service.to_dict(r) for r in records]})
 
     return await run_read(request, handler)

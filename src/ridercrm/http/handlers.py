@@ -20,7 +20,9 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     messages = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"] if part not in ("query", "path", "body"))
+        where = ".".join(
+            str(part) for part in error["loc"] if part not in ("query", "path", "body")
+        )
         messages.append(f"{where}: {error['msg']}")
     return await _api_error(request, ApiError(400, "; ".join(messages), errors=messages))
 
@@ -28,7 +30,11 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     reasons = {404: "no such path", 405: "method not allowed on this path"}
-    error = ApiError(exc.status_code, reasons.get(exc.status_code, str(exc.detail)), headers=dict(exc.headers or {}))
+    error = ApiError(
+        exc.status_code,
+        reasons.get(exc.status_code, str(exc.detail)),
+        headers=dict(exc.headers or {}),
+    )
     return await _api_error(request, error)
 
 

@@ -33,6 +33,6 @@ def exposition() -> tuple[bytes, str]:
     """The metrics text; across all workers when PROMETHEUS_MULTIPROC_DIR is set."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST

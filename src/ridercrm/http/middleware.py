@@ -50,7 +50,9 @@ class AuditMiddleware:
         try:
             await self.app(scope, receive, hold)
         except Exception:
-            log.exception("unhandled error", extra={"audit_id": call.audit_id, "operation": call.operation})
+            log.exception(
+                "unhandled error", extra={"audit_id": call.audit_id, "operation": call.operation}
+            )
             start, parts = _internal_error(call)
         if start is None:
             start, parts = _internal_error(call)
@@ -64,7 +66,9 @@ class AuditMiddleware:
             log.exception("audit record not stored", extra={"audit_id": call.audit_id})
             status = 503
             start = {"type": "http.response.start", "status": 503, "headers": []}
-            body = encode_json({"detail": "the audit trail is unavailable; the request may have been applied"})
+            body = encode_json(
+                {"detail": "the audit trail is unavailable; the request may have been applied"}
+            )
             start["headers"] = [(b"content-type", b"application/json")]
         else:
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"x-audit-id"]
@@ -104,4 +108,6 @@ def _internal_error(call: Call) -> tuple[Message, list[bytes]]:
 
 def _write_audit(services: Any, call: Call, status: int, body: bytes, elapsed: float) -> None:
     with session_scope(services.sessions, write=True) as session:
-        record_call(session, call=call, status=status, response_body=body, duration_ms=elapsed * 1000)
+        record_call(
+            session, call=call, status=status, response_body=body, duration_ms=elapsed * 1000
+        )

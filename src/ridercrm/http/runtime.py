@@ -109,7 +109,9 @@ def _authenticate(request: Request, scope: str) -> Caller:
     presented = presented_key(request)
     challenge = {"WWW-Authenticate": "Bearer"}
     if presented is None:
-        raise ApiError(401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge)
+        raise ApiError(
+            401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge
+        )
     with session_scope(services_of(request).sessions) as session:
         key = keys.authenticate(session, presented)
         if key is None:
@@ -210,7 +212,9 @@ def _claim(
         except IntegrityError:
             # Another request inserted the same key at the same moment; look again.
             if attempt:
-                raise ApiError(409, "a request with this Idempotency-Key is still being processed") from None
+                raise ApiError(
+                    409, "a request with this Idempotency-Key is still being processed"
+                ) from None
     if isinstance(result, idempotency.Replay):
         call.replay_of = result.audit_id
         return Response(result.body, status_code=result.status, headers=result.headers)

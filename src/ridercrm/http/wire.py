@@ -85,13 +85,13 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str) -> Any:
     """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting."""
     try:
-        value = json.loads(
-            text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates
-        )
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise BodyError(400, "body is nested too deeply") from None
     except json.JSONDecodeError as exc:
-        raise BodyError(400, f"body is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise BodyError(
+            400, f"body is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except ValueError as exc:
         raise BodyError(400, f"body is not usable JSON ({exc})") from None
     if _depth(value) > MAX_NESTING:

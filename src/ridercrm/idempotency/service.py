@@ -99,7 +99,9 @@ def claim(
         )
     if record.locked_until is not None and record.locked_until > now:
         raise ApiError(
-            409, "a request with this Idempotency-Key is still being processed", headers={"Retry-After": "1"}
+            409,
+            "a request with this Idempotency-Key is still being processed",
+            headers={"Retry-After": "1"},
         )
     # The first attempt died before answering: this retry takes the key over.
     record.audit_id = audit_id

@@ -64,7 +64,9 @@ async def read_person(
 @router.get("/people")
 async def search_people(
     request: Request,
-    q: str = Query(min_length=1, max_length=200, description="a name, e-mail address or phone number"),
+    q: str = Query(
+        min_length=1, max_length=200, description="a name, e-mail address or phone number"
+    ),
     limit: int = Query(50, ge=1, le=200),
     _call: Call = Depends(operation("admin.search_people", scope="admin")),
 ) -> Response:

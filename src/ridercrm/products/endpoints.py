@@ -25,7 +25,9 @@ async def list_products(
     """List every product with its id, name, code, price and whether it is active."""
 
     def handler(session: Session) -> Outcome:
-        return Outcome([ProductRead.model_validate(p).to_json() for p in service.list_products(session)])
+        return Outcome(
+            [ProductRead.model_validate(p).to_json() for p in service.list_products(session)]
+        )
 
     return await run_read(request, handler)
 

@@ -36,4 +36,10 @@ class ProductRead(BaseModel):
     active: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "code": self.code, "price": str(self.price), "active": self.active}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "code": self.code,
+            "price": str(self.price),
+            "active": self.active,
+        }

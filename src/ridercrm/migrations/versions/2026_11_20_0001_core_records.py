@@ -47,7 +47,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_people"),
         sa.UniqueConstraint("converted_contact_id", name="uq_people_converted_contact_id"),
     )
-    op.create_index("ix_people_last_first", "people", [sa.text("lower(last_name)"), sa.text("lower(first_name)")])
+    op.create_index(
+        "ix_people_last_first",
+        "people",
+        [sa.text("lower(last_name)"), sa.text("lower(first_name)")],
+    )
     op.create_index("ix_people_first_name", "people", [sa.text("lower(first_name)")])
     op.create_index("ix_people_email", "people", [sa.text("lower(email)")])
     op.create_index("ix_people_mobile_phone", "people", ["mobile_phone"])
@@ -85,7 +89,9 @@ def upgrade() -> None:
         sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.Column("updated_at", TIMESTAMP, nullable=False),
         sa.ForeignKeyConstraint(["person_id"], ["people.id"], name="fk_assets_person_id_people"),
-        sa.ForeignKeyConstraint(["product_id"], ["products.id"], name="fk_assets_product_id_products"),
+        sa.ForeignKeyConstraint(
+            ["product_id"], ["products.id"], name="fk_assets_product_id_products"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_assets"),
         sa.UniqueConstraint("booking_number", name="uq_assets_booking_number"),
     )

@@ -1,0 +1,38 @@
+# ridercrm — `make help` lists the targets.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+PORT ?= 8000
+
+.DEFAULT_GOAL := help
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+.PHONY: help venv run test lint format typecheck bench audit
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+venv: $(BIN)/.installed ## Create or update the virtualenv in .venv
+
+run: $(BIN)/.installed ## Serve on SQLite (./ridercrm.db) with demo data; prints an admin key on first start
+	$(BIN)/ridercrm serve --demo --port $(PORT)
+
+test: $(BIN)/.installed ## Run the test suite (PostgreSQL half needs RIDERCRM_TEST_POSTGRES_URL)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed ## ruff (lint + format check) and mypy
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+format: $(BIN)/.installed ## Apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench
+
+bench: $(BIN)/.installed ## Run the benchmarks (results go to bench/README.md by hand)
+	$(BIN)/python bench/import_bench.py

@@ -1,0 +1,187 @@
+"""The `ridercrm` command. It calls the same services as the HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ridercrm.audit import service as audit
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.keys import service as keys
+from ridercrm.migrate import upgrade
+
+app = typer.Typer(help="ridercrm: CRM service for a rider-training business.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(keys_app, name="keys")
+app.add_typer(audit_app, name="audit")
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def _sessions(settings: Settings | None = None, *, migrate: bool = True):  # type: ignore[no-untyped-def]
+    settings = settings or Settings()
+    engine = build_engine(settings)
+    if migrate:
+        upgrade(engine)
+    return session_factory(engine)
+
+
+def ensure_admin_key(settings: Settings) -> str | None:
+    """On a database with no keys, create an admin key and return it (shown once)."""
+    with session_scope(_sessions(settings), write=True) as session:
+        if keys.has_any_key(session):
+            return None
+        _key, plaintext = keys.create_key(session, name="admin", scopes=["admin"])
+        return plaintext
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Worker processes (use PostgreSQL for more than 1 in production)."
+        ),
+    ] = 1,
+    demo: Annotated[
+        bool, typer.Option(help="Load the demo data set first if the database has no people.")
+    ] = False,
+) -> None:
+    """Upgrade the database, create the first admin key if there is none, and serve."""
+    import uvicorn
+
+    settings = Settings()
+    console.print(f"database: {_safe_url(settings.database_url)}")
+    upgrade(build_engine(settings))
+    if demo:
+        from ridercrm.demo import load_demo
+
+        loaded = load_demo(_sessions(settings, migrate=False), only_if_empty=True)
+        console.print(f"demo data: {loaded}")
+    plaintext = ensure_admin_key(settings)
+    if plaintext:
+        console.print("First start: created an admin API key. It is shown once; keep it safe:")
+        print(plaintext, flush=True)
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ridercrm-metrics-")
+    base = settings.base_path or ""
+    console.print(f"serving on http://{host}:{port}{base} with {workers} worker(s)")
+    uvicorn.run(
+        "ridercrm.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+    )
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+    """Bring the database schema up to date."""
+    from ridercrm.migrate import current_revision
+
+    engine = build_engine(Settings())
+    upgrade(engine, revision)
+    console.print(f"database at revision {current_revision(engine)}")
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="Who or what the key is for.")],
+    scope: Annotated[
+        list[str],
+        typer.Option(help=f"Scope to grant; repeat for several: {', '.join(keys.SCOPES)}."),
+    ],
+) -> None:
+    """Create an API key. The key is printed once, alone on the last line."""
+    try:
+        with session_scope(_sessions(), write=True) as session:
+            key, plaintext = keys.create_key(session, name=name, scopes=scope)
+            console.print(f"created key {key.id} ({key.name}) with scopes {', '.join(key.scopes)}")
+    except keys.KeyProblem as exc:
+        errors.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+    print(plaintext, flush=True)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List API keys (never their secrets)."""
+    table = Table("id", "name", "prefix", "scopes", "created", "revoked")
+    with session_scope(_sessions()) as session:
+        for key in keys.list_keys(session):
+            table.add_row(
+                str(key.id),
+                key.name,
+                key.prefix + "…",
+                ",".join(key.scopes),
+                key.created_at.strftime("%Y-%m-%d %H:%M"),
+                key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "",
+            )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ident: Annotated[str, typer.Argument(help="The key's id, name or prefix.")],
+) -> None:
+    """Revoke an API key; requests made with it are refused from now on."""
+    try:
+        with session_scope(_sessions(), write=True) as session:
+            key = keys.revoke_key(session, ident=ident)
+            console.print(f"revoked key {key.id} ({key.name})")
+    except keys.KeyProblem as exc:
+        errors.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+
+
+@audit_app.command("show")
+def audit_show(
+    audit_id: Annotated[str, typer.Argument(help="Audit record id (15 or 18 characters).")],
+) -> None:
+    """Print one audit record as JSON."""
+    canonical = canonical_id(audit_id, RecordKind.AUDIT)
+    with session_scope(_sessions()) as session:
+        record = audit.get_record(session, canonical) if canonical else None
+        if record is None:
+            errors.print(f"error: no audit record {audit_id}")
+            raise typer.Exit(1)
+        print(json.dumps(audit.to_dict(record), indent=2, ensure_ascii=False))
+
+
+@audit_app.command("purge")
+def audit_purge(
+    older_than: Annotated[
+        float, typer.Option("--older-than", min=0, help="Delete records older than this many days.")
+    ],
+) -> None:
+    """Delete audit records older than the given number of days."""
+    with session_scope(_sessions(), write=True) as session:
+        count = audit.purge_records(session, older_than_days=older_than)
+    console.print(f"purged {count} audit record(s) older than {older_than:g} day(s)")
+
+
+def main() -> None:
+    app()

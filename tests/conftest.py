@@ -1,0 +1,132 @@
+"""Test fixtures: a real database per test (SQLite file, or PostgreSQL when configured).
+
+Every test that takes ``db_url`` runs once on SQLite and once on PostgreSQL. The
+PostgreSQL run needs RIDERCRM_TEST_POSTGRES_URL (e.g.
+postgresql+psycopg://postgres@127.0.0.1:5432/test); without it that half is skipped
+with a reason. Schemas are built by the real migrations, never by create_all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.app import create_app
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.keys.service import create_key
+from ridercrm.migrate import upgrade
+from ridercrm.models import Base
+
+POSTGRES_ENV = "RIDERCRM_TEST_POSTGRES_URL"
+
+
+def postgres_url() -> str | None:
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        return None
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    return url
+
+
+def reset_postgres(url: str) -> None:
+    """Drop everything in the public schema and migrate from empty."""
+    engine = build_engine(Settings(database_url=url))
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    upgrade(engine)
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = build_engine(Settings(database_url=f"sqlite:///{path}"))
+    upgrade(engine)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_ready() -> str:
+    url = postgres_url()
+    if url is None:
+        pytest.skip(
+            f"PostgreSQL tests need {POSTGRES_ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)"
+        )
+    reset_postgres(url)
+    return url
+
+
+def truncate_all(url: str) -> None:
+    engine = build_engine(Settings(database_url=url))
+    tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
+    """A migrated, empty database of each kind."""
+    if request.param == "sqlite":
+        path = tmp_path / "ridercrm.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    url = request.getfixturevalue("postgres_ready")
+    truncate_all(url)
+    yield url
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(database_url=db_url, log_json=True)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = build_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sessions(engine: Engine) -> sessionmaker[Session]:
+    return session_factory(engine)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    app = create_app(settings)
+    with TestClient(app) as test_client:
+        yield test_client
+    app.state.services.engine.dispose()
+
+
+@pytest.fixture
+def make_key(sessions: sessionmaker[Session]) -> Callable[..., str]:
+    """Create an API key with the given scopes and return its plaintext."""
+
+    def make(*scopes: str, name: str = "test") -> str:
+        with session_scope(sessions, write=True) as session:
+            _key, plaintext = create_key(session, name=name, scopes=scopes)
+        return plaintext
+
+    return make
+
+
+@pytest.fixture
+def admin_headers(make_key: Callable[..., str]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_key('admin', name='admin')}"}

@@ -1,0 +1,99 @@
+from fastapi.testclient import TestClient
+
+from tests.factories import create_person, person_body
+
+
+def test_create_contact_then_read_every_field(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    person_id = create_person(
+        client, admin_headers, postcode=800, opt_in="true", lead_source="purchased list"
+    )
+    assert person_id.startswith("003")
+    assert len(person_id) == 18
+    response = client.get(f"/admin/people/{person_id}", headers=admin_headers)
+    assert response.status_code == 200
+    person = response.json()
+    assert person["kind"] == "contact"
+    assert person["postcode"] == "0800"
+    assert person["opt_in"] is True
+    assert person["lead_source"] == "Purchansed List"
+    assert person["date_of_birth"] == "1999-04-12"
+    assert person["converted_contact_id"] is None
+    assert person["created_at"]
+    assert person["updated_at"]
+
+
+def test_create_lead(client: TestClient, admin_headers: dict[str, str]) -> None:
+    lead_id = create_person(client, admin_headers, kind="leads")
+    assert lead_id.startswith("00Q")
+    assert client.get(f"/admin/people/{lead_id}", headers=admin_headers).json()["kind"] == "lead"
+
+
+def test_fifteen_character_id_reads_the_same_person(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    person_id = create_person(client, admin_headers)
+    assert (
+        client.get(f"/admin/people/{person_id[:15]}", headers=admin_headers).json()["id"]
+        == person_id
+    )
+    assert (
+        client.get(f"/admin/people/{person_id.lower()}", headers=admin_headers).json()["id"]
+        == person_id
+    )
+
+
+def test_invalid_person_names_each_bad_field_and_stores_nothing(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    body = person_body(postcode="12", license_type="CAR", email="nope", date_of_birth="1999-02-30")
+    response = client.post("/admin/contacts", json=body, headers=admin_headers)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert any(e.startswith("postcode:") for e in errors)
+    assert any(e.startswith("license_type:") for e in errors)
+    assert any(e.startswith("email:") for e in errors)
+    assert any(e.startswith("date_of_birth:") for e in errors)
+    found = client.get("/admin/people", params={"q": "Ann Nguyen"}, headers=admin_headers).json()
+    assert found["people"] == []
+
+
+def test_missing_name_and_unknown_field_are_refused(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    response = client.post(
+        "/admin/leads", json={"last_name": "Lee", "shoe_size": 9}, headers=admin_headers
+    )
+    assert response.status_code == 400
+    assert "first_name: is required" in response.json()["errors"]
+    assert "shoe_size: is not a known field" in response.json()["errors"]
+
+
+def test_search_by_name_email_and_phone(client: TestClient, admin_headers: dict[str, str]) -> None:
+    ann = create_person(client, admin_headers)
+    create_person(
+        client,
+        admin_headers,
+        first_name="Bob",
+        last_name="Smith",
+        email="bob@example.com",
+        mobile_phone="0499 999 999",
+    )
+
+    def ids(q: str) -> list[str]:
+        response = client.get("/admin/people", params={"q": q}, headers=admin_headers)
+        assert response.status_code == 200
+        return [p["id"] for p in response.json()["people"]]
+
+    assert ids("ann nguyen") == [ann]
+    assert ids("Nguyen") == [ann]
+    assert ids("ANN.NGUYEN@example.com") == [ann]
+    assert ids("0412 345 678") == [ann]
+    assert ids("Zed") == []
+
+
+def test_unknown_person_is_404(client: TestClient, admin_headers: dict[str, str]) -> None:
+    response = client.get("/admin/people/003000000000000AAA", headers=admin_headers)
+    assert response.status_code == 404
+    assert response.json()["audit_id"] == response.headers["x-audit-id"]
