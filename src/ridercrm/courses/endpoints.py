@@ -8,13 +8,42 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.courses import service
 from ridercrm.courses.models import Asset
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_read
+from ridercrm.http.runtime import Outcome, operation, run_read, run_write, services_of
+from ridercrm.http.validation import items_of
 from ridercrm.ids import RecordKind, canonical_id
 
-router = APIRouter(prefix="/admin", tags=["admin"])
+router = APIRouter(tags=["courses"])
+
+FAILURE_TEXT = "Status update failed."
+
+
+def failure_shape(_error: ApiError, _audit_id: str) -> str:
+    """Operation 1 fails as a whole with this exact text; the reason goes in X-Failure-Reason."""
+    return FAILURE_TEXT
+
+
+@router.post("/crm/people/rider_courses")
+async def rider_courses(
+    request: Request,
+    call: Call = Depends(operation("crm.rider_courses", scope="courses", shape=failure_shape)),
+) -> Response:
+    """Book contacts or leads onto courses, or change the status of booked courses."""
+    limit = services_of(request).settings.max_items
+
+    def handler(session: Session, payload: Any) -> Outcome:
+        items = items_of(payload, "people_product", limit=limit)
+        results = service.book_courses(session, items=items, audit_id=call.audit_id)
+        call.outcomes = [
+            {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
+            for index, r in enumerate(results)
+        ]
+        return Outcome({"details": [r.to_json() for r in results], "audit_id": call.audit_id})
+
+    return await run_write(request, call, handler)
 
 
 def asset_to_json(asset: Asset) -> dict[str, Any]:
@@ -47,7 +76,7 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
     }
 
 
-@router.get("/assets/{asset_id}")
+@router.get("/admin/assets/{asset_id}", tags=["admin"])
 async def read_asset(
     request: Request,
     asset_id: str,

@@ -20,3 +20,13 @@ def parse_model(model: type[M], payload: Any) -> M:
     except ValidationError as exc:
         messages = error_messages(exc)
         raise ApiError(400, "; ".join(messages), errors=messages) from None
+
+
+def items_of(payload: Any, key: str, *, limit: int) -> list[Any]:
+    """The request's array of items under ``key``, within the item-count limit."""
+    if not isinstance(payload, dict) or not isinstance(payload.get(key), list):
+        raise ApiError(400, f"body must be a JSON object with a {key} array")
+    items: list[Any] = payload[key]
+    if len(items) > limit:
+        raise ApiError(413, f"too many items: {len(items)} in {key}, the limit is {limit}")
+    return items

@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session
 
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import repository
-from ridercrm.people.models import CONTACT, LEAD, Person
+from ridercrm.db import utcnow
+from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 
 
@@ -31,3 +32,54 @@ def find_person(session: Session, raw_id: str) -> Person | None:
 def search_people(session: Session, *, query: str, limit: int) -> Sequence[Person]:
     """People by name, e-mail or phone."""
     return repository.search(session, query=query, limit=limit)
+
+
+def apply_changes(person: Person, changes: dict[str, object]) -> int:
+    """Write field values to a person; return how many were supplied and written.
+
+    Every write path to a person's fields goes through here, so whatever is derived
+    from them (updated_at now, matching keys later) stays in step.
+    """
+    for name, value in changes.items():
+        setattr(person, name, value)
+    if changes:
+        person.updated_at = utcnow()
+    return len(changes)
+
+
+def lock_person(session: Session, person_id: str) -> Person | None:
+    """Load a person for writing: on PostgreSQL the row is locked until commit."""
+    return session.get(Person, person_id, with_for_update=True, populate_existing=True)
+
+
+def resolve(session: Session, raw_id: str, *, lock: bool = False) -> Person | None:
+    """The person an id stands for: a converted lead's id stands for its contact."""
+    person_id = canonical_id(raw_id)
+    if person_id is None:
+        return None
+    person = lock_person(session, person_id) if lock else repository.get(session, person_id)
+    if person is not None and person.converted_contact_id:
+        return (
+            lock_person(session, person.converted_contact_id)
+            if lock
+            else repository.get(session, person.converted_contact_id)
+        )
+    return person
+
+
+def convert_lead(session: Session, lead: Person) -> Person:
+    """Make a contact from a lead's data and link the lead to it (once only)."""
+    assert lead.kind == LEAD
+    lead = lock_person(session, lead.id) or lead
+    if lead.converted_contact_id:
+        contact = repository.get(session, lead.converted_contact_id)
+        assert contact is not None
+        return contact
+    values = {name: getattr(lead, name) for name in PERSON_FIELDS}
+    contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
+    session.add(contact)
+    session.flush()
+    lead.converted_contact_id = contact.id
+    lead.updated_at = utcnow()
+    session.flush()
+    return contact

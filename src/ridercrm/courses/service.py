@@ -1,0 +1,282 @@
+"""Operation 1: book people onto courses and change course status (DESIGN §5, §6).
+
+Each item runs in its own savepoint: it succeeds or fails alone and never
+half-writes. Which course an item means, in order: a non-empty asset_id; a stored
+booking_number; a new booking_number (a new course); else the person's one open
+course of the product (the interface's "pair" rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ridercrm.courses import repository, rules
+from ridercrm.courses.models import Asset, AssetStatusChange
+from ridercrm.courses.schemas import CourseItem
+from ridercrm.db import utcnow
+from ridercrm.fields import error_messages
+from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.people import service as people
+from ridercrm.people.models import LEAD, Person
+from ridercrm.products.models import Product
+
+COURSE_FIELDS = (
+    "course_datetime",
+    "course_date_end",
+    "course_location",
+    "rider_instructor_1",
+    "rider_instructor_2",
+    "dealer_code",
+    "course_price",
+    "booking_source",
+)
+
+
+class ItemRejected(Exception):
+    """The item cannot be carried out; its receipt says why."""
+
+
+@dataclass
+class ItemResult:
+    """One entry of the response's ``details``."""
+
+    delivery: bool
+    receipt: str
+    person_id: str = ""
+    product_id: str = ""
+    contact_id: str = ""
+    asset_id: str = ""
+    course_datetime: str = ""
+    course_date_end: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "delivery": "true" if self.delivery else "false",
+            "receipt": self.receipt,
+            "person_id": self.person_id,
+            "product_id": self.product_id,
+            "contact_id": self.contact_id,
+            "asset_id": self.asset_id,
+            "course_datetime": self.course_datetime,
+            "course_date_end": self.course_date_end,
+        }
+
+
+def _echo(raw: dict[str, Any], name: str) -> str:
+    value = raw.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:
+    """Carry out each item independently; return one result per item, in order."""
+    return [book_one(session, raw=raw, audit_id=audit_id) for raw in items]
+
+
+def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
+    """Carry out one item atomically (a savepoint); a retry covers a concurrent twin."""
+    if not isinstance(raw, dict):
+        return ItemResult(delivery=False, receipt="item: must be a JSON object.")
+    result = ItemResult(
+        delivery=False,
+        receipt="",
+        person_id=_echo(raw, "person_id"),
+        product_id=_echo(raw, "product_id"),
+        asset_id=_echo(raw, "asset_id"),
+        course_datetime=_echo(raw, "course_datetime"),
+        course_date_end=_echo(raw, "course_date_end"),
+    )
+    try:
+        item = CourseItem.model_validate(raw)
+    except ValidationError as exc:
+        result.receipt = "; ".join(error_messages(exc)) + "."
+        return result
+    for attempt in range(2):
+        try:
+            with session.begin_nested():
+                return _carry_out(session, item, result, audit_id)
+        except ItemRejected as rejected:
+            result.receipt = str(rejected) + "."
+            return result
+        except IntegrityError:
+            # A concurrent request stored the same booking_number first; on the
+            # second pass the item finds that course and updates it instead.
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _carry_out(session: Session, item: CourseItem, result: ItemResult, audit_id: str) -> ItemResult:
+    person = _person(session, item)
+    if person is not None and person.kind != LEAD:
+        result.contact_id = person.id
+    asset, is_new = _find_course(session, item, person)
+    if is_new:
+        assert person is not None
+        return _book_new(session, item, person, result, audit_id)
+    assert asset is not None
+    contact = session.get(Person, asset.person_id)
+    assert contact is not None
+    # Known before the rules are checked, so a refused item still says which course.
+    _fill(result, asset, contact)
+    receipt = _update(session, item, asset, contact, audit_id)
+    _fill(result, asset, contact)
+    result.delivery, result.receipt = True, receipt
+    return result
+
+
+def _person(session: Session, item: CourseItem) -> Person | None:
+    if item.person_id is None:
+        return None
+    if canonical_id(item.person_id) is None:
+        raise ItemRejected(f"person_id: {item.person_id} is not a valid record id")
+    person = people.resolve(session, item.person_id)
+    if person is None:
+        raise ItemRejected(f"person_id: no contact or lead with id {item.person_id}")
+    return person
+
+
+def _product(session: Session, raw_id: str) -> Product:
+    product_id = canonical_id(raw_id, RecordKind.PRODUCT)
+    product = session.get(Product, product_id) if product_id else None
+    if product is None:
+        raise ItemRejected(f"product_id: no product with id {raw_id}")
+    return product
+
+
+def _find_course(
+    session: Session, item: CourseItem, person: Person | None
+) -> tuple[Asset | None, bool]:
+    """The course the item means, and whether it is a new one to book."""
+    if item.asset_id is not None:
+        asset_id = canonical_id(item.asset_id, RecordKind.ASSET)
+        asset = repository.lock_asset(session, asset_id) if asset_id else None
+        if asset is None:
+            raise ItemRejected(f"asset_id: no course with id {item.asset_id}")
+        _check_owner(session, item, asset, person)
+        if (
+            item.booking_number
+            and asset.booking_number
+            and item.booking_number != asset.booking_number
+        ):
+            raise ItemRejected(
+                f"booking_number: the course has booking number {asset.booking_number}, not {item.booking_number}"
+            )
+        return asset, False
+    if item.booking_number is not None:
+        asset = repository.by_booking_number(session, item.booking_number)
+        if asset is not None:
+            _check_owner(session, item, asset, person)
+            return asset, False
+        missing = item.missing_for_new_booking()
+        if missing:
+            raise ItemRejected(
+                "; ".join(f"{name}: is required for a new booking" for name in missing)
+            )
+        return None, True
+    if person is None or item.product_id is None:
+        raise ItemRejected(
+            "asset_id, booking_number, or person_id with product_id: one is required to name a course"
+        )
+    product = _product(session, item.product_id)
+    open_ids = repository.open_courses(session, person_id=person.id, product_id=product.id)
+    if not open_ids:
+        raise ItemRejected("product_id: the person has no open course of this product")
+    if len(open_ids) > 1:
+        raise ItemRejected(
+            "product_id: the person has several open courses of this product; send asset_id"
+        )
+    asset = repository.lock_asset(session, open_ids[0])
+    assert asset is not None
+    return asset, False
+
+
+def _check_owner(session: Session, item: CourseItem, asset: Asset, person: Person | None) -> None:
+    if person is not None and person.id != asset.person_id:
+        raise ItemRejected(f"person_id: course {asset.id} belongs to another person")
+    if item.product_id is not None:
+        product_id = canonical_id(item.product_id, RecordKind.PRODUCT)
+        if product_id != asset.product_id:
+            raise ItemRejected(f"product_id: course {asset.id} is of product {asset.product_id}")
+
+
+def _book_new(
+    session: Session, item: CourseItem, person: Person, result: ItemResult, audit_id: str
+) -> ItemResult:
+    assert item.product_id is not None and item.course_status is not None
+    product = _product(session, item.product_id)
+    problem = rules.feedback_error(item.course_status, item.course_feedback)
+    if problem:
+        raise ItemRejected(problem)
+    converted = person.kind == LEAD
+    contact = people.convert_lead(session, person) if converted else person
+    people.apply_changes(contact, item.person_changes())
+    asset = Asset(
+        id=new_id(RecordKind.ASSET),
+        person_id=contact.id,
+        product_id=product.id,
+        booking_number=item.booking_number,
+        course_status=item.course_status,
+        course_feedback=item.course_feedback,
+        **{name: getattr(item, name) for name in COURSE_FIELDS},
+    )
+    session.add(asset)
+    session.add(
+        AssetStatusChange(
+            asset_id=asset.id, from_status=None, to_status=asset.course_status, audit_id=audit_id
+        )
+    )
+    session.flush()
+    _fill(result, asset, contact)
+    result.delivery = True
+    result.receipt = "Course booked; lead converted to contact." if converted else "Course booked."
+    return result
+
+
+def _update(
+    session: Session, item: CourseItem, asset: Asset, contact: Person, audit_id: str
+) -> str:
+    current = asset.course_status
+    target = item.course_status or current
+    problem = rules.transition_error(current, target)
+    if problem:
+        raise ItemRejected(problem)
+    if "course_feedback" in item.model_fields_set:
+        feedback = item.course_feedback
+    else:
+        feedback = asset.course_feedback if target == current else None
+    problem = rules.feedback_error(target, feedback)
+    if problem:
+        raise ItemRejected(problem)
+    for name in COURSE_FIELDS:
+        value = getattr(item, name)
+        if value is not None:
+            setattr(asset, name, value)
+    if item.booking_number and not asset.booking_number:
+        asset.booking_number = item.booking_number
+    asset.course_feedback = feedback
+    asset.course_status = target
+    asset.updated_at = utcnow()
+    people.apply_changes(contact, item.person_changes())
+    if target != current:
+        session.add(
+            AssetStatusChange(
+                asset_id=asset.id, from_status=current, to_status=target, audit_id=audit_id
+            )
+        )
+    session.flush()
+    if target != current:
+        return f"Course status changed from {current} to {target}."
+    return "Course updated."
+
+
+def _fill(result: ItemResult, asset: Asset, contact: Person) -> None:
+    result.product_id = asset.product_id
+    result.contact_id = contact.id
+    result.asset_id = asset.id
+    result.course_datetime = asset.course_datetime or ""
+    result.course_date_end = asset.course_date_end or ""
