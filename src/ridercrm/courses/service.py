@@ -207,7 +207,8 @@ def _check_owner(session: Session, item: CourseItem, asset: Asset, person: Perso
 def _book_new(
     session: Session, item: CourseItem, person: Person, result: ItemResult, audit_id: str
 ) -> ItemResult:
-    assert item.product_id is not None and item.course_status is not None
+    assert item.product_id is not None
+    assert item.course_status is not None
     product = _product(session, item.product_id)
     problem = rules.feedback_error(item.course_status, item.course_feedback)
     if problem:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
+from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import repository
-from ridercrm.db import utcnow
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 
@@ -34,7 +34,7 @@ def search_people(session: Session, *, query: str, limit: int) -> Sequence[Perso
     return repository.search(session, query=query, limit=limit)
 
 
-def apply_changes(person: Person, changes: dict[str, object]) -> int:
+def apply_changes(person: Person, changes: Mapping[str, object]) -> int:
     """Write field values to a person; return how many were supplied and written.
 
     Every write path to a person's fields goes through here, so whatever is derived
