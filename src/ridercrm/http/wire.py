@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
 from typing import Any
 from urllib.parse import parse_qsl
@@ -59,18 +60,28 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
         raise BodyError(415, f"charset {charset} is not supported") from None
     try:
         text = raw.decode(codec.name)
-    except UnicodeDecodeError:
+    except UnicodeError:
         raise BodyError(400, f"body is not valid {charset}") from None
+    except LookupError:
+        # A codec that is not a text encoding (base64, rot13, zlib, ...).
+        raise BodyError(415, f"charset {charset} is not supported") from None
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise BodyError(400, "body is empty")
     if media == FORM_TYPE and not text.lstrip().startswith(("{", "[")):
-        return _decode_form(raw, codec.name)
+        return _decode_form(text, codec.name)
     return parse_json(text)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -85,7 +96,12 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str) -> Any:
     """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        value = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_no_duplicates,
+        )
     except RecursionError:
         raise BodyError(400, "body is nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -114,12 +130,12 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _decode_form(raw: bytes, encoding: str) -> dict[str, Any]:
-    try:
-        text = raw.decode("ascii")
-    except UnicodeDecodeError:
-        # Form bodies are percent-encoded ASCII; accept raw bytes in the charset too.
-        text = raw.decode(encoding)
+class _Fields(dict[str, Any]):
+    """An object made from bracket field names; only these may turn into lists."""
+
+
+def _decode_form(text: str, encoding: str) -> dict[str, Any]:
+    # Form bodies are percent-encoded ASCII; raw characters in the charset are accepted too.
     try:
         pairs = parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
     except UnicodeDecodeError:
@@ -131,7 +147,7 @@ def _decode_form(raw: bytes, encoding: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in pairs:
         _place(result, name, value)
-    return _lists_from_indexes(result)
+    return {name: _lists_from_indexes(value) for name, value in result.items()}
 
 
 def _place(result: dict[str, Any], name: str, value: str) -> None:
@@ -151,7 +167,7 @@ def _place(result: dict[str, Any], name: str, value: str) -> None:
         following = path[index + 1]
         child = node.get(part)
         if child is None:
-            child = [] if following == "" else {}
+            child = [] if following == "" else _Fields()
             node[part] = child
         if following == "" and index + 1 == len(path) - 1:
             if not isinstance(child, list):
@@ -179,13 +195,20 @@ def _json_or_text(value: str) -> Any:
 
 
 def _lists_from_indexes(value: Any) -> Any:
-    """Turn objects keyed 0..n-1 (from ``items[0][x]=...``) into lists."""
+    """Turn bracket-made objects keyed 0..n-1 (from ``items[0][x]=...``) into lists.
+
+    Objects that came as JSON values (``person_data={"0": ...}``) keep their shape.
+    """
     if isinstance(value, list):
         return [_lists_from_indexes(item) for item in value]
     if not isinstance(value, dict):
         return value
     converted = {key: _lists_from_indexes(item) for key, item in value.items()}
-    if converted and all(key.isdigit() for key in converted):
+    if (
+        isinstance(value, _Fields)
+        and converted
+        and all(key.isascii() and key.isdigit() for key in converted)
+    ):
         indexes = sorted(converted, key=int)
         if [int(key) for key in indexes] == list(range(len(indexes))):
             return [converted[key] for key in indexes]
