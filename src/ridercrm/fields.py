@@ -188,6 +188,15 @@ def text(max_length: int) -> Callable[[Any], str | None]:
     return parse
 
 
+def parse_id_text(value: Any) -> str | None:
+    """An id field: a string (empty means absent; the interface's sample sends asset_id "")."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError("must be a record id string")
+    return value.strip() or None
+
+
 def _rule(parse: Callable[[Any], Any], kind: Any) -> Any:
     return Annotated[kind, BeforeValidator(parse)]
 
@@ -204,6 +213,7 @@ DateTimeText = _rule(parse_datetime_text, str | None)
 Email = _rule(parse_email, str | None)
 Price = _rule(parse_price, Decimal | None)
 Flag = _rule(parse_bool, bool | None)
+IdText = _rule(parse_id_text, str | None)
 Name = _rule(text(80), str | None)
 ShortText = _rule(text(80), str | None)
 Phone = _rule(text(40), str | None)

@@ -10,17 +10,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from ridercrm import fields
 
 
-def _id_text(value: Any) -> str | None:
-    """An id field: a string (empty means absent); the interface's sample sends asset_id ""."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError("must be a record id string")
-    return value.strip() or None
-
-
-IdText = Annotated[str | None, BeforeValidator(_id_text)]
-
 # Fields of the item that are written to the person's record.
 PERSON_FIELDS_ON_ITEM = (
     "date_of_birth",
@@ -63,9 +52,9 @@ class CourseItem(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    person_id: IdText = None
-    product_id: IdText = None
-    asset_id: IdText = None
+    person_id: fields.IdText = None
+    product_id: fields.IdText = None
+    asset_id: fields.IdText = None
     course_datetime: fields.DateTimeText = None
     course_date_end: fields.DateTimeText = None
     rider_instructor_1: Annotated[str | None, BeforeValidator(fields.text(120))] = None

@@ -9,14 +9,15 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_read, run_write
-from ridercrm.http.validation import parse_model
-from ridercrm.people import service
+from ridercrm.http.errors import ApiError, sentence
+from ridercrm.http.runtime import Outcome, operation, run_read, run_write, services_of
+from ridercrm.http.validation import items_of, parse_model
+from ridercrm.people import modify, service
 from ridercrm.people.models import CONTACT, LEAD
 from ridercrm.people.schemas import PersonCreate, PersonRead
 
 router = APIRouter(prefix="/admin", tags=["admin"])
+crm_router = APIRouter(tags=["people"])
 
 
 def _creator(kind: str) -> Any:
@@ -77,3 +78,34 @@ async def search_people(
         return Outcome({"people": [PersonRead.model_validate(p).to_json() for p in people]})
 
     return await run_read(request, handler)
+
+
+def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
+    """Operation 2's whole-request failure: its own JSON shape, the receipt names the problem."""
+    return {
+        "status": False,
+        "receipt": sentence(error.reason),
+        "audit_ID": audit_id,
+        "details": [],
+        "items_failed": 0,
+    }
+
+
+@crm_router.post("/crm/modify")
+async def modify_people(
+    request: Request,
+    call: Call = Depends(operation("crm.modify", scope="people", shape=modify_failure_shape)),
+) -> Response:
+    """Modify stored fields of contacts and leads, several per request."""
+    limit = services_of(request).settings.max_items
+
+    def handler(session: Session, payload: Any) -> Outcome:
+        items = items_of(payload, "people_data", limit=limit)
+        results = modify.modify_people(session, items=items)
+        call.outcomes = [
+            {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
+            for index, r in enumerate(results)
+        ]
+        return Outcome(modify.response_body(results, call.audit_id))
+
+    return await run_write(request, call, handler)

@@ -1,0 +1,125 @@
+"""Operation 2: modify people in batches (interface §4.2, DESIGN §7).
+
+Each item runs in its own savepoint. Only supplied fields change; null or "" clears
+an optional field; first and last name cannot be cleared. A converted lead's ID
+works on its contact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlalchemy.orm import Session
+
+from ridercrm import fields
+from ridercrm.fields import error_messages
+from ridercrm.ids import canonical_id
+from ridercrm.people import service
+
+ALL_MODIFIED = "All records modified."
+SOME_FAILED = "One or more records could not be modified."
+REQUIRED_NAMES = ("first_name", "last_name")
+
+
+class PersonModify(BaseModel):
+    """One item of ``people_data``: ID and the fields to change."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ID: fields.IdText = None
+    first_name: fields.Name = None
+    last_name: fields.Name = None
+    date_of_birth: fields.BirthDate = None
+    email: fields.Email = None
+    postcode: fields.Postcode = None
+    mobile_phone: fields.Phone = None
+    drivers_license: fields.Phone = None
+    street: fields.LongText = None
+    city: fields.ShortText = None
+    state: fields.ShortText = None
+    country: fields.ShortText = None
+    lead_source: fields.LeadSource = None
+
+    def changes(self) -> dict[str, Any]:
+        """The supplied fields and their new values (None clears)."""
+        return {name: getattr(self, name) for name in self.model_fields_set if name != "ID"}
+
+
+@dataclass
+class ModifyResult:
+    """One entry of the response's ``details``."""
+
+    ID: str
+    fields: int = 0
+    status: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"ID": self.ID, "fields": self.fields, "status": self.status}
+        if self.errors:
+            entry["errors"] = self.errors
+        return entry
+
+
+class _Rejected(Exception):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def modify_people(session: Session, *, items: list[Any]) -> list[ModifyResult]:
+    """Apply each item independently; return one result per item, in order."""
+    return [modify_one(session, raw) for raw in items]
+
+
+def modify_one(session: Session, raw: Any) -> ModifyResult:
+    """Apply one item atomically: every supplied field is written, or none."""
+    echo = raw.get("ID") if isinstance(raw, dict) else None
+    result = ModifyResult(ID=echo if isinstance(echo, str) else "")
+    try:
+        with session.begin_nested():
+            result.fields = _apply(session, raw)
+            result.status = True
+    except _Rejected as rejected:
+        result.errors = rejected.errors
+    return result
+
+
+def _apply(session: Session, raw: Any) -> int:
+    if not isinstance(raw, dict):
+        raise _Rejected(["item: must be a JSON object"])
+    try:
+        item = PersonModify.model_validate(raw)
+    except ValidationError as exc:
+        raise _Rejected(error_messages(exc)) from None
+    if item.ID is None:
+        raise _Rejected(["ID: is required"])
+    changes = item.changes()
+    cleared = [
+        f"{name}: cannot be cleared"
+        for name in REQUIRED_NAMES
+        if name in changes and changes[name] is None
+    ]
+    if cleared:
+        raise _Rejected(cleared)
+    if canonical_id(item.ID) is None:
+        raise _Rejected([f"ID: {item.ID} is not a valid record id"])
+    person = service.resolve(session, item.ID, lock=True)
+    if person is None:
+        raise _Rejected([f"ID: no contact or lead with id {item.ID}"])
+    written = service.apply_changes(person, changes)
+    session.flush()
+    return written
+
+
+def response_body(results: list[ModifyResult], audit_id: str) -> dict[str, Any]:
+    failed = sum(1 for result in results if not result.status)
+    return {
+        "status": failed == 0,
+        "receipt": ALL_MODIFIED if failed == 0 else SOME_FAILED,
+        "audit_ID": audit_id,
+        "details": [result.to_json() for result in results],
+        "items_failed": failed,
+    }
