@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from ridercrm import fields
-
 
 # Fields of the item that are written to the person's record.
 PERSON_FIELDS_ON_ITEM = (
