@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -113,6 +116,26 @@ def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
     app.state.services.engine.dispose()
+
+
+@pytest.fixture
+def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
+    """Build a client of an app on the same database with some settings changed.
+
+    ``make_client(max_body_bytes=64)`` or ``make_client(base_path="/services/apexrest")``;
+    every field of :class:`Settings` may be changed, the database URL too.
+    """
+    apps: list[FastAPI] = []
+    with ExitStack() as stack:
+
+        def make(**changes: Any) -> TestClient:
+            app = create_app(Settings(**{**settings.model_dump(), **changes}))
+            apps.append(app)
+            return stack.enter_context(TestClient(app))
+
+        yield make
+    for app in apps:
+        app.state.services.engine.dispose()
 
 
 @pytest.fixture

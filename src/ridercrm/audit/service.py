@@ -23,25 +23,38 @@ def _text(body: bytes | None) -> str | None:
     return body[:MAX_STORED_BODY].decode("utf-8", errors="backslashreplace")
 
 
+def _fit(column: str, value: str | None) -> str | None:
+    """Text that every backend can store, so whatever a client sends gets recorded.
+
+    PostgreSQL refuses NUL characters in text: they are kept as a visible escape, like
+    the invalid bytes in :func:`_text`. Values longer than their column are cut.
+    """
+    if value is None:
+        return None
+    value = value.replace("\x00", "\\x00")
+    length = getattr(AuditRecord.__table__.c[column].type, "length", None)
+    return value[:length] if length else value
+
+
 def record_call(
     session: Session, *, call: Call, status: int, response_body: bytes, duration_ms: float
 ) -> AuditRecord:
     """Add the audit record of a finished request to the session."""
     record = AuditRecord(
         id=call.audit_id,
-        operation=call.operation,
-        method=call.method,
-        path=call.path,
+        operation=_fit("operation", call.operation),
+        method=_fit("method", call.method),
+        path=_fit("path", call.path),
         api_key_id=call.caller.key_id if call.caller else None,
-        api_key_name=call.caller.name if call.caller else None,
-        content_type=call.content_type,
-        request_body=_text(call.request_body),
+        api_key_name=_fit("api_key_name", call.caller.name) if call.caller else None,
+        content_type=_fit("content_type", call.content_type),
+        request_body=_fit("request_body", _text(call.request_body)),
         response_status=status,
-        response_body=_text(response_body),
+        response_body=_fit("response_body", _text(response_body)),
         duration_ms=round(duration_ms, 3),
-        failure_reason=call.failure_reason,
+        failure_reason=_fit("failure_reason", call.failure_reason),
         outcomes=call.outcomes,
-        idempotency_key=call.idempotency_key,
+        idempotency_key=_fit("idempotency_key", call.idempotency_key),
         replay_of=call.replay_of,
     )
     session.add(record)
