@@ -1,0 +1,200 @@
+"""API keys and scopes over HTTP (DESIGN §11)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.db import session_scope
+from ridercrm.keys.service import revoke_key
+from tests.factories import create_product, person_body
+
+OPERATIONS = ("/healthz", "/readyz", "/metrics")
+
+
+def search(client: TestClient, headers: dict[str, str]) -> int:
+    return client.get("/admin/people", params={"q": "Ann"}, headers=headers).status_code
+
+
+def test_bearer_and_x_api_key_both_work(client: TestClient, make_key: Callable[..., str]) -> None:
+    key = make_key("admin")
+    assert search(client, {"Authorization": f"Bearer {key}"}) == 200
+    assert search(client, {"Authorization": f"bearer  {key} "}) == 200
+    assert search(client, {"X-API-Key": key}) == 200
+    assert search(client, {"x-api-key": f" {key} "}) == 200
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": ""},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer   "},
+        {"X-API-Key": ""},
+        {"X-API-Key": "  "},
+    ],
+    ids=[
+        "none",
+        "empty-authorization",
+        "bearer-alone",
+        "bearer-blank",
+        "empty-x-api-key",
+        "blank-x-api-key",
+    ],
+)
+def test_missing_key_is_401_with_a_challenge(client: TestClient, headers: dict[str, str]) -> None:
+    response = client.get("/admin/people", params={"q": "Ann"}, headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert "missing API key" in response.json()["detail"]
+    assert response.json()["audit_id"] == response.headers["x-audit-id"]
+
+
+@pytest.mark.parametrize(
+    "make_headers",
+    [
+        lambda key: {"Authorization": "Bearer rcrm_not-a-real-key"},
+        lambda key: {"X-API-Key": "rcrm_not-a-real-key"},
+        lambda key: {"Authorization": f"Bearer {key[:-1]}"},
+        lambda key: {"Authorization": f"Bearer {key}x"},
+        lambda key: {"Authorization": f"Bearer {key.upper()}"},
+        lambda key: {"Authorization": f"Basic {key}"},
+        lambda key: {"Authorization": f"Token {key}"},
+        lambda key: {"X-API-Key": key[:12]},
+    ],
+    ids=[
+        "bearer",
+        "x-api-key",
+        "truncated",
+        "extended",
+        "upper-cased",
+        "basic",
+        "token",
+        "prefix-only",
+    ],
+)
+def test_wrong_key_is_401(
+    client: TestClient,
+    make_key: Callable[..., str],
+    make_headers: Callable[[str], dict[str, str]],
+) -> None:
+    key = make_key("admin")
+    response = client.get("/admin/people", params={"q": "Ann"}, headers=make_headers(key))
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_revoked_key_is_401(
+    client: TestClient, make_key: Callable[..., str], sessions: sessionmaker[Session]
+) -> None:
+    key = make_key("admin", name="leaving")
+    other = make_key("admin", name="staying")
+    assert search(client, {"X-API-Key": key}) == 200
+    with session_scope(sessions, write=True) as session:
+        revoke_key(session, ident="leaving")
+    response = client.get("/admin/people", params={"q": "Ann"}, headers={"X-API-Key": key})
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+    assert search(client, {"Authorization": f"Bearer {key}"}) == 401
+    assert search(client, {"X-API-Key": other}) == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/crm/products"),
+        ("GET", "/admin/people?q=Ann"),
+        ("GET", "/admin/audit"),
+        ("POST", "/admin/contacts"),
+        ("POST", "/admin/products"),
+    ],
+)
+def test_key_without_the_scope_is_403(
+    client: TestClient, make_key: Callable[..., str], method: str, path: str
+) -> None:
+    key = make_key("match", "people", "courses", name="integration")
+    response = client.request(method, path, json=person_body(), headers={"X-API-Key": key})
+    assert response.status_code == 403
+    assert "lacks scope" in response.json()["detail"]
+    assert "www-authenticate" not in response.headers
+
+
+def test_a_403_does_no_work(
+    client: TestClient, make_key: Callable[..., str], admin_headers: dict[str, str]
+) -> None:
+    key = make_key("match")
+    response = client.post("/admin/contacts", json=person_body(), headers={"X-API-Key": key})
+    assert response.status_code == 403
+    found = client.get("/admin/people", params={"q": "Nguyen"}, headers=admin_headers)
+    assert found.json()["people"] == []
+
+
+def test_products_scope_reads_products_and_nothing_else(
+    client: TestClient, make_key: Callable[..., str], admin_headers: dict[str, str]
+) -> None:
+    product_id = create_product(client, admin_headers)
+    key = {"X-API-Key": make_key("products", name="website")}
+    response = client.get("/crm/products", headers=key)
+    assert response.status_code == 200
+    assert [product["id"] for product in response.json()] == [product_id]
+    assert client.get(f"/admin/products/{product_id}", headers=key).status_code == 403
+    assert client.post("/admin/products", json={}, headers=key).status_code == 403
+
+
+def _every_api_route(client: TestClient) -> list[tuple[str, str]]:
+    paths: dict[str, dict[str, Any]] = client.app.openapi()["paths"]
+    routes = [
+        (method.upper(), path.replace("{", "").replace("}", ""))
+        for path, methods in paths.items()
+        if path not in OPERATIONS
+        for method in methods
+    ]
+    assert len(routes) >= 10
+    return routes
+
+
+def test_an_admin_key_may_call_every_route(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    for method, path in _every_api_route(client):
+        response = client.request(method, path, json={}, headers=admin_headers)
+        assert response.status_code not in (401, 403), (method, path, response.text)
+        assert response.status_code < 500, (method, path, response.text)
+
+
+def test_no_key_may_call_no_route(client: TestClient) -> None:
+    for method, path in _every_api_route(client):
+        response = client.request(method, path, json={})
+        assert response.status_code == 401, (method, path, response.text)
+
+
+def test_keys_are_stored_only_as_hashes(
+    client: TestClient, make_key: Callable[..., str], sessions: sessionmaker[Session]
+) -> None:
+    plaintexts = [make_key("admin", name="one"), make_key("match", "products", name="two")]
+    with session_scope(sessions) as session:
+        rows = session.execute(text("SELECT * FROM api_keys")).mappings().all()
+    assert len(rows) == 2
+    stored = " ".join(str(value) for row in rows for value in row.values())
+    for plaintext in plaintexts:
+        assert len(plaintext) >= 40
+        assert plaintext not in stored
+        # Only the short displayed prefix may appear, never the secret after it.
+        assert plaintext[12:] not in stored
+        assert plaintext[12:24] not in stored
+    hashes = {row["key_hash"] for row in rows}
+    assert hashes == {hashlib.sha256(p.encode()).hexdigest() for p in plaintexts}
+    for plaintext in plaintexts:
+        assert search(client, {"X-API-Key": plaintext}) in (200, 403)
+
+
+def test_every_key_is_different(make_key: Callable[..., str]) -> None:
+    keys = {make_key("match", name=f"k{n}") for n in range(20)}
+    assert len(keys) == 20
