@@ -16,6 +16,7 @@ from ridercrm.http import handlers, metrics
 from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.runtime import Services, services_of
 from ridercrm.logs import configure_logging
+from ridercrm.matching.endpoints import router as matching_router
 from ridercrm.people.endpoints import crm_router as people_crm_router
 from ridercrm.people.endpoints import router as people_router
 from ridercrm.products.endpoints import router as products_router
@@ -65,7 +66,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings, engine=engine, sessions=session_factory(engine)
     )
     api = APIRouter(prefix=settings.base_path)
-    for router in (courses_router, people_crm_router, products_router, people_router, audit_router):
+    for router in (
+        courses_router,
+        people_crm_router,
+        matching_router,
+        products_router,
+        people_router,
+        audit_router,
+    ):
         api.include_router(router)
     app.include_router(api)
     app.include_router(health)

@@ -232,3 +232,15 @@ def error_messages(exc: ValidationError) -> list[str]:
             reason = "is not a known field"
         messages.append(f"{field}: {reason}")
     return messages
+
+
+def required(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A parser that also refuses an empty value: the field is mandatory."""
+
+    def parse_required(value: Any) -> Any:
+        parsed = parse(value)
+        if parsed is None:
+            raise ValueError("is required")
+        return parsed
+
+    return parse_required

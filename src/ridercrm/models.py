@@ -5,6 +5,7 @@ from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
+from ridercrm.matching.models import PersonKey
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
 
@@ -16,5 +17,6 @@ __all__ = [
     "Base",
     "IdempotencyRecord",
     "Person",
+    "PersonKey",
     "Product",
 ]

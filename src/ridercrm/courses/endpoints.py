@@ -12,7 +12,7 @@ from ridercrm.courses import service
 from ridercrm.courses.models import Asset
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_read, run_write, services_of
+from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
 from ridercrm.http.validation import items_of
 from ridercrm.ids import RecordKind, canonical_id
 
@@ -43,7 +43,7 @@ async def rider_courses(
         ]
         return Outcome({"details": [r.to_json() for r in results], "audit_id": call.audit_id})
 
-    return await run_write(request, call, handler)
+    return await run_post(request, call, handler)
 
 
 def asset_to_json(asset: Asset) -> dict[str, Any]:

@@ -215,7 +215,7 @@ def _book_new(
         raise ItemRejected(problem)
     converted = person.kind == LEAD
     contact = people.convert_lead(session, person) if converted else person
-    people.apply_changes(contact, item.person_changes())
+    people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),
         person_id=contact.id,
@@ -262,7 +262,7 @@ def _update(
     asset.course_feedback = feedback
     asset.course_status = target
     asset.updated_at = utcnow()
-    people.apply_changes(contact, item.person_changes())
+    people.apply_changes(session, contact, item.person_changes())
     if target != current:
         session.add(
             AssetStatusChange(

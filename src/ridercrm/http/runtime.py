@@ -1,7 +1,7 @@
 """The request path shared by every endpoint: read, authenticate, decode, run, render.
 
 Endpoints stay thin: they name their operation, scope and error shape, and hand a
-plain function (session, payload) -> Outcome to :func:`run_write` or :func:`run_read`.
+plain function (session, payload) -> Outcome to :func:`run_post` or :func:`run_read`.
 The commit happens inside those functions, before the response exists, so a 200 is
 only ever sent for work that is stored.
 """
@@ -155,12 +155,18 @@ def _header_safe(text: str) -> str:
 Handler = Callable[[Session, Any], Outcome]
 
 
-async def run_write(request: Request, call: Call, handler: Handler) -> Response:
-    """Decode the body and run ``handler`` in one write transaction, honouring Idempotency-Key."""
-    return await run_in_threadpool(_run_write, request, call, handler)
+async def run_post(
+    request: Request, call: Call, handler: Handler, *, write: bool = True
+) -> Response:
+    """Decode the body and run ``handler`` in one transaction, honouring Idempotency-Key.
+
+    ``write=False`` is for POSTs that only read (matching): on SQLite they then do not
+    queue behind writers for the write lock.
+    """
+    return await run_in_threadpool(_run_post, request, call, handler, write)
 
 
-def _run_write(request: Request, call: Call, handler: Handler) -> Response:
+def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Response:
     services = services_of(request)
     body = call.request_body or b""
     claim: idempotency.Claim | None = None
@@ -171,7 +177,7 @@ def _run_write(request: Request, call: Call, handler: Handler) -> Response:
             if isinstance(outcome_or_claim, Response):
                 return outcome_or_claim
             claim = outcome_or_claim
-        with session_scope(services.sessions, write=True) as session:
+        with session_scope(services.sessions, write=write or claim is not None) as session:
             try:
                 payload = decode_body(body, call.content_type)
             except BodyError as exc:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
-from ridercrm.http.runtime import Outcome, operation, run_read, run_write, services_of
+from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
 from ridercrm.http.validation import items_of, parse_model
 from ridercrm.people import modify, service
 from ridercrm.people.models import CONTACT, LEAD
@@ -34,7 +34,7 @@ async def create_contact(
     request: Request, call: Call = Depends(operation("admin.create_contact", scope="admin"))
 ) -> Response:
     """Create a contact from the interface's person fields."""
-    return await run_write(request, call, _creator(CONTACT))
+    return await run_post(request, call, _creator(CONTACT))
 
 
 @router.post("/leads", status_code=201)
@@ -42,7 +42,7 @@ async def create_lead(
     request: Request, call: Call = Depends(operation("admin.create_lead", scope="admin"))
 ) -> Response:
     """Create a lead from the interface's person fields."""
-    return await run_write(request, call, _creator(LEAD))
+    return await run_post(request, call, _creator(LEAD))
 
 
 @router.get("/people/{person_id}")
@@ -108,4 +108,4 @@ async def modify_people(
         ]
         return Outcome(modify.response_body(results, call.audit_id))
 
-    return await run_write(request, call, handler)
+    return await run_post(request, call, handler)

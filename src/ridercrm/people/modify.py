@@ -109,7 +109,7 @@ def _apply(session: Session, raw: Any) -> int:
     person = service.resolve(session, item.ID, lock=True)
     if person is None:
         raise _Rejected([f"ID: no contact or lead with id {item.ID}"])
-    written = service.apply_changes(person, changes)
+    written = service.apply_changes(session, person, changes)
     session.flush()
     return written
 

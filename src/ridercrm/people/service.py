@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.matching.repository import refresh_keys
 from ridercrm.people import repository
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
@@ -19,7 +20,7 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     assert kind in (CONTACT, LEAD)
     person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
     session.add(person)
-    session.flush()
+    refresh_keys(session, person)
     return person
 
 
@@ -34,7 +35,7 @@ def search_people(session: Session, *, query: str, limit: int) -> Sequence[Perso
     return repository.search(session, query=query, limit=limit)
 
 
-def apply_changes(person: Person, changes: Mapping[str, object]) -> int:
+def apply_changes(session: Session, person: Person, changes: Mapping[str, object]) -> int:
     """Write field values to a person; return how many were supplied and written.
 
     Every write path to a person's fields goes through here, so whatever is derived
@@ -44,6 +45,7 @@ def apply_changes(person: Person, changes: Mapping[str, object]) -> int:
         setattr(person, name, value)
     if changes:
         person.updated_at = utcnow()
+        refresh_keys(session, person)
     return len(changes)
 
 
@@ -78,7 +80,7 @@ def convert_lead(session: Session, lead: Person) -> Person:
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
-    session.flush()
+    refresh_keys(session, contact)
     lead.converted_contact_id = contact.id
     lead.updated_at = utcnow()
     session.flush()

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_read, run_write
+from ridercrm.http.runtime import Outcome, operation, run_post, run_read
 from ridercrm.http.validation import parse_model
 from ridercrm.products import service
 from ridercrm.products.schemas import ProductCreate, ProductRead
@@ -46,7 +46,7 @@ async def create_product(
             raise ApiError(409, f"code: {data.code} is already used by another product") from None
         return Outcome({"id": product.id}, status=201)
 
-    return await run_write(request, call, handler)
+    return await run_post(request, call, handler)
 
 
 @router.get("/admin/products/{product_id}", tags=["admin"])

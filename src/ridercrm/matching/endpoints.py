@@ -1,0 +1,93 @@
+"""Operations 3 and 4: POST crm/people/match and POST crm/leads/match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.orm import Session
+
+from ridercrm.fields import error_messages
+from ridercrm.http.context import Call
+from ridercrm.http.errors import ApiError, sentence
+from ridercrm.http.runtime import Outcome, operation, run_post
+from ridercrm.matching import service
+from ridercrm.matching.keys import Identity
+from ridercrm.matching.schemas import LeadsMatchQuery, PeopleMatchQuery
+from ridercrm.people.models import CONTACT
+
+router = APIRouter(tags=["matching"])
+
+NOT_FOUND = "Match not found."
+
+
+def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
+    """A refused match request: the operation's own shape, the receipt naming the problem."""
+    return {"delivery": "false", "receipt": sentence(error.reason), "ID": "", "audit_ID": audit_id}
+
+
+def _query(model: type[BaseModel], payload: Any) -> tuple[Any, bool]:
+    if not isinstance(payload, dict) or not isinstance(payload.get("person_data"), dict):
+        raise ApiError(400, "body must be a JSON object with a person_data object")
+    explain = payload.get("explain", False)
+    if not isinstance(explain, bool):
+        raise ApiError(400, "explain: must be true or false")
+    try:
+        return model.model_validate(payload["person_data"]), explain
+    except ValidationError as exc:
+        raise ApiError(400, "; ".join(error_messages(exc))) from None
+
+
+def _handler(call: Call, model: type[BaseModel], *, leads_only: bool) -> Any:
+    def handler(session: Session, payload: Any) -> Outcome:
+        data, explain = _query(model, payload)
+        identity = Identity.of(
+            first_name=data.first_name,
+            last_name=data.last_name,
+            date_of_birth=data.date_of_birth,
+            email=data.email,
+            phones=(data.mobile_phone,),
+            drivers_license=data.drivers_license,
+            street=data.street,
+            postcode=data.postcode,
+        )
+        result = service.find_match(
+            session, query=identity, assets=getattr(data, "assets", []), leads_only=leads_only
+        )
+        call.outcomes = result.explanation()
+        person = result.person
+        if person is None:
+            body: dict[str, Any] = {"delivery": "false", "receipt": NOT_FOUND, "ID": ""}
+        else:
+            receipt = "Contact found." if person.kind == CONTACT else "Lead found."
+            body = {"delivery": "true", "receipt": receipt, "ID": person.id}
+        body["audit_ID"] = call.audit_id
+        if explain:
+            body["match"] = result.explanation()
+        return Outcome(body)
+
+    return handler
+
+
+@router.post("/crm/people/match")
+async def match_people(
+    request: Request,
+    call: Call = Depends(operation("crm.people_match", scope="match", shape=match_failure_shape)),
+) -> Response:
+    """Find the contact or unconverted lead that identifying details describe."""
+    return await run_post(
+        request, call, _handler(call, PeopleMatchQuery, leads_only=False), write=False
+    )
+
+
+@router.post("/crm/leads/match")
+async def match_leads(
+    request: Request,
+    call: Call = Depends(operation("crm.leads_match", scope="match", shape=match_failure_shape)),
+) -> Response:
+    """Find the unconverted lead that identifying details describe."""
+    return await run_post(
+        request, call, _handler(call, LeadsMatchQuery, leads_only=True), write=False
+    )

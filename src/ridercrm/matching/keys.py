@@ -1,0 +1,115 @@
+"""Blocking keys: how candidates are found without scanning the people table.
+
+Every person stores a handful of 64-bit keys, each the hash of one identifying
+value or combination: e-mail; each phone; licence; family-name sound with date of
+birth (and given-name sound with date of birth, for swapped names); date of birth
+with postcode; family-name sound with postcode. A query computes the same keys
+(plus its date of birth with day and month swapped) and looks them up in one
+indexed query. A single corrupted field leaves other keys intact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import jellyfish
+
+from ridercrm.matching import normalize
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The normalised identifying values of a person or a query."""
+
+    first: tuple[str, ...]
+    last: tuple[str, ...]
+    date_of_birth: dt.date | None
+    email: str | None
+    phones: frozenset[str]
+    licence: str | None
+    street: str | None
+    postcode: str | None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        first_name: str | None,
+        last_name: str | None,
+        date_of_birth: dt.date | None,
+        email: str | None,
+        phones: Iterable[str | None],
+        drivers_license: str | None,
+        street: str | None,
+        postcode: object,
+    ) -> Identity:
+        return cls(
+            first=normalize.name_tokens(first_name),
+            last=normalize.name_tokens(last_name),
+            date_of_birth=date_of_birth,
+            email=normalize.email(email),
+            phones=frozenset(p for p in (normalize.phone(raw) for raw in phones) if p),
+            licence=normalize.licence(drivers_license),
+            street=normalize.street(street),
+            postcode=normalize.postcode(postcode),
+        )
+
+
+def _hash(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _sound(tokens: tuple[str, ...]) -> str | None:
+    joined = "".join(tokens)
+    return jellyfish.metaphone(joined) if joined else None
+
+
+def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
+    texts: set[str] = set()
+    if identity.email:
+        texts.add("e|" + identity.email)
+    texts.update("p|" + phone for phone in identity.phones)
+    if identity.licence:
+        texts.add("l|" + identity.licence)
+    last, first = _sound(identity.last), _sound(identity.first)
+    for date in dates:
+        iso = date.isoformat()
+        if last:
+            texts.add(f"nd|{last}|{iso}")
+        if first:
+            texts.add(f"nd|{first}|{iso}")
+        if identity.postcode:
+            texts.add(f"dp|{iso}|{identity.postcode}")
+    if identity.postcode:
+        if last:
+            texts.add(f"np|{last}|{identity.postcode}")
+        if first:
+            texts.add(f"np|{first}|{identity.postcode}")
+    return texts
+
+
+def stored_keys(identity: Identity) -> set[int]:
+    """The keys a person is stored under."""
+    dates = [identity.date_of_birth] if identity.date_of_birth else []
+    return {_hash(text) for text in _key_texts(identity, dates)}
+
+
+def query_keys(identity: Identity) -> set[int]:
+    """The keys to look a query up by: the stored keys plus a day/month-swapped birth date."""
+    dates: list[dt.date] = []
+    if identity.date_of_birth:
+        dates.append(identity.date_of_birth)
+        swapped = _swap_day_month(identity.date_of_birth)
+        if swapped:
+            dates.append(swapped)
+    return {_hash(text) for text in _key_texts(identity, dates)}
+
+
+def _swap_day_month(date: dt.date) -> dt.date | None:
+    if date.day > 12 or date.day == date.month:
+        return None
+    return date.replace(month=date.day, day=date.month)

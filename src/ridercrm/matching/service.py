@@ -1,0 +1,102 @@
+"""Operations 3 and 4: find the contact or lead a set of identifying details describes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ridercrm.courses.models import Asset
+from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.matching import repository, score
+from ridercrm.matching.keys import Identity, query_keys
+from ridercrm.people.models import CONTACT, LEAD, Person
+
+EXPLAINED_CANDIDATES = 10
+
+
+@dataclass
+class MatchResult:
+    """The person found (or None) and the explanation kept in the audit trail."""
+
+    person: Person | None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    decision: str = ""
+
+    def explanation(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "id": self.person.id if self.person else None,
+            "candidates": self.candidates,
+        }
+
+
+def find_match(
+    session: Session, *, query: Identity, assets: list[str], leads_only: bool
+) -> MatchResult:
+    """Find the one stored person the query describes; ties and households give no guess."""
+    ids = set(repository.candidate_ids(session, query_keys(query)))
+    asset_owners = _asset_owners(session, assets)
+    ids |= asset_owners
+    if not ids:
+        return MatchResult(person=None, decision="no candidates share a key with the request")
+    people = session.scalars(select(Person).where(Person.id.in_(ids))).all()
+    scored: list[tuple[Person, Identity, score.Verdict]] = []
+    for person in people:
+        if person.kind == LEAD and person.converted_contact_id:
+            continue
+        if leads_only and person.kind != LEAD:
+            continue
+        identity = repository.identity_of(person)
+        verdict = score.evaluate(query, identity, asset=person.id in asset_owners)
+        scored.append((person, identity, verdict))
+    scored.sort(key=lambda entry: _rank(entry[0], entry[2]))
+    candidates = [
+        {
+            "id": person.id,
+            "kind": person.kind,
+            "score": verdict.score,
+            "accepted": verdict.accepted,
+            "rule": verdict.rule,
+            "reasons": verdict.reasons,
+        }
+        for person, _identity, verdict in scored[:EXPLAINED_CANDIDATES]
+    ]
+    accepted = [entry for entry in scored if entry[2].accepted]
+    if not accepted:
+        return MatchResult(
+            person=None, candidates=candidates, decision="no candidate passes the rule"
+        )
+    best_person, best_identity, best_verdict = accepted[0]
+    for person, identity, verdict in accepted[1:]:
+        if best_verdict.score - verdict.score >= score.AMBIGUITY_MARGIN:
+            break
+        if not score.same_person_signature(best_identity, identity):
+            return MatchResult(
+                person=None,
+                candidates=candidates,
+                decision=f"ambiguous: {best_person.id} and {person.id} both fit and look like different people",
+            )
+    return MatchResult(
+        person=best_person, candidates=candidates, decision=f"matched: {best_verdict.rule}"
+    )
+
+
+def _rank(person: Person, verdict: score.Verdict) -> tuple[Any, ...]:
+    """Higher score, then contact before lead, then most recently updated, then id."""
+    return (
+        not verdict.accepted,
+        -verdict.score,
+        person.kind != CONTACT,
+        -person.updated_at.timestamp(),
+        person.id,
+    )
+
+
+def _asset_owners(session: Session, assets: list[str]) -> set[str]:
+    ids = [asset_id for asset_id in (canonical_id(a, RecordKind.ASSET) for a in assets) if asset_id]
+    if not ids:
+        return set()
+    return set(session.scalars(select(Asset.person_id).where(Asset.id.in_(ids))).all())
