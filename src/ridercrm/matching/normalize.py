@@ -11,8 +11,8 @@ import phonenumbers
 DEFAULT_REGION = "AU"
 
 _NOT_WORD = re.compile(r"[^\w\s]")
-_APOSTROPHES = re.compile(r"['’`´]")
-_SEPARATORS = re.compile(r"[-‐‑–—_./,&]")
+_APOSTROPHES = re.compile("['\u2019`\u00b4]")  # ' and its typographic look-alikes
+_SEPARATORS = re.compile("[-\u2010\u2011\u2013\u2014_./,&]")  # hyphens and dashes
 _SPACES = re.compile(r"\s+")
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]")
 _PHONE_NOISE = re.compile(r"[\s().\-/]")
