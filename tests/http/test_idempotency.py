@@ -1,0 +1,280 @@
+"""Idempotency-Key on POSTs (DESIGN §10): replay, conflicts, takeover, expiry, per key."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.db import session_scope, utcnow
+from ridercrm.idempotency import service as idempotency
+from ridercrm.idempotency.models import IdempotencyRecord
+from ridercrm.ids import RecordKind, new_id
+from ridercrm.keys import service as keys
+from tests.factories import person_body
+
+PATH = "/admin/contacts"
+
+
+def raw_person(**overrides: Any) -> bytes:
+    return json.dumps(person_body(**overrides)).encode()
+
+
+def post(
+    client: TestClient, key: str, raw: bytes, idempotency_key: str | None, path: str = PATH
+) -> httpx.Response:
+    headers = {"X-API-Key": key, "Content-Type": "application/json"}
+    if idempotency_key is not None:
+        headers["Idempotency-Key"] = idempotency_key
+    return client.post(path, content=raw, headers=headers)
+
+
+def people_named(client: TestClient, key: str, name: str) -> list[str]:
+    response = client.get("/admin/people", params={"q": name}, headers={"X-API-Key": key})
+    assert response.status_code == 200
+    return [person["id"] for person in response.json()["people"]]
+
+
+def audit(client: TestClient, key: str, audit_id: str) -> dict[str, Any]:
+    response = client.get(f"/admin/audit/{audit_id}", headers={"X-API-Key": key})
+    assert response.status_code == 200, response.text
+    record: dict[str, Any] = response.json()
+    return record
+
+
+@pytest.fixture
+def admin_key(make_key: Callable[..., str]) -> str:
+    return make_key("admin", name="booking site")
+
+
+def key_id(sessions: sessionmaker[Session], plaintext: str) -> int:
+    with session_scope(sessions) as session:
+        key = keys.authenticate(session, plaintext)
+        assert key is not None
+        return key.id
+
+
+def stored(sessions: sessionmaker[Session], idempotency_key: str) -> list[IdempotencyRecord]:
+    with session_scope(sessions) as session:
+        return list(
+            session.scalars(
+                select(IdempotencyRecord).where(IdempotencyRecord.key == idempotency_key)
+            )
+        )
+
+
+def claim_in_progress(
+    sessions: sessionmaker[Session], plaintext: str, idempotency_key: str, raw: bytes
+) -> None:
+    """Leave the key claimed by a request that has not answered (yet)."""
+    with session_scope(sessions, write=True) as session:
+        result = idempotency.claim(
+            session,
+            api_key_id=key_id(sessions, plaintext),
+            key=idempotency_key,
+            fingerprint=idempotency.request_hash("POST", PATH, raw),
+            audit_id=new_id(RecordKind.AUDIT),
+            ttl=dt.timedelta(hours=24),
+            lock=dt.timedelta(seconds=60),
+        )
+        assert isinstance(result, idempotency.Claim)
+
+
+def test_repeat_with_the_same_body_replays_and_does_the_work_once(
+    client: TestClient, admin_key: str
+) -> None:
+    raw = raw_person(first_name="Idem")
+    first = post(client, admin_key, raw, "booking-41")
+    again = post(client, admin_key, raw, "booking-41")
+    third = post(client, admin_key, raw, "booking-41")
+    assert first.status_code == 201
+    for repeat in (again, third):
+        assert repeat.status_code == first.status_code
+        assert repeat.content == first.content
+        assert repeat.headers["content-type"] == first.headers["content-type"]
+    assert people_named(client, admin_key, "Idem") == [first.json()["id"]]
+
+    original = audit(client, admin_key, first.headers["x-audit-id"])
+    assert original["idempotency_key"] == "booking-41"
+    assert original["replay_of"] is None
+    for repeat in (again, third):
+        assert repeat.headers["x-audit-id"] != first.headers["x-audit-id"]
+        record = audit(client, admin_key, repeat.headers["x-audit-id"])
+        assert record["replay_of"] == first.headers["x-audit-id"]
+        assert record["idempotency_key"] == "booking-41"
+        assert record["response_status"] == 201
+        assert record["request_body"] == raw.decode()
+
+
+def test_without_a_key_every_request_does_the_work(client: TestClient, admin_key: str) -> None:
+    raw = raw_person(first_name="Twice")
+    assert post(client, admin_key, raw, None).status_code == 201
+    assert post(client, admin_key, raw, None).status_code == 201
+    assert len(people_named(client, admin_key, "Twice")) == 2
+
+
+def test_different_keys_do_separate_work(client: TestClient, admin_key: str) -> None:
+    raw = raw_person(first_name="Pair")
+    assert post(client, admin_key, raw, "a").status_code == 201
+    assert post(client, admin_key, raw, "b").status_code == 201
+    assert len(people_named(client, admin_key, "Pair")) == 2
+
+
+@pytest.mark.parametrize(
+    ("second_raw", "second_path"),
+    [
+        (raw_person(first_name="Other"), PATH),
+        (raw_person(first_name="Same") + b" ", PATH),
+        (raw_person(first_name="Same"), "/admin/leads"),
+    ],
+    ids=["other-body", "other-bytes", "other-path"],
+)
+def test_same_key_with_a_different_request_is_422(
+    client: TestClient, admin_key: str, second_raw: bytes, second_path: str
+) -> None:
+    first = post(client, admin_key, raw_person(first_name="Same"), "k-1")
+    assert first.status_code == 201
+    second = post(client, admin_key, second_raw, "k-1", path=second_path)
+    assert second.status_code == 422
+    assert "different request" in second.json()["detail"]
+    assert people_named(client, admin_key, "Other") == []
+    assert len(people_named(client, admin_key, "Same")) == 1
+    record = audit(client, admin_key, second.headers["x-audit-id"])
+    assert record["response_status"] == 422
+    assert record["idempotency_key"] == "k-1"
+    # The first answer is still what the original request gets.
+    assert post(client, admin_key, raw_person(first_name="Same"), "k-1").content == first.content
+
+
+def test_repeat_while_the_first_is_in_progress_is_409(
+    client: TestClient, admin_key: str, sessions: sessionmaker[Session]
+) -> None:
+    raw = raw_person(first_name="Busy")
+    claim_in_progress(sessions, admin_key, "slow-1", raw)
+    response = post(client, admin_key, raw, "slow-1")
+    assert response.status_code == 409
+    assert response.headers["retry-after"] == "1"
+    assert "still being processed" in response.json()["detail"]
+    assert people_named(client, admin_key, "Busy") == []
+    assert audit(client, admin_key, response.headers["x-audit-id"])["response_status"] == 409
+    # A different body with the same key is still a different request.
+    assert post(client, admin_key, raw_person(first_name="Else"), "slow-1").status_code == 422
+
+
+def test_a_claim_whose_lock_has_expired_is_taken_over(
+    client: TestClient, admin_key: str, sessions: sessionmaker[Session]
+) -> None:
+    raw = raw_person(first_name="Crashed")
+    claim_in_progress(sessions, admin_key, "died-1", raw)
+    assert post(client, admin_key, raw, "died-1").status_code == 409
+    with session_scope(sessions, write=True) as session:
+        record = session.scalar(select(IdempotencyRecord).where(IdempotencyRecord.key == "died-1"))
+        assert record is not None
+        record.locked_until = utcnow() - dt.timedelta(seconds=1)
+    retry = post(client, admin_key, raw, "died-1")
+    assert retry.status_code == 201
+    assert people_named(client, admin_key, "Crashed") == [retry.json()["id"]]
+    replay = post(client, admin_key, raw, "died-1")
+    assert replay.content == retry.content
+    assert (
+        audit(client, admin_key, replay.headers["x-audit-id"])["replay_of"]
+        == (retry.headers["x-audit-id"])
+    )
+    assert len(stored(sessions, "died-1")) == 1
+
+
+def test_expired_keys_are_forgotten(
+    client: TestClient, admin_key: str, sessions: sessionmaker[Session]
+) -> None:
+    first = post(client, admin_key, raw_person(first_name="Old"), "daily")
+    assert first.status_code == 201
+    with session_scope(sessions, write=True) as session:
+        record = session.scalar(select(IdempotencyRecord).where(IdempotencyRecord.key == "daily"))
+        assert record is not None
+        record.expires_at = utcnow() - dt.timedelta(seconds=1)
+    # After expiry the key is free: the same body does the work again, another body is fine.
+    again = post(client, admin_key, raw_person(first_name="Old"), "daily")
+    assert again.status_code == 201
+    assert again.json()["id"] != first.json()["id"]
+    assert len(people_named(client, admin_key, "Old")) == 2
+    assert audit(client, admin_key, again.headers["x-audit-id"])["replay_of"] is None
+    assert len(stored(sessions, "daily")) == 1
+
+
+def test_keys_last_as_long_as_configured(
+    make_client: Callable[..., TestClient], admin_key: str, sessions: sessionmaker[Session]
+) -> None:
+    client = make_client(idempotency_ttl_hours=2)
+    before = utcnow()
+    assert post(client, admin_key, raw_person(), "ttl-1").status_code == 201
+    (record,) = stored(sessions, "ttl-1")
+    expected = before + dt.timedelta(hours=2)
+    assert (
+        expected - dt.timedelta(minutes=1)
+        <= record.expires_at
+        <= expected + dt.timedelta(minutes=1)
+    )
+
+
+def test_keys_are_per_api_key(
+    client: TestClient, admin_key: str, make_key: Callable[..., str]
+) -> None:
+    other_key = make_key("admin", name="staff tool")
+    raw = raw_person(first_name="Shared")
+    mine = post(client, admin_key, raw, "order-7")
+    theirs = post(client, other_key, raw, "order-7")
+    assert mine.status_code == theirs.status_code == 201
+    assert mine.json()["id"] != theirs.json()["id"]
+    assert len(people_named(client, admin_key, "Shared")) == 2
+    # Each key replays its own answer; another body under the other key is its own business.
+    assert post(client, admin_key, raw, "order-7").content == mine.content
+    assert post(client, other_key, raw, "order-7").content == theirs.content
+    assert post(client, other_key, raw_person(first_name="X"), "order-7").status_code == 422
+
+
+def test_an_error_response_is_replayed_too(
+    client: TestClient, admin_key: str, sessions: sessionmaker[Session]
+) -> None:
+    raw = json.dumps({"first_name": "Broken", "last_name": "Body", "postcode": "12"}).encode()
+    first = post(client, admin_key, raw, "bad-1")
+    assert first.status_code == 400
+    again = post(client, admin_key, raw, "bad-1")
+    assert again.status_code == 400
+    assert again.content == first.content
+    assert again.headers["x-failure-reason"] == first.headers["x-failure-reason"]
+    assert again.json()["audit_id"] == first.headers["x-audit-id"]
+    assert (
+        audit(client, admin_key, again.headers["x-audit-id"])["replay_of"]
+        == (first.headers["x-audit-id"])
+    )
+    assert people_named(client, admin_key, "Broken") == []
+
+
+def test_an_unusable_body_is_replayed_too(client: TestClient, admin_key: str) -> None:
+    first = post(client, admin_key, b"{not json", "bad-2")
+    again = post(client, admin_key, b"{not json", "bad-2")
+    assert first.status_code == again.status_code == 400
+    assert again.content == first.content
+
+
+@pytest.mark.parametrize("value", ["", "   ", "k" * 256, "tab\tinside"])
+def test_an_unusable_idempotency_key_is_400(client: TestClient, admin_key: str, value: str) -> None:
+    response = post(client, admin_key, raw_person(first_name="Never"), value)
+    assert response.status_code == 400
+    assert "Idempotency-Key" in response.json()["detail"]
+    assert people_named(client, admin_key, "Never") == []
+
+
+def test_the_longest_idempotency_key_is_fine(client: TestClient, admin_key: str) -> None:
+    raw = raw_person(first_name="Long")
+    first = post(client, admin_key, raw, "k" * 255)
+    assert first.status_code == 201
+    assert post(client, admin_key, raw, "k" * 255).content == first.content
+    assert len(people_named(client, admin_key, "Long")) == 1
