@@ -15,6 +15,7 @@ from ridercrm.keys.models import ApiKey
 
 SCOPES = ("courses", "people", "match", "products", "admin")
 KEY_PREFIX = "rcrm_"
+MAX_NAME_LENGTH = 120  # the api_keys.name column
 
 
 class KeyProblem(ValueError):
@@ -36,6 +37,8 @@ def create_key(session: Session, *, name: str, scopes: Iterable[str]) -> tuple[A
         raise KeyProblem("a key needs at least one scope")
     if not name.strip():
         raise KeyProblem("a key needs a name")
+    if len(name.strip()) > MAX_NAME_LENGTH:
+        raise KeyProblem(f"a key's name is at most {MAX_NAME_LENGTH} characters")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey(
         name=name.strip(), prefix=plaintext[:12], key_hash=hash_key(plaintext), scopes=wanted

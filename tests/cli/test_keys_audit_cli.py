@@ -1,0 +1,261 @@
+"""The `ridercrm` command's keys, audit and db commands, on the real database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from fastapi.testclient import TestClient
+from sqlalchemy import func, inspect, select
+from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
+
+from ridercrm.audit.models import AuditRecord
+from ridercrm.cli import app
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_scope, utcnow
+from ridercrm.keys.models import ApiKey
+from ridercrm.migrate import current_revision, head_revision
+from tests.factories import person_body
+
+runner = CliRunner()
+
+
+def ridercrm(db_url: str, *args: str) -> Result:
+    return runner.invoke(app, list(args), env={"RIDERCRM_DATABASE_URL": db_url})
+
+
+def create_key(db_url: str, name: str, *scopes: str) -> str:
+    arguments = ["keys", "create", "--name", name]
+    for scope in scopes:
+        arguments += ["--scope", scope]
+    result = ridercrm(db_url, *arguments)
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()[-1]
+
+
+def key_count(sessions: sessionmaker[Session]) -> int:
+    with session_scope(sessions) as session:
+        return int(session.scalar(select(func.count()).select_from(ApiKey)) or 0)
+
+
+# --- keys -----------------------------------------------------------------------------
+
+
+def test_keys_create_prints_the_key_alone_on_the_last_line(db_url: str, client: TestClient) -> None:
+    result = ridercrm(
+        db_url,
+        "keys",
+        "create",
+        "--name",
+        "booking site",
+        "--scope",
+        "products",
+        "--scope",
+        "match",
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    key = lines[-1]
+    assert key.startswith("rcrm_")
+    assert key == key.strip()
+    assert len(key) >= 40
+    assert " " not in key
+    assert "booking site" in result.stdout
+    assert "match, products" in result.stdout
+    # It authenticates, with exactly its scopes.
+    assert (
+        client.get("/crm/products", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    )
+    assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 403
+
+
+def test_keys_create_admin_key_can_do_everything(db_url: str, client: TestClient) -> None:
+    key = create_key(db_url, "operator", "admin")
+    response = client.post("/admin/contacts", json=person_body(), headers={"X-API-Key": key})
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--name", "x", "--scope", "everything"],
+        ["--name", "x", "--scope", "match", "--scope", "root"],
+        ["--name", "x", "--scope", "ADMIN"],
+        ["--name", "x"],
+        ["--name", "   ", "--scope", "match"],
+        ["--name", "x" * 121, "--scope", "match"],
+        ["--scope", "match"],
+    ],
+    ids=["unknown", "one-unknown", "wrong-case", "no-scope", "blank-name", "long-name", "no-name"],
+)
+def test_keys_create_refuses_bad_requests_and_makes_no_key(
+    db_url: str, sessions: sessionmaker[Session], arguments: list[str]
+) -> None:
+    result = ridercrm(db_url, "keys", "create", *arguments)
+    assert result.exit_code != 0
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "rcrm_" not in result.output
+    assert key_count(sessions) == 0
+
+
+def test_keys_create_names_the_scopes_when_one_is_unknown(db_url: str) -> None:
+    result = ridercrm(db_url, "keys", "create", "--name", "x", "--scope", "everything")
+    assert result.exit_code == 2
+    assert "unknown scope everything" in result.stderr
+    for scope in ("courses", "people", "match", "products", "admin"):
+        assert scope in result.stderr
+
+
+def test_keys_list_shows_keys_without_their_secrets(db_url: str) -> None:
+    first = create_key(db_url, "website", "courses", "match")
+    second = create_key(db_url, "staff", "admin")
+    result = ridercrm(db_url, "keys", "list")
+    assert result.exit_code == 0, result.output
+    for name, key in (("website", first), ("staff", second)):
+        assert name in result.stdout
+        assert key not in result.stdout
+        assert key[12:] not in result.stdout
+        assert key[12:20] not in result.stdout
+        assert key[:12] in result.stdout
+    assert "courses,match" in result.stdout
+
+
+def test_keys_revoke_makes_the_key_fail(db_url: str, client: TestClient) -> None:
+    key = create_key(db_url, "leaving", "admin")
+    keep = create_key(db_url, "staying", "admin")
+    assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 200
+    result = ridercrm(db_url, "keys", "revoke", "leaving")
+    assert result.exit_code == 0, result.output
+    assert "revoked" in result.stdout
+    assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 401
+    assert client.get("/admin/audit", headers={"X-API-Key": keep}).status_code == 200
+    listing = ridercrm(db_url, "keys", "list")
+    assert dt.date.today().isoformat() in listing.stdout.split("leaving")[1].splitlines()[0]
+
+
+def test_keys_revoke_by_prefix_or_id(
+    db_url: str, client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    by_prefix = create_key(db_url, "a", "admin")
+    by_id = create_key(db_url, "b", "admin")
+    assert ridercrm(db_url, "keys", "revoke", by_prefix[:12]).exit_code == 0
+    with session_scope(sessions) as session:
+        ident = session.scalar(select(ApiKey.id).where(ApiKey.name == "b"))
+    assert ridercrm(db_url, "keys", "revoke", str(ident)).exit_code == 0
+    for key in (by_prefix, by_id):
+        assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_keys_revoke_refuses_unknown_or_ambiguous_keys(db_url: str, client: TestClient) -> None:
+    first = create_key(db_url, "twin", "admin")
+    second = create_key(db_url, "twin", "admin")
+    unknown = ridercrm(db_url, "keys", "revoke", "nobody")
+    assert unknown.exit_code != 0
+    assert "no active key" in unknown.stderr
+    ambiguous = ridercrm(db_url, "keys", "revoke", "twin")
+    assert ambiguous.exit_code != 0
+    assert "use the id" in ambiguous.stderr
+    for key in (first, second):
+        assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 200
+
+
+# --- audit ----------------------------------------------------------------------------
+
+
+def test_audit_show_prints_the_record_as_json(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    response = client.post("/admin/contacts", json={"first_name": "A"}, headers=admin_headers)
+    audit_id = response.headers["x-audit-id"]
+    over_http = client.get(f"/admin/audit/{audit_id}", headers=admin_headers).json()
+    for form in (audit_id, audit_id[:15], audit_id.lower()):
+        result = ridercrm(db_url, "audit", "show", form)
+        assert result.exit_code == 0, result.output
+        record = json.loads(result.stdout)
+        assert record == over_http
+        assert record["response_status"] == 400
+        assert record["failure_reason"] == "last_name: is required"
+
+
+@pytest.mark.parametrize("audit_id", ["a0A000000000000AAA", "nonsense"])
+def test_audit_show_of_an_unknown_record_fails(db_url: str, audit_id: str) -> None:
+    result = ridercrm(db_url, "audit", "show", audit_id)
+    assert result.exit_code == 1
+    assert "no audit record" in result.stderr
+    assert result.stdout == ""
+
+
+def test_audit_purge_deletes_only_older_records(
+    db_url: str, client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    ids = [client.get(f"/nowhere/{n}").headers["x-audit-id"] for n in range(5)]
+    ages = {ids[0]: 400, ids[1]: 31, ids[2]: 29, ids[3]: 1}
+    with session_scope(sessions, write=True) as session:
+        for audit_id, days in ages.items():
+            record = session.get(AuditRecord, audit_id)
+            assert record is not None
+            record.created_at = utcnow() - dt.timedelta(days=days)
+
+    result = ridercrm(db_url, "audit", "purge", "--older-than", "30")
+    assert result.exit_code == 0, result.output
+    assert "purged 2 audit record(s)" in result.stdout
+    with session_scope(sessions) as session:
+        left = set(session.scalars(select(AuditRecord.id)))
+    assert left == set(ids[2:])
+
+    assert "purged 0" in ridercrm(db_url, "audit", "purge", "--older-than", "30").stdout
+    assert "purged 2" in ridercrm(db_url, "audit", "purge", "--older-than", "0.5").stdout
+    with session_scope(sessions) as session:
+        assert set(session.scalars(select(AuditRecord.id))) == {ids[4]}
+
+
+def test_audit_purge_refuses_a_negative_age(db_url: str, sessions: sessionmaker[Session]) -> None:
+    result = ridercrm(db_url, "audit", "purge", "--older-than", "-1")
+    assert result.exit_code == 2
+
+
+# --- db -------------------------------------------------------------------------------
+
+
+def test_db_upgrade_on_an_empty_sqlite_file_reaches_head(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    path.touch()
+    url = f"sqlite:///{path}"
+    result = ridercrm(url, "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    engine = build_engine(Settings(database_url=url))
+    try:
+        head = head_revision(engine)
+        assert head is not None
+        assert current_revision(engine) == head
+        assert head in result.stdout
+        tables = set(inspect(engine).get_table_names())
+        assert {"people", "products", "assets", "audit_records", "api_keys"} <= tables
+    finally:
+        engine.dispose()
+    # Running it again changes nothing.
+    assert ridercrm(url, "db", "upgrade").exit_code == 0
+
+
+def test_db_upgrade_creates_a_missing_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    assert ridercrm(url, "db", "upgrade").exit_code == 0
+    engine = build_engine(Settings(database_url=url))
+    try:
+        assert current_revision(engine) == head_revision(engine)
+    finally:
+        engine.dispose()
+
+
+def test_db_upgrade_on_a_migrated_database_is_a_no_op(db_url: str) -> None:
+    result = ridercrm(db_url, "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    engine = build_engine(Settings(database_url=db_url))
+    try:
+        assert current_revision(engine) == head_revision(engine)
+    finally:
+        engine.dispose()
