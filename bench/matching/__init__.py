@@ -1,0 +1,1 @@
+"""Matching-quality harness: generated people and queries, our matcher beside a baseline."""
