@@ -73,10 +73,20 @@ def postgres_ready() -> str:
 
 
 def truncate_all(url: str) -> None:
+    """Empty every table and restart the id sequences, as TRUNCATE ... RESTART IDENTITY
+    would; DELETE is used because on tables this small it takes milliseconds, not 0.2 s."""
     engine = build_engine(Settings(database_url=url))
-    tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
     with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+        sequences = connection.execute(
+            text(
+                "SELECT sequence_name FROM information_schema.sequences"
+                " WHERE sequence_schema = current_schema()"
+            )
+        ).scalars()
+        for sequence in list(sequences):
+            connection.execute(text(f'ALTER SEQUENCE "{sequence}" RESTART'))
     engine.dispose()
 
 

@@ -359,12 +359,12 @@ json_values = st.recursive(
     | st.floats(allow_nan=False, allow_infinity=False)
     | texts,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(texts, children, max_size=4),
-    max_leaves=20,
+    max_leaves=12,
 )
 json_objects = st.dictionaries(texts, json_values, max_size=6)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(json_objects, st.sampled_from([*JSON_TYPES, FORM]), st.booleans())
 def test_any_json_object_decodes_to_itself(
     value: dict[str, Any], content_type: str, ascii_only: bool
@@ -373,7 +373,7 @@ def test_any_json_object_decodes_to_itself(
     assert decode_body(raw, content_type) == value
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(json_objects, st.sampled_from(["utf-16", "utf-32", "utf-8-sig"]))
 def test_any_json_object_decodes_to_itself_in_other_charsets(
     value: dict[str, Any], charset: str
