@@ -26,8 +26,9 @@ app.add_typer(db_app, name="db")
 app.add_typer(keys_app, name="keys")
 app.add_typer(audit_app, name="audit")
 
-console = Console()
-errors = Console(stderr=True)
+# No Rich markup: names, ids and messages are printed as written ("[staging]" stays).
+console = Console(markup=False)
+errors = Console(stderr=True, markup=False)
 
 
 def _sessions(settings: Settings | None = None, *, migrate: bool = True):  # type: ignore[no-untyped-def]

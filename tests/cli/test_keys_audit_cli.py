@@ -124,6 +124,36 @@ def test_keys_list_shows_keys_without_their_secrets(db_url: str) -> None:
     assert "courses,match" in result.stdout
 
 
+@pytest.mark.parametrize("name", ["site [staging]", "[red]alert", "[/]", "a\\[b]"])
+def test_key_names_are_shown_as_written(db_url: str, name: str) -> None:
+    created = ridercrm(db_url, "keys", "create", "--name", name, "--scope", "match")
+    assert created.exit_code == 0, created.output
+    assert f"({name})" in created.stdout
+    listing = ridercrm(db_url, "keys", "list")
+    assert listing.exit_code == 0, listing.output
+    assert name in listing.stdout
+    revoked = ridercrm(db_url, "keys", "revoke", name)
+    assert revoked.exit_code == 0, revoked.output
+    assert f"({name})" in revoked.stdout
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["keys", "revoke", "[/]"],
+        ["keys", "create", "--name", "x", "--scope", "[/]"],
+        ["audit", "show", "[/]"],
+    ],
+)
+def test_odd_arguments_give_an_error_message_not_a_traceback(
+    db_url: str, arguments: list[str]
+) -> None:
+    result = ridercrm(db_url, *arguments)
+    assert result.exit_code in (1, 2)
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "[/]" in result.stderr
+
+
 def test_keys_revoke_makes_the_key_fail(db_url: str, client: TestClient) -> None:
     key = create_key(db_url, "leaving", "admin")
     keep = create_key(db_url, "staying", "admin")
