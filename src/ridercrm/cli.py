@@ -17,6 +17,7 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.migrate import upgrade
+from ridercrm.transfer.commands import demo_command, export_command, import_app
 
 app = typer.Typer(help="ridercrm: CRM service for a rider-training business.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -182,6 +183,11 @@ def audit_purge(
     with session_scope(_sessions(), write=True) as session:
         count = audit.purge_records(session, older_than_days=older_than)
     console.print(f"purged {count} audit record(s) older than {older_than:g} day(s)")
+
+
+app.add_typer(import_app, name="import")
+app.command("export")(export_command)
+app.command("demo")(demo_command)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Moving records in and out: CSV import and export (DESIGN §12)."""

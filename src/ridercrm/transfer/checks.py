@@ -1,0 +1,182 @@
+"""Read a CSV file's rows in batches and check each row on its own, without the database.
+
+A row's own checks (field rules, the form of its ids) need nothing but the row, so on
+a large file they run in worker processes while the importer writes earlier batches;
+the checks that need the whole file or the database (repeats, existing ids) stay in
+the importer. Results come back in file order either way.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import multiprocessing
+import os
+import sys
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.transfer.columns import ColumnPlan, Target
+from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, product_row
+
+Rows = list[tuple[int, list[str]]]
+PARALLEL_MIN_BYTES = 4 << 20  # about 20,000 people: below this, workers cost more than they save
+MAX_WORKERS = 4
+
+
+class ImportFailed(Exception):
+    """The import was abandoned and nothing was written."""
+
+
+class UnreadableFile(ImportFailed):
+    """The file cannot be imported at all: missing, not CSV text, or no usable header."""
+
+
+class Checked(NamedTuple):
+    """A row after its own checks: the rows to store, or the problems that make it bad."""
+
+    line: int
+    problems: list[str]
+    record_id: str | None  # the canonical id the row brings, or a new one for a good row
+    given: bool  # whether record_id came from the file
+    link: str | None  # a lead's converted contact id
+    code: str | None  # a product's code
+    row: dict[str, Any] | None  # the row to store, when the row has no problems of its own
+    keys: list[dict[str, Any]]  # a person's matching-key rows
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """What a worker needs to check rows: the kind of record, the column plan, the time."""
+
+    target: Target
+    plan: ColumnPlan
+    now: dt.datetime
+
+
+def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
+    """Check each row on its own (field rules, ids, stray cells) and build what is stored."""
+    target, plan = spec.target, spec.plan
+    rules = PRODUCT_RULES if target.person_kind is None else PERSON_RULES
+    kind = target.record_kind
+    checked = []
+    for line, cells in rows:
+        width = len(cells)
+        values = {name: cells[i] for i, name in plan.cells if i < width and cells[i]}
+        raw_id = values.pop("id", None)
+        raw_link = values.pop("converted_contact_id", None)
+        data, problems = rules.validate(values)
+        if width > plan.width and any(cells[plan.width :]):
+            problems.insert(0, f"has {width} cells but the header has {plan.width}")
+        record_id = link = None
+        if raw_id is not None:
+            record_id = canonical_id(raw_id, kind)
+            if record_id is None:
+                problems.insert(0, _not_an_id("id", raw_id, target.singular, kind))
+        if raw_link is not None:
+            link = canonical_id(raw_link, RecordKind.CONTACT)
+            if link is None:
+                problems.append(
+                    _not_an_id("converted_contact_id", raw_link, "contact", RecordKind.CONTACT)
+                )
+        row: dict[str, Any] | None = None
+        keys: list[dict[str, Any]] = []
+        if not problems:
+            if target.person_kind is None:
+                row = product_row(data, product_id=record_id, now=spec.now)
+            else:
+                row, keys = person_rows(
+                    target.person_kind,
+                    data,
+                    person_id=record_id,
+                    converted_contact_id=link,
+                    now=spec.now,
+                )
+            record_id = row["id"]
+        code = data.get("code") if target.person_kind is None else None
+        checked.append(
+            Checked(line, problems, record_id, raw_id is not None, link, code, row, keys)
+        )
+    return checked
+
+
+def _not_an_id(name: str, raw: str, what: str, kind: RecordKind) -> str:
+    shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    return f"{name}: {shown} is not a {what} id (15 or 18 characters starting {kind.prefix})"
+
+
+def read_header(reader: Iterator[list[str]]) -> list[str]:
+    """The first non-blank row, or UnreadableFile."""
+    try:
+        for cells in reader:
+            if any(cell.strip() for cell in cells):
+                return cells
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(_not_utf8(exc)) from None
+    except csv.Error as exc:
+        raise UnreadableFile(f"not a CSV file: {exc}") from None
+    raise UnreadableFile("the file has no header row")
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    # Text is decoded in blocks, so the line of the bad byte is not known.
+    byte = exc.object[exc.start]
+    return f"not UTF-8 text (byte 0x{byte:02x} cannot be decoded); save it as CSV UTF-8"
+
+
+def read_batches(reader: Any, size: int) -> Iterator[Rows]:
+    """Non-blank rows with the line each starts on, ``size`` at a time."""
+    batch: Rows = []
+    line = reader.line_num
+    try:
+        for cells in reader:
+            start, line = line + 1, reader.line_num
+            if any(cells):
+                batch.append((start, cells))
+                if len(batch) >= size:
+                    yield batch
+                    batch = []
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(f"{_not_utf8(exc)}; nothing imported") from None
+    except csv.Error as exc:
+        raise UnreadableFile(f"line {line + 1}: {exc}; nothing imported") from None
+    if batch:
+        yield batch
+
+
+def default_workers(path: Path) -> int:
+    """How many worker processes suit this file on this machine (0: check in-process)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    cpus = os.cpu_count() or 1
+    # Workers are forked (no re-import, no pickled set-up); elsewhere checks run in-process.
+    if size < PARALLEL_MIN_BYTES or cpus < 2 or sys.platform != "linux":
+        return 0
+    return min(cpus, MAX_WORKERS)
+
+
+def checked_batches(
+    reader: Any, spec: RowSpec, *, batch_size: int, workers: int
+) -> Iterator[list[Checked]]:
+    """The file's rows after their own checks, batch by batch, in file order."""
+    batches = read_batches(reader, batch_size)
+    if workers < 1:
+        for batch in batches:
+            yield check_rows(spec, batch)
+        return
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        pending: deque[AsyncResult[list[Checked]]] = deque()
+        for batch in batches:
+            pending.append(pool.apply_async(check_rows, (spec, batch)))
+            # A few batches in flight keep the workers busy without reading the whole file.
+            if len(pending) > 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()

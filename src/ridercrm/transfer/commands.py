@@ -1,0 +1,189 @@
+"""The `ridercrm import`, `ridercrm export` and `ridercrm demo` commands."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory
+from ridercrm.migrate import upgrade
+from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
+from ridercrm.transfer.exporter import export_csv
+from ridercrm.transfer.importer import BadRow, ImportFailed, count_lines, import_csv
+
+import_app = typer.Typer(
+    help="Import contacts, leads or products from CSV.",
+    epilog="Columns: our field names or a Salesforce export's, in any case. Exit code 0: "
+    "every row imported; 1: some rows were bad (the good ones are imported); 2: the file "
+    "could not be imported at all (nothing is).",
+    no_args_is_help=True,
+)
+# Reports are plain text: no markup, highlighting or wrapping of the messages.
+out = Console(highlight=False, soft_wrap=True)
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+FileArgument = Annotated[Path, typer.Argument(help="The CSV file (UTF-8; header row first).")]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Check every row and report, but write nothing.")
+]
+
+
+class Kind(enum.StrEnum):
+    contacts = "contacts"
+    leads = "leads"
+    products = "products"
+
+
+class Form(enum.StrEnum):
+    ours = "ours"
+    salesforce = "salesforce"
+
+
+@contextmanager
+def _database() -> Iterator[sessionmaker[Session]]:
+    """Sessions on the configured database, brought up to date, closed afterwards."""
+    engine = build_engine(Settings())
+    try:
+        upgrade(engine)
+        yield session_factory(engine)
+    finally:
+        engine.dispose()
+
+
+def _run_import(target: Target, path: Path, dry_run: bool) -> None:
+    """Import one file with a progress bar, print bad rows and a summary, exit with its code."""
+    try:
+        total = count_lines(path)
+    except OSError:
+        total = None  # the importer says what is wrong with the file
+
+    def ignored(names: Sequence[str]) -> None:
+        if names:
+            out.print(f"ignored columns: {', '.join(names)}", markup=False)
+
+    def bad_row(row: BadRow) -> None:
+        progress.console.print(str(row), markup=False)
+
+    def advance(lines: int) -> None:
+        progress.update(task, completed=lines, total=max(lines, total or 0))
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("lines"),
+        TimeElapsedColumn(),
+    )
+    verb = "checking" if dry_run else "importing"
+    try:
+        with (
+            _database() as sessions,
+            Progress(
+                *columns, console=out, transient=True, disable=not out.is_terminal
+            ) as progress,
+        ):
+            task = progress.add_task(f"{verb} {target.name}", total=total)
+            result = import_csv(
+                sessions,
+                target,
+                path,
+                dry_run=dry_run,
+                on_columns=ignored,
+                on_bad_row=bad_row,
+                on_progress=advance,
+            )
+    except ImportFailed as exc:
+        errors.print(f"error: {path}: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    out.print(result.summary(), markup=False)
+    raise typer.Exit(result.exit_code)
+
+
+@import_app.command("contacts")
+def import_contacts(file: FileArgument, dry_run: DryRun = False) -> None:
+    """Import contacts from a CSV file."""
+    _run_import(CONTACTS, file, dry_run)
+
+
+@import_app.command("leads")
+def import_leads(file: FileArgument, dry_run: DryRun = False) -> None:
+    """Import leads from a CSV file (after the contacts that converted leads point to)."""
+    _run_import(LEADS, file, dry_run)
+
+
+@import_app.command("products")
+def import_products(file: FileArgument, dry_run: DryRun = False) -> None:
+    """Import products from a CSV file."""
+    _run_import(PRODUCTS, file, dry_run)
+
+
+def export_command(
+    kind: Annotated[Kind, typer.Argument(help="What to export.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="File to write (default: standard output)."),
+    ] = None,
+    form: Annotated[
+        Form,
+        typer.Option("--format", help="Column names: ours, or a Salesforce export's."),
+    ] = Form.ours,
+) -> None:
+    """Write contacts, leads or products as CSV, id first; `ridercrm import` reads it back."""
+    target = TARGETS[kind.value]
+    with _database() as sessions:
+        if output is None:
+            count = export_csv(sessions, target, sys.stdout, form=form.value)
+            sys.stdout.flush()
+        else:
+            count = _export_to_file(sessions, target, output, form.value)
+    where = f" to {output}" if output is not None else ""
+    errors.print(f"exported {target.count(count)}{where}", markup=False)
+
+
+def _export_to_file(
+    sessions: sessionmaker[Session], target: Target, output: Path, form: str
+) -> int:
+    """Write the export next to ``output`` and move it into place only when complete."""
+    directory = output.resolve().parent
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed before the rename below
+        "w", encoding="utf-8", newline="", dir=directory, suffix=".part", delete=False
+    )
+    try:
+        with handle:
+            count = export_csv(sessions, target, handle, form=form)
+        os.replace(handle.name, output)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def demo_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Load even when the database has people (another copy)."),
+    ] = False,
+) -> None:
+    """Load the demo data: the products of every course location and a few hundred people."""
+    from ridercrm.demo import load_demo
+
+    with _database() as sessions:
+        out.print(load_demo(sessions, only_if_empty=not force), markup=False)
