@@ -61,8 +61,14 @@ KIND_WEIGHTS: dict[str, float] = {
 }
 KINDS = tuple(KIND_WEIGHTS)
 
+ATTEMPTS = 10_000  # every loop of the generator is bounded
+
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+class GenerationError(RuntimeError):
+    """The generator ran out of attempts (a bug, or sizes far beyond its lists)."""
 
 
 # --- records --------------------------------------------------------------------
@@ -340,25 +346,27 @@ class Generator:
 
     def new_id(self, kind: str) -> str:
         record_kind = RecordKind.CONTACT if kind == CONTACT else RecordKind.LEAD
-        while True:
+        for _ in range(ATTEMPTS):
             made = make_id(self.rng, record_kind)
             if made not in self.ids:
                 self.ids.add(made)
                 return made
+        raise GenerationError("no fresh id")
 
     def new_mobile_digits(self) -> str:
-        while True:
+        for _ in range(ATTEMPTS):
             digits = "04" + "".join(self.rng.choices(string.digits, k=8))
             if digits not in self.mobiles:
                 self.mobiles.add(digits)
                 return digits
+        raise GenerationError("no fresh mobile number")
 
     def new_mobile(self) -> str:
         style = weighted(self.rng, range(MOBILE_STYLES), MOBILE_STYLE_WEIGHTS)
         return format_mobile(self.new_mobile_digits(), style)
 
     def new_home(self, state: str) -> str:
-        while True:
+        for _ in range(ATTEMPTS):
             area = names.AREA_CODES[state]
             first = {"3": "9", "2": "9", "7": "3", "8": "8"}[area]
             if self.rng.random() < 0.4:
@@ -367,13 +375,15 @@ class Generator:
             if digits not in self.homes:
                 self.homes.add(digits)
                 return format_home(digits, weighted(self.rng, range(4), (50, 25, 15, 10)))
+        raise GenerationError("no fresh home phone number")
 
     def new_licence(self, state: str) -> str:
-        while True:
+        for _ in range(ATTEMPTS):
             number = licence_number(self.rng, state)
             if number not in self.licences:
                 self.licences.add(number)
                 return number
+        raise GenerationError("no fresh licence number")
 
     def new_email(self, first: str, last: str, dob: dt.date) -> str:
         rng = self.rng
@@ -402,7 +412,7 @@ class Generator:
             if email not in self.emails:
                 self.emails.add(email)
                 return email
-        raise RuntimeError("could not make a unique e-mail")  # unreachable in practice
+        raise GenerationError("could not make a unique e-mail")
 
     # names, dates, places
 
@@ -418,7 +428,7 @@ class Generator:
             name = self.rng.choice(pool)
             if avoid is None or not (name_family(name) & avoid or _initial(name) in avoid):
                 return name
-        raise RuntimeError("no given name left to choose")
+        raise GenerationError("no given name left to choose")
 
     def surname(self, group: str) -> str:
         return self.rng.choice(names.SURNAMES[group])
@@ -568,7 +578,9 @@ def generate_store(
     gen = Generator(rng)
     people: list[Person] = []
     households = 0
-    while len(people) < size:
+    for _ in range(10 * size + ATTEMPTS):
+        if len(people) >= size:
+            break
         if rng.random() < household_share / 2 and len(people) + 2 <= size:
             first_role, second_role = household_roles(rng)
             first = gen.person(dob=gen.dob(1955, 1984)) if first_role == "parent" else gen.person()
@@ -581,6 +593,8 @@ def generate_store(
             people.extend((first, second))
         else:
             people.append(gen.person())
+    if len(people) < size:
+        raise GenerationError("could not make the store")
     rng.shuffle(people)
     return gen, people, households
 
@@ -685,10 +699,11 @@ def dob_digit(born: dt.date, rng: random.Random) -> dt.date | None:
 
 
 def street_moved(street: str, gen: Generator) -> str:
-    while True:
+    for _ in range(ATTEMPTS):
         new = gen.street()
         if new != street:
             return new
+    raise GenerationError("no other street")
 
 
 def _toggle_street_type(street: str) -> str:
@@ -705,10 +720,11 @@ def _reformat_mobile(text: str, rng: random.Random) -> str:
     digits = "".join(ch for ch in text if ch.isdigit())
     if digits.startswith("61"):
         digits = "0" + digits[2:]
-    while True:
+    for _ in range(ATTEMPTS):
         out = format_mobile(digits, rng.randrange(MOBILE_STYLES))
         if out != text:
             return out
+    raise GenerationError("no other mobile format")
 
 
 def _punctuate(name: str, rng: random.Random) -> str:
@@ -868,7 +884,7 @@ class QueryMaker:
                     relatives=made.relatives,
                     note=made.note,
                 )
-        raise RuntimeError(f"could not make a {kind} query")
+        raise GenerationError(f"could not make a {kind} query")
 
     def corrupt(self, kind: str, person: Person, data: dict[str, Any], endpoint: str) -> str | None:
         rng = self.rng

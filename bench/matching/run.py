@@ -73,12 +73,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--failures", type=Path, default=None, help="write every failure of ours as JSON here"
     )
     parser.add_argument("--no-explain", action="store_true", help="don't re-ask failures")
-    parser.add_argument(
-        "--backfill-keys",
-        action="store_true",
-        help="after the import, fill the matcher's person_keys table with the service's own "
-        "key function (a workaround while the import does not write the keys)",
-    )
     args = parser.parse_args(argv)
     if args.people < 10 or args.queries < 1 or args.workers < 1:
         parser.error("--people must be at least 10, --queries and --workers at least 1")
@@ -99,7 +93,6 @@ class Run:
         self.explanations: dict[int, Any] = {}
         self.generate_seconds = 0.0
         self.keys_after_import: int | None = None
-        self.backfilled: int | None = None
 
     def go(self) -> None:
         args = self.args
@@ -132,9 +125,6 @@ class Run:
                     f"the import wrote {self.keys_after_import} match-key rows "
                     "for the people it imported"
                 )
-            if self.args.backfill_keys:
-                self.backfilled = service.backfill_keys(directory / "bench.db")
-                log(f"back-filled {self.backfilled} match-key rows (--backfill-keys)")
             key = service.create_key(env)
             with service.running_server(env, directory / "server.log") as base_url:
                 problem = service.endpoints_available(base_url, key)
@@ -293,8 +283,6 @@ def command(args: argparse.Namespace) -> str:
     for name in ("people", "queries", "seed", "workers"):
         if getattr(args, name) != getattr(defaults, name):
             parts.append(f"--{name} {getattr(args, name)}")
-    if args.backfill_keys:
-        parts.append("--backfill-keys")
     return " ".join(parts)
 
 
@@ -342,17 +330,9 @@ def result_markdown(run: Run, ours: Report | None, base: Report) -> str:
         )
     if run.keys_after_import == 0:
         lines.append(
-            "The import wrote no rows of the matcher's keys (`person_keys`) for the people it "
-            "imported"
-            + (
-                f"; this run back-filled them ({run.backfilled:,} rows) with the service's own "
-                "key function before serving (`--backfill-keys`)."
-                if run.backfilled is not None
-                else ", so the matcher found no candidates for them."
-            )
+            "**The import wrote no rows of the matcher's keys (`person_keys`)**, so the "
+            "matcher could find none of the imported people."
         )
-    elif run.backfilled is not None:
-        lines.append(f"Keys re-filled by the harness (`--backfill-keys`): {run.backfilled:,} rows.")
     per_query = run.baseline_seconds / max(1, len(run.data.queries)) * 1000
     lines.append(f"The baseline took {per_query:.2f} ms per query in-process (with blocking).")
     lines.append("")

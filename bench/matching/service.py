@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import json
 import os
 import signal
@@ -19,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -109,39 +107,6 @@ def stored_key_rows(database: Path) -> int | None:
             return int(connection.execute("SELECT COUNT(*) FROM person_keys").fetchone()[0])
         except sqlite3.OperationalError:
             return None
-
-
-def backfill_keys(database: Path) -> int:
-    """Fill person_keys with the service's own key function, as migration 0003 does.
-
-    A workaround for an import that does not write the matcher's keys; only with
-    ``--backfill-keys``. Returns the number of rows written.
-    """
-    from ridercrm.matching.repository import identity_of, key_rows
-
-    written = 0
-    with closing(sqlite3.connect(database)) as connection:
-        connection.row_factory = sqlite3.Row
-        rows = connection.execute(
-            "SELECT id, first_name, last_name, date_of_birth, email, mobile_phone, "
-            "home_phone, drivers_license, street, postcode FROM people"
-        ).fetchall()
-        batch: list[tuple[int, str]] = []
-        for row in rows:
-            values = dict(row)
-            born = values["date_of_birth"]
-            values["date_of_birth"] = dt.date.fromisoformat(born) if born else None
-            person = SimpleNamespace(**values)
-            batch.extend(
-                (k["key"], k["person_id"]) for k in key_rows(person.id, identity_of(person))
-            )
-        connection.execute("DELETE FROM person_keys")
-        connection.executemany(
-            "INSERT OR IGNORE INTO person_keys (key, person_id) VALUES (?, ?)", batch
-        )
-        connection.commit()
-        written = len(batch)
-    return written
 
 
 def create_key(env: dict[str, str]) -> str:
