@@ -243,6 +243,18 @@ def test_audit_purge_deletes_only_older_records(
         assert set(session.scalars(select(AuditRecord.id))) == {ids[4]}
 
 
+@pytest.mark.parametrize("days", ["1000000", "1e300", "inf"])
+def test_audit_purge_with_an_enormous_age_purges_nothing(
+    db_url: str, client: TestClient, sessions: sessionmaker[Session], days: str
+) -> None:
+    audit_id = client.get("/nowhere").headers["x-audit-id"]
+    result = ridercrm(db_url, "audit", "purge", "--older-than", days)
+    assert result.exit_code == 0, result.output
+    assert "purged 0" in result.stdout
+    with session_scope(sessions) as session:
+        assert session.get(AuditRecord, audit_id) is not None
+
+
 def test_audit_purge_refuses_a_negative_age(db_url: str, sessions: sessionmaker[Session]) -> None:
     result = ridercrm(db_url, "audit", "purge", "--older-than", "-1")
     assert result.exit_code == 2

@@ -80,7 +80,10 @@ def search_records(
 
 def purge_records(session: Session, *, older_than_days: float) -> int:
     """Delete records older than the given age; return how many went."""
-    cutoff = utcnow() - dt.timedelta(days=older_than_days)
+    try:
+        cutoff = utcnow() - dt.timedelta(days=older_than_days)
+    except OverflowError:
+        return 0  # an age beyond the calendar: no record is that old
     result = session.execute(delete(AuditRecord).where(AuditRecord.created_at < cutoff))
     return int(getattr(result, "rowcount", 0) or 0)
 
