@@ -232,7 +232,14 @@ def test_search_filters_by_operation_and_time_newest_first(
 
 @pytest.mark.parametrize(
     "params",
-    [{"limit": 0}, {"limit": 1001}, {"limit": "many"}, {"since": "last week"}],
+    [
+        {"limit": 0},
+        {"limit": 1001},
+        {"limit": "many"},
+        {"since": "last week"},
+        {"since": "0001-01-01T00:00:00+10:00"},
+        {"since": "9999-12-31T23:00:00-05:00"},
+    ],
 )
 def test_search_with_bad_parameters_is_400(
     client: TestClient, admin_headers: dict[str, str], params: dict[str, Any]

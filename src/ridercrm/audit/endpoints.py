@@ -44,8 +44,16 @@ async def search_audit_records(
     _call: Call = Depends(operation("admin.search_audit", scope="admin")),
 ) -> Response:
     """List audit records, newest first, optionally of one operation and since a time."""
-    if since is not None and since.tzinfo is None:
-        since = since.replace(tzinfo=dt.UTC)
+    if since is not None:
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=dt.UTC)
+        try:
+            since = since.astimezone(dt.UTC)
+        except OverflowError:
+            # e.g. 0001-01-01T00:00:00+10:00 is before the first representable UTC time
+            raise ApiError(
+                400, "since: is out of range", errors=["since: is out of range"]
+            ) from None
 
     def handler(session: Session) -> Outcome:
         records = service.search_records(
