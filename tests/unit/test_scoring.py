@@ -139,3 +139,42 @@ def test_a_corrupted_field_leaves_a_shared_blocking_key() -> None:
         person(first_name="Nguyen", last_name="Ann", email="n@example.com", phones=()),
     ):
         assert query_keys(query) & stored
+
+
+def test_a_slip_in_a_short_name_needs_everything_else() -> None:
+    stored = person(first_name="Dan", last_name="Li")
+    # the other name and date exact, e-mail and phone agree: accepted
+    assert evaluate(person(first_name="Dan", last_name="Il"), stored).accepted
+    assert evaluate(person(first_name="Dna", last_name="Li"), stored).accepted
+    # only one identifier behind it: refused
+    lone = person(first_name="Dna", last_name="Li", phones=(), drivers_license=None, street=None)
+    verdict = evaluate(lone, stored)
+    assert not verdict.accepted
+    assert (
+        verdict.rule
+        == "a slip in a short name needs the other name, the date of birth and two identifiers"
+    )
+    # a slipped date as well: refused
+    assert not evaluate(
+        person(first_name="Dna", last_name="Li", date_of_birth=dt.date(1999, 12, 4)), stored
+    ).accepted
+
+
+@pytest.mark.parametrize(
+    ("query", "stored"),
+    [("Lachie", "Lachlan"), ("Josh", "Joshua"), ("Cat", "Catherine"), ("Jono", "Jonathan")],
+)
+def test_australian_diminutives(query: str, stored: str) -> None:
+    assert evaluate(person(first_name=query), person(first_name=stored)).accepted
+
+
+def test_an_unstored_twin_with_a_near_name_and_own_licence_is_not_merged() -> None:
+    mei = person(first_name="Mei", last_name="Li", drivers_license="U50432")
+    wei = person(first_name="Wei", last_name="Li", drivers_license="Q77120")
+    verdict = evaluate(wei, mei)
+    assert not verdict.accepted
+    assert verdict.rule == "the given name only nearly agrees and the licence differs"
+    # the same slip with the same licence is Mei mistyped
+    assert evaluate(
+        person(first_name="Wei", last_name="Li", drivers_license="U50432"), mei
+    ).accepted

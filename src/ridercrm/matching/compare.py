@@ -43,6 +43,17 @@ def _is_typo(first: str, second: str) -> bool:
     )
 
 
+SHORT_TYPO = "typo in a short name"
+
+
+def _is_short_typo(first: str, second: str) -> bool:
+    """One slip in a name too short for the ordinary typo rule (Li/Il, Dan/Dna, Pham/Pam)."""
+    return (
+        min(len(first), len(second)) < 4
+        and DamerauLevenshtein.distance(first, second, score_cutoff=1) <= 1
+    )
+
+
 def given_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
     """Given names: exact, a nickname of each other, an initial, a middle name, or a typo."""
     if not query or not stored:
@@ -60,6 +71,8 @@ def given_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
         return Comparison(0.75, "initial")
     if len(stored[0]) == 1 and query[0].startswith(stored[0]):
         return Comparison(0.75, "initial")
+    if _is_short_typo(q, s):
+        return Comparison(0.7, SHORT_TYPO)
     return DIFFERS
 
 
@@ -77,6 +90,8 @@ def family_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
         return Comparison(0.88, "part of a compound name")
     if jellyfish.metaphone(q) == jellyfish.metaphone(s) and JaroWinkler.similarity(q, s) >= 0.85:
         return Comparison(0.86, "sounds the same")
+    if _is_short_typo(q, s):
+        return Comparison(0.7, SHORT_TYPO)
     return DIFFERS
 
 

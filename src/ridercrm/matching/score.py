@@ -5,6 +5,10 @@ nicknames, initials and typos, in either order) and on the date of birth (exact,
 one plausible slip), backed by at least one more identifier. A slipped date of birth
 or a given name known only by its initial needs a strong identifier (e-mail, phone,
 licence, street address, a booked course); an exact date may rest on the postcode.
+A one-letter slip in a short name (under four letters) is accepted only when the other
+name and the date of birth are exact and two strong identifiers agree. A given name that
+only nearly agrees (a typo, an initial) is refused when the licence numbers differ:
+twins share everything in a household but their licences.
 """
 
 from __future__ import annotations
@@ -93,9 +97,24 @@ def evaluate(query: Identity, stored: Identity, *, asset: bool = False) -> Verdi
 
 def _decide(checks: dict[str, Comparison]) -> tuple[bool, str]:
     given, family, dob = checks["given_name"], checks["family_name"], checks["date_of_birth"]
+    strong = [name for name in STRONG if checks[name].agrees]
+    near_given = given.reason in ("typo", "initial", compare.SHORT_TYPO)
+    if near_given and checks["licence"].reason == "differs":
+        # Household members share e-mail, phone and address but never a licence; a
+        # given name that only nearly agrees (Mei, Wei) with another licence is another person.
+        return False, "the given name only nearly agrees and the licence differs"
+    if compare.SHORT_TYPO in (given.reason, family.reason):
+        # A slip in a two- or three-letter name is as likely another name (Tom, Tim),
+        # so everything else must agree: the other name, the date, two identifiers.
+        other = family if given.reason == compare.SHORT_TYPO else given
+        if other.reason == "exact" and dob.reason == "exact" and len(strong) >= 2:
+            return True, f"one slip in a short name; all else agrees, backed by {', '.join(strong)}"
+        return (
+            False,
+            "a slip in a short name needs the other name, the date of birth and two identifiers",
+        )
     if given.score < GIVEN_NAME_MIN or family.score < FAMILY_NAME_MIN:
         return False, "names do not agree"
-    strong = [name for name in STRONG if checks[name].agrees]
     initial_only = given.reason == "initial"
     if dob.reason == "exact":
         if strong:
