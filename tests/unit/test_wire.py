@@ -156,6 +156,29 @@ def test_nan_and_infinity_are_refused(raw: bytes) -> None:
     assert error.status == 400
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": "\\ud800"}',
+        b'{"a": "x\\uDFFFy"}',
+        b'{"\\udc00": 1}',
+        b'[["\\ude00\\ud83d"]]',
+        b'{"a": "\\ud83d"}',
+    ],
+)
+def test_escapes_of_unpaired_surrogates_are_refused(raw: bytes) -> None:
+    # They decode to strings that no database and no UTF-8 response can hold.
+    assert "surrogate" in refused(raw, "application/json").reason
+    # As a form field's value it is not JSON, so it stays the text it was.
+    form = urlencode({"people_product": raw.decode()}).encode()
+    assert decode_body(form, FORM) == {"people_product": raw.decode()}
+
+
+def test_escapes_of_surrogate_pairs_and_escaped_backslashes_are_fine() -> None:
+    assert decode_body(b'{"a": "\\ud83d\\ude00"}', "application/json") == {"a": "\U0001f600"}
+    assert decode_body(b'{"a": "\\\\ud800"}', "application/json") == {"a": "\\ud800"}
+
+
 def test_duplicate_keys_are_refused_at_any_level() -> None:
     assert "duplicate key" in refused(b'{"a": 1, "a": 1}', "application/json").reason
     assert refused(b'{"x": [{"a": 1, "b": 2, "a": 3}]}', "text/json").status == 400

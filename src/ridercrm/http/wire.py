@@ -21,6 +21,8 @@ ACCEPTED_TYPES = JSON_TYPES | {FORM_TYPE}
 MAX_NESTING = 32
 
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+# A \u escape of a UTF-16 surrogate; alone (not as half of a pair) it is no character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class BodyError(Exception):
@@ -112,6 +114,10 @@ def parse_json(text: str) -> Any:
         raise BodyError(400, f"body is not usable JSON ({exc})") from None
     if _depth(value) > MAX_NESTING:
         raise BodyError(400, "body is nested too deeply")
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+        raise BodyError(
+            400, "body has a \\u escape of an unpaired surrogate, which is no character"
+        )
     return value
 
 
@@ -128,6 +134,25 @@ def _depth(value: Any) -> int:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in item)
     return deepest
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any string (key or value) holds an unpaired surrogate, which no
+    database or UTF-8 response can carry. Iterative, like :func:`_depth`."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 class _Fields(dict[str, Any]):
