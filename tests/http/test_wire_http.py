@@ -413,6 +413,56 @@ def test_garbage_paths_never_give_a_server_error(
 
 
 @pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/admin/people", {"q": "Ann\x00"}),
+        ("/admin/people", {"q": "x" * 200}),
+        ("/admin/audit", {"operation": "admin.\x00"}),
+        ("/admin/audit", {"operation": "x" * 41}),
+        ("/admin/audit", {"since": "\x00"}),
+    ],
+)
+def test_garbage_query_strings_never_give_a_server_error(
+    client: TestClient, admin_headers: dict[str, str], path: str, params: dict[str, str]
+) -> None:
+    response = client.get(path, params=params, headers=admin_headers)
+    assert response.status_code in (200, 400), response.text
+    assert_audited(client, admin_headers, response)
+
+
+OPERATIONS = [
+    ("/crm/people/rider_courses", "people_product"),
+    ("/crm/modify", "people_data"),
+    ("/crm/people/match", "person_data"),
+    ("/crm/leads/match", "person_data"),
+]
+
+
+@pytest.mark.parametrize(("path", "key"), OPERATIONS)
+@pytest.mark.parametrize(
+    "value",
+    ["\x00", "003\x00000000000AAA", "\ud800", "x" * 10_000, 10**400, -1.5e308, [], {}],
+    ids=["nul", "nul-in-id", "lone-surrogate", "long", "huge-int", "huge-float", "list", "object"],
+)
+def test_odd_values_in_the_operations_never_give_a_server_error(
+    client: TestClient, admin_headers: dict[str, str], path: str, key: str, value: Any
+) -> None:
+    fields = [
+        "ID", "person_id", "product_id", "asset_id", "booking_number", "first_name",
+        "last_name", "email", "postcode", "date_of_birth", "mobile_phone", "assets",
+        "course_status", "course_datetime", "lead_source", "street",
+    ]  # fmt: skip
+    item = {name: value for name in fields}
+    body = {key: [item] if key != "person_data" else item}
+    raw = json.dumps(body).encode()
+    response = client.post(
+        path, content=raw, headers={**admin_headers, "Content-Type": "application/json"}
+    )
+    assert response.status_code < 500, response.text
+    assert_audited(client, admin_headers, response)
+
+
+@pytest.mark.parametrize(
     "headers",
     [
         {"Authorization": "Bearer " + "x" * 5_000},

@@ -36,6 +36,17 @@ def _fit(column: str, value: str | None) -> str | None:
     return value[:length] if length else value
 
 
+def _storable(value: Any) -> Any:
+    """A JSON value that PostgreSQL's jsonb accepts: NUL in strings kept as an escape."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\\x00")
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {_storable(key): _storable(item) for key, item in value.items()}
+    return value
+
+
 def record_call(
     session: Session, *, call: Call, status: int, response_body: bytes, duration_ms: float
 ) -> AuditRecord:
@@ -53,7 +64,7 @@ def record_call(
         response_body=_fit("response_body", _text(response_body)),
         duration_ms=round(duration_ms, 3),
         failure_reason=_fit("failure_reason", call.failure_reason),
-        outcomes=call.outcomes,
+        outcomes=_storable(call.outcomes),
         idempotency_key=_fit("idempotency_key", call.idempotency_key),
         replay_of=call.replay_of,
     )

@@ -74,6 +74,9 @@ def operation(
             call.request_body = await _read_body(request, services_of(request).settings)
         caller = await run_in_threadpool(_authenticate, request, scope)
         call.caller = caller
+        if any("\x00" in part for item in request.query_params.multi_items() for part in item):
+            # No database stores NUL in text; no search can be for one.
+            raise ApiError(400, "query parameters must not contain NUL characters")
         return call
 
     return dependency
