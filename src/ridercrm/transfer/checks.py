@@ -157,9 +157,10 @@ def default_workers(path: Path) -> int:
         return 0
     cpus = os.cpu_count() or 1
     # Workers are forked (no re-import, no pickled set-up); elsewhere checks run in-process.
+    # The importing process itself keeps one CPU busy writing.
     if size < PARALLEL_MIN_BYTES or cpus < 2 or sys.platform != "linux":
         return 0
-    return min(cpus, MAX_WORKERS)
+    return min(cpus - 1, MAX_WORKERS)
 
 
 def checked_batches(

@@ -153,7 +153,11 @@ def export_command(
             count = export_csv(sessions, target, sys.stdout, form=form.value)
             sys.stdout.flush()
         else:
-            count = _export_to_file(sessions, target, output, form.value)
+            try:
+                count = _export_to_file(sessions, target, output, form.value)
+            except OSError as exc:
+                errors.print(f"error: {output}: {exc.strerror or exc}", markup=False)
+                raise typer.Exit(2) from None
     where = f" to {output}" if output is not None else ""
     errors.print(f"exported {target.count(count)}{where}", markup=False)
 
