@@ -1,83 +1,34 @@
-"""`ridercrm import`, `ridercrm export` and `ridercrm demo` against a real database."""
+"""`ridercrm import` and `ridercrm export` against a real database."""
 
 from __future__ import annotations
 
 import csv
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
-from typer.testing import CliRunner, Result
 
-from ridercrm.cli import app
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
-from ridercrm.people.models import PERSON_FIELDS, Person
+from ridercrm.people.models import Person
 from ridercrm.products.models import Product
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import BadRow, import_csv
+from tests.cli.transfer_helpers import (
+    OUR_HEADER,
+    SALESFORCE_CONTACT,
+    assert_match_keys_in_step,
+    cli,
+    fifteen,
+    people,
+    products,
+    write_csv,
+)
 from tests.factories import create_person, create_product
-
-runner = CliRunner()
-
-OUR_HEADER = ["id", *PERSON_FIELDS]
-SALESFORCE_CONTACT = [
-    "Id", "FirstName", "LastName", "Birthdate", "Email", "MailingPostalCode", "MobilePhone",
-    "HomePhone", "MailingStreet", "MailingCity", "MailingState", "MailingCountry",
-    "LeadSource", "HasOptedOutOfEmail", "Drivers_License__c", "License_Type__c", "Opt_In__c",
-    "AccountId",
-]  # fmt: skip
-
-
-def cli(db_url: str, *args: str) -> Result:
-    return runner.invoke(app, list(args), env={"RIDERCRM_DATABASE_URL": db_url})
-
-
-def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
-
-
-def people(sessions: sessionmaker[Session]) -> dict[str, dict[str, Any]]:
-    """Every stored person by id, with the fields an export carries."""
-    names = ("id", "kind", *PERSON_FIELDS, "converted_contact_id")
-    with session_scope(sessions) as session:
-        rows = session.execute(select(*(Person.__table__.c[name] for name in names)))
-        return {row.id: dict(row._mapping) for row in rows}
-
-
-def products(sessions: sessionmaker[Session]) -> dict[str, dict[str, Any]]:
-    table = Product.__table__
-    with session_scope(sessions) as session:
-        rows = session.execute(select(table.c.id, table.c.name, table.c.code, table.c.price,
-                                      table.c.active))  # fmt: skip
-        return {row.id: dict(row._mapping) for row in rows}
-
-
-def assert_match_keys_in_step(sessions: sessionmaker[Session]) -> None:
-    """Every stored person has exactly the matching keys the service computes."""
-    with session_scope(sessions) as session:
-        stored: dict[str, set[int]] = {}
-        for key, person_id in session.execute(select(PersonKey.key, PersonKey.person_id)):
-            stored.setdefault(person_id, set()).add(key)
-        for person in session.scalars(select(Person)):
-            assert stored.pop(person.id, set()) == stored_keys(identity_of(person)), person.id
-        assert stored == {}
-
-
-def fifteen(kind: RecordKind) -> str:
-    return new_id(kind)[:15]
 
 
 def test_import_contacts_with_our_column_names(
@@ -447,41 +398,9 @@ def test_export_writes_our_columns_to_standard_output(db_url: str, tmp_path: Pat
     salesforce = cli(db_url, "export", "leads", "--format", "salesforce")
     assert salesforce.stdout.splitlines()[0].startswith("Id,FirstName,LastName,Birthdate,")
     assert cli(db_url, "export", "assets").exit_code == 2
-
-
-def test_demo_loads_once_and_then_is_skipped(
-    db_url: str, sessions: sessionmaker[Session], client: TestClient, admin_headers: dict[str, str]
-) -> None:
-    result = cli(db_url, "demo")
-    assert result.exit_code == 0, result.output
-    assert result.output.startswith("loaded 14 products and 300 people")
-    assert cli(db_url, "demo").output.strip() == "skipped: database already has people"
-    assert load_demo(sessions) == "skipped: database already has people"
-    stored = people(sessions)
-    assert len(stored) == 300
-    assert {p["kind"] for p in stored.values()} == {"contact", "lead"}
-    assert all(p["postcode"] is None or len(p["postcode"]) == 4 for p in stored.values())
-    codes = {p["code"] for p in products(sessions).values()}
-    assert len(codes) == 14
-    assert {"LAP-SOM", "LT-SOM", "LAP-IPS", "LT-TWB"} <= codes
-    assert_match_keys_in_step(sessions)
-    someone = next(iter(stored))
-    response = client.get(f"/admin/people/{someone}", headers=admin_headers)
-    assert response.status_code == 200
-    forced = cli(db_url, "demo", "--force")
-    assert forced.output.startswith("loaded 0 products and 300 people")
-    with session_scope(sessions) as session:
-        assert session.scalar(select(func.count()).select_from(Person)) == 600
-
-
-def test_demo_data_is_the_same_on_every_load(db_url: str, sessions: sessionmaker[Session]) -> None:
-    load_demo(sessions, people=50)
-    first = sorted((p["first_name"], p["last_name"], p["email"]) for p in people(sessions).values())
-    with session_scope(sessions, write=True) as session:
-        session.execute(delete(Person))
-    load_demo(sessions, people=50)
-    again = sorted((p["first_name"], p["last_name"], p["email"]) for p in people(sessions).values())
-    assert again == first
+    nowhere = cli(db_url, "export", "contacts", "-o", str(tmp_path / "missing" / "c.csv"))
+    assert nowhere.exit_code == 2
+    assert "No such file or directory" in nowhere.output
 
 
 @pytest.mark.parametrize("workers", [0, 2])
