@@ -119,7 +119,8 @@ def _carry_out(session: Session, item: CourseItem, result: ItemResult, audit_id:
         assert person is not None
         return _book_new(session, item, person, result, audit_id)
     assert asset is not None
-    contact = session.get(Person, asset.person_id)
+    # Locks are taken in one order everywhere: the course, then its person.
+    contact = people.lock_person(session, asset.person_id)
     assert contact is not None
     # Known before the rules are checked, so a refused item still says which course.
     _fill(result, asset, contact)
@@ -197,7 +198,10 @@ def _find_course(
 
 def _check_owner(session: Session, item: CourseItem, asset: Asset, person: Person | None) -> None:
     if person is not None and person.id != asset.person_id:
-        raise ItemRejected(f"person_id: course {asset.id} belongs to another person")
+        # The lead may have been converted by a concurrent request since it was read.
+        current = people.resolve(session, item.person_id or "", fresh=True)
+        if current is None or current.id != asset.person_id:
+            raise ItemRejected(f"person_id: course {asset.id} belongs to another person")
     if item.product_id is not None:
         product_id = canonical_id(item.product_id, RecordKind.PRODUCT)
         if product_id != asset.product_id:
@@ -214,7 +218,12 @@ def _book_new(
     if problem:
         raise ItemRejected(problem)
     converted = person.kind == LEAD
-    contact = people.convert_lead(session, person) if converted else person
+    contact = (
+        people.convert_lead(session, person)
+        if converted
+        else people.lock_person(session, person.id)
+    )
+    assert contact is not None
     people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),

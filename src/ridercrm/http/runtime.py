@@ -9,6 +9,9 @@ only ever sent for work that is stored.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +19,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
@@ -27,6 +30,8 @@ from ridercrm.http.errors import ApiError, ErrorShape, default_shape
 from ridercrm.http.wire import BodyError, decode_body, encode_json, negotiate, response_content_type
 from ridercrm.idempotency import service as idempotency
 from ridercrm.keys import service as keys
+
+log = logging.getLogger("ridercrm.http")
 
 
 @dataclass
@@ -157,6 +162,13 @@ def _header_safe(text: str) -> str:
 
 Handler = Callable[[Session, Any], Outcome]
 
+TRANSACTION_ATTEMPTS = 4
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
+
+
+def _retryable(exc: DBAPIError) -> bool:
+    return getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES
+
 
 async def run_post(
     request: Request, call: Call, handler: Handler, *, write: bool = True
@@ -180,15 +192,27 @@ def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Re
             if isinstance(outcome_or_claim, Response):
                 return outcome_or_claim
             claim = outcome_or_claim
-        with session_scope(services.sessions, write=write or claim is not None) as session:
+        try:
+            payload = decode_body(body, call.content_type)
+        except BodyError as exc:
+            raise ApiError(exc.status, exc.reason) from None
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             try:
-                payload = decode_body(body, call.content_type)
-            except BodyError as exc:
-                raise ApiError(exc.status, exc.reason) from None
-            response = render(request, handler(session, payload))
-            if claim is not None:
-                _store(session, claim, response)
-            return response
+                with session_scope(services.sessions, write=write or claim is not None) as session:
+                    response = render(request, handler(session, payload))
+                    if claim is not None:
+                        _store(session, claim, response)
+                    return response
+            except DBAPIError as exc:
+                # PostgreSQL ends a transaction caught in a deadlock or a serialisation
+                # conflict; it rolled back whole, so running it again is safe.
+                if attempt == TRANSACTION_ATTEMPTS or not _retryable(exc):
+                    raise
+                log.warning(
+                    "transaction retried", extra={"audit_id": call.audit_id, "attempt": attempt}
+                )
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+        raise AssertionError("unreachable")
     except ApiError as error:
         response = render(request, error_outcome(call, error))
         if claim is not None:

@@ -34,12 +34,24 @@ def key_rows(person_id: str, identity: Identity) -> list[dict[str, Any]]:
 
 
 def refresh_keys(session: Session, person: Any) -> None:
-    """Replace a person's keys with those of its current values."""
+    """Store the keys of a new person (or replace all of a person's keys)."""
     session.flush()
     session.execute(delete(PersonKey).where(PersonKey.person_id == person.id))
     rows = key_rows(person.id, identity_of(person))
     if rows:
         session.execute(insert(PersonKey), rows)
+
+
+def update_keys(session: Session, person_id: str, *, before: Identity, after: Identity) -> None:
+    """Write only the keys that change: unchanged keys are not touched, so not locked."""
+    old, new = stored_keys(before), stored_keys(after)
+    gone, added = old - new, new - old
+    if gone:
+        session.execute(
+            delete(PersonKey).where(PersonKey.person_id == person_id, PersonKey.key.in_(gone))
+        )
+    if added:
+        session.execute(insert(PersonKey), [{"key": key, "person_id": person_id} for key in added])
 
 
 def candidate_ids(session: Session, keys: Collection[int]) -> Sequence[str]:

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, new_id
-from ridercrm.matching.repository import refresh_keys
+from ridercrm.matching.repository import identity_of, refresh_keys, update_keys
 from ridercrm.people import repository
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
@@ -38,14 +38,17 @@ def search_people(session: Session, *, query: str, limit: int) -> Sequence[Perso
 def apply_changes(session: Session, person: Person, changes: Mapping[str, object]) -> int:
     """Write field values to a person; return how many were supplied and written.
 
-    Every write path to a person's fields goes through here, so whatever is derived
-    from them (updated_at now, matching keys later) stays in step.
+    Every write path to a person's fields goes through here, so what is derived from
+    them (updated_at, matching keys) stays in step. Values equal to the stored ones
+    change nothing: no row update, no key writes, so a retried request touches no rows.
     """
-    for name, value in changes.items():
-        setattr(person, name, value)
-    if changes:
+    differing = {name: value for name, value in changes.items() if getattr(person, name) != value}
+    if differing:
+        before = identity_of(person)
+        for name, value in differing.items():
+            setattr(person, name, value)
         person.updated_at = utcnow()
-        refresh_keys(session, person)
+        update_keys(session, person.id, before=before, after=identity_of(person))
     return len(changes)
 
 
@@ -54,18 +57,26 @@ def lock_person(session: Session, person_id: str) -> Person | None:
     return session.get(Person, person_id, with_for_update=True, populate_existing=True)
 
 
-def resolve(session: Session, raw_id: str, *, lock: bool = False) -> Person | None:
-    """The person an id stands for: a converted lead's id stands for its contact."""
+def resolve(
+    session: Session, raw_id: str, *, lock: bool = False, fresh: bool = False
+) -> Person | None:
+    """The person an id stands for: a converted lead's id stands for its contact.
+
+    ``lock`` reads the rows for update; ``fresh`` re-reads them instead of trusting
+    what the session loaded earlier (a concurrent request may have converted the lead).
+    """
     person_id = canonical_id(raw_id)
     if person_id is None:
         return None
-    person = lock_person(session, person_id) if lock else repository.get(session, person_id)
+
+    def load(ident: str) -> Person | None:
+        if lock:
+            return lock_person(session, ident)
+        return session.get(Person, ident, populate_existing=fresh)
+
+    person = load(person_id)
     if person is not None and person.converted_contact_id:
-        return (
-            lock_person(session, person.converted_contact_id)
-            if lock
-            else repository.get(session, person.converted_contact_id)
-        )
+        return load(person.converted_contact_id)
     return person
 
 
@@ -74,7 +85,7 @@ def convert_lead(session: Session, lead: Person) -> Person:
     assert lead.kind == LEAD
     lead = lock_person(session, lead.id) or lead
     if lead.converted_contact_id:
-        contact = repository.get(session, lead.converted_contact_id)
+        contact = lock_person(session, lead.converted_contact_id)
         assert contact is not None
         return contact
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
