@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from typing import Annotated
@@ -176,11 +177,22 @@ def audit_show(
 @audit_app.command("purge")
 def audit_purge(
     older_than: Annotated[
-        float, typer.Option("--older-than", min=0, help="Delete records older than this many days.")
-    ],
+        float | None,
+        typer.Option(
+            "--older-than",
+            min=0,
+            help="Delete records older than this many days (default RIDERCRM_AUDIT_RETENTION_DAYS).",
+        ),
+    ] = None,
 ) -> None:
     """Delete audit records older than the given number of days."""
-    with session_scope(_sessions(), write=True) as session:
+    settings = Settings()
+    if older_than is None:
+        older_than = float(settings.audit_retention_days)
+    if not math.isfinite(older_than):
+        errors.print("error: --older-than must be a number of days")
+        raise typer.Exit(2)
+    with session_scope(_sessions(settings), write=True) as session:
         count = audit.purge_records(session, older_than_days=older_than)
     console.print(f"purged {count} audit record(s) older than {older_than:g} day(s)")
 
