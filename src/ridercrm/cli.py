@@ -189,7 +189,7 @@ def audit_purge(
     settings = Settings()
     if older_than is None:
         older_than = float(settings.audit_retention_days)
-    if not math.isfinite(older_than):
+    if math.isnan(older_than):
         errors.print("error: --older-than must be a number of days")
         raise typer.Exit(2)
     with session_scope(_sessions(settings), write=True) as session:

@@ -128,12 +128,37 @@ def parse_datetime_text(value: Any) -> str | None:
     return text
 
 
+# Addresses of this plain form are valid for email-validator and come out of it
+# unchanged but for a lower-cased domain (a property test checks that); reading them
+# directly saves ~20 µs an address on imports. Anything else goes to email-validator.
+_PLAIN_EMAIL = re.compile(
+    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:(?!xn--)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+)
+_SPECIAL_USE_DOMAINS = ("arpa", "invalid", "local", "localhost", "onion", "test")
+
+
+def _plain_email(address: str) -> str | None:
+    if len(address) > 254 or not _PLAIN_EMAIL.fullmatch(address):
+        return None
+    local, _, domain = address.rpartition("@")
+    domain = domain.lower()
+    if len(local) > 64 or domain.rsplit(".", 1)[-1] in _SPECIAL_USE_DOMAINS:
+        return None
+    if "--" in domain or "-." in domain or ".-" in domain:
+        return None
+    return f"{local}@{domain}"
+
+
 def parse_email(value: Any) -> str | None:
     """An e-mail address by its syntax (no DNS look-up); surrounding space is dropped."""
     if value is None or value == "":
         return None
     if not isinstance(value, str):
         raise ValueError("not a valid e-mail address")
+    plain = _plain_email(value.strip())
+    if plain is not None:
+        return plain
     try:
         return validate_email(value.strip(), check_deliverability=False).normalized
     except EmailNotValidError:

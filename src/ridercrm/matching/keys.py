@@ -13,7 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import jellyfish
 
@@ -30,8 +31,13 @@ class Identity:
     email: str | None
     phones: frozenset[str]
     licence: str | None
-    street: str | None
+    raw_street: str | None = field(repr=False)
     postcode: str | None
+
+    @cached_property
+    def street(self) -> str | None:
+        """Normalised only when compared: the blocking keys do not use it."""
+        return normalize.street(self.raw_street)
 
     @classmethod
     def of(
@@ -53,7 +59,7 @@ class Identity:
             email=normalize.email(email),
             phones=frozenset(p for p in (normalize.phone(raw) for raw in phones) if p),
             licence=normalize.licence(drivers_license),
-            street=normalize.street(street),
+            raw_street=street,
             postcode=normalize.postcode(postcode),
         )
 
@@ -90,6 +96,18 @@ def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
         if first:
             texts.add(f"np|{first}|{identity.postcode}")
     return texts
+
+
+def email_key(text: str | None) -> int | None:
+    """The key of one e-mail address (admin search), or None if there is none."""
+    value = normalize.email(text)
+    return _hash("e|" + value) if value else None
+
+
+def phone_key(text: str | None) -> int | None:
+    """The key of one phone number (admin search), or None if it is not a phone number."""
+    value = normalize.phone(text)
+    return _hash("p|" + value) if value else None
 
 
 def stored_keys(identity: Identity) -> set[int]:

@@ -33,10 +33,9 @@ def key_rows(person_id: str, identity: Identity) -> list[dict[str, Any]]:
     return [{"key": key, "person_id": person_id} for key in stored_keys(identity)]
 
 
-def refresh_keys(session: Session, person: Any) -> None:
-    """Store the keys of a new person (or replace all of a person's keys)."""
+def add_keys(session: Session, person: Any) -> None:
+    """Store the keys of a person who has none yet (a new contact or lead)."""
     session.flush()
-    session.execute(delete(PersonKey).where(PersonKey.person_id == person.id))
     rows = key_rows(person.id, identity_of(person))
     if rows:
         session.execute(insert(PersonKey), rows)

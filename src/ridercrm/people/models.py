@@ -59,10 +59,8 @@ class Person(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     __table_args__ = (
-        # Admin search by name, e-mail and phone, case-insensitively.
+        # Admin search by name prefixes. E-mail and phone are found through the
+        # normalised matching keys (person_keys), so they need no index here.
         Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
         Index("ix_people_first_name", func.lower(first_name)),
-        Index("ix_people_email", func.lower(email)),
-        Index("ix_people_mobile_phone", mobile_phone),
-        Index("ix_people_home_phone", home_phone),
     )

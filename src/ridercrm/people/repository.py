@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from ridercrm.matching.keys import email_key, phone_key
+from ridercrm.matching.models import PersonKey
 from ridercrm.people.models import Person
 
 
@@ -23,32 +25,39 @@ def _prefix(column: Any, prefix: str) -> ColumnElement[bool]:
 
 
 def search(session: Session, *, query: str, limit: int) -> Sequence[Person]:
-    """People whose name starts with the words given, or whose e-mail or phone is the query."""
+    """People whose name starts with the words given, or whose e-mail or phone is the query.
+
+    E-mail and phone are looked up normalised, through the matching keys, so
+    "0412 345 678" finds "+61412345678" and "ANN@Example.com" finds "ann@example.com".
+    """
     text = " ".join(query.split()).lower()
     if not text:
         return []
     conditions: list[ColumnElement[bool]] = []
-    if "@" in text:
-        conditions.append(func.lower(Person.email) == text)
-    digits = "".join(ch for ch in text if ch.isdigit())
-    if digits and len(digits) >= 6 and not any(ch.isalpha() for ch in text):
-        forms = {query.strip(), digits}
-        conditions.append(Person.mobile_phone.in_(forms))
-        conditions.append(Person.home_phone.in_(forms))
+    has_letters = any(ch.isalpha() for ch in text)
+    identifier = email_key(text) if "@" in text else None if has_letters else phone_key(text)
+    if identifier is not None:
+        owners = select(PersonKey.person_id).where(PersonKey.key == identifier)
+        conditions.append(Person.id.in_(owners))
     words = text.split(" ")
-    if len(words) >= 2:
-        first, last = words[0], " ".join(words[1:])
-        conditions.append(and_(_prefix(Person.first_name, first), _prefix(Person.last_name, last)))
-        conditions.append(
-            and_(
-                _prefix(Person.last_name, words[-1]),
-                _prefix(Person.first_name, " ".join(words[:-1])),
+    if "@" not in text and has_letters:
+        if len(words) >= 2:
+            first, last = words[0], " ".join(words[1:])
+            conditions.append(
+                and_(_prefix(Person.first_name, first), _prefix(Person.last_name, last))
             )
-        )
-        conditions.append(_prefix(Person.last_name, text))
-    elif "@" not in text:
-        conditions.append(_prefix(Person.last_name, text))
-        conditions.append(_prefix(Person.first_name, text))
+            conditions.append(
+                and_(
+                    _prefix(Person.last_name, words[-1]),
+                    _prefix(Person.first_name, " ".join(words[:-1])),
+                )
+            )
+            conditions.append(_prefix(Person.last_name, text))
+        else:
+            conditions.append(_prefix(Person.last_name, text))
+            conditions.append(_prefix(Person.first_name, text))
+    if not conditions:
+        return []
     statement = (
         select(Person)
         .where(or_(*conditions))

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, new_id
-from ridercrm.matching.repository import identity_of, refresh_keys, update_keys
+from ridercrm.matching.repository import add_keys, identity_of, update_keys
 from ridercrm.people import repository
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
@@ -20,7 +20,7 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     assert kind in (CONTACT, LEAD)
     person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
     session.add(person)
-    refresh_keys(session, person)
+    add_keys(session, person)
     return person
 
 
@@ -91,7 +91,7 @@ def convert_lead(session: Session, lead: Person) -> Person:
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
-    refresh_keys(session, contact)
+    add_keys(session, contact)
     lead.converted_contact_id = contact.id
     lead.updated_at = utcnow()
     session.flush()

@@ -53,9 +53,6 @@ def upgrade() -> None:
         [sa.text("lower(last_name)"), sa.text("lower(first_name)")],
     )
     op.create_index("ix_people_first_name", "people", [sa.text("lower(first_name)")])
-    op.create_index("ix_people_email", "people", [sa.text("lower(email)")])
-    op.create_index("ix_people_mobile_phone", "people", ["mobile_phone"])
-    op.create_index("ix_people_home_phone", "people", ["home_phone"])
 
     op.create_table(
         "products",

@@ -27,8 +27,8 @@ def upgrade() -> None:
             ["person_id"], ["people.id"], name="fk_person_keys_person_id_people", ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("key", "person_id", name="pk_person_keys"),
+        sqlite_with_rowid=False,
     )
-    op.create_index("ix_person_keys_person_id", "person_keys", ["person_id"])
     _fill_keys()
 
 
