@@ -39,7 +39,7 @@ _UPPER_BITS = str.maketrans(
 )
 # 256 byte values onto 62 characters: 8 characters are drawn 5/256 rather than 4/256
 # of the time, leaving about 71 bits of randomness in 12 characters.
-_BYTE_TO_BASE62 = bytes((_BASE62[value % 62].encode()[0] for value in range(256)))
+_BYTE_TO_BASE62 = bytes(_BASE62[value % 62].encode()[0] for value in range(256))
 
 
 def checksum(id15: str) -> str:
