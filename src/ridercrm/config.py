@@ -34,6 +34,11 @@ class Settings(BaseSettings):
         default=365, ge=1, description="Default age for `audit purge`"
     )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
+    sqlite_mmap_mb: int = Field(
+        default=2048,
+        ge=0,
+        description="SQLite memory-mapped I/O per connection (address space, not RAM)",
+    )
     db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
     log_level: str = Field(default="INFO", description="Python logging level")
     log_json: bool = Field(default=True, description="One JSON object per log line")

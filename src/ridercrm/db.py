@@ -63,7 +63,7 @@ def build_engine(settings: Settings) -> Engine:
     url = settings.database_url
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
-        _tune_sqlite(engine, settings.sqlite_busy_timeout_ms)
+        _tune_sqlite(engine, settings.sqlite_busy_timeout_ms, settings.sqlite_mmap_mb)
         return engine
     return create_engine(
         url,
@@ -73,7 +73,7 @@ def build_engine(settings: Settings) -> Engine:
     )
 
 
-def _tune_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+def _tune_sqlite(engine: Engine, busy_timeout_ms: int, mmap_mb: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
@@ -82,6 +82,8 @@ def _tune_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # Reads of a large store go through the OS page cache without copying.
+        cursor.execute(f"PRAGMA mmap_size={int(mmap_mb) * 1024 * 1024}")
         # FULL: a commit that was acknowledged survives power loss, not only a crash.
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.close()

@@ -3,7 +3,8 @@
 Every person stores a handful of 64-bit keys, each the hash of one identifying
 value or combination: e-mail; each phone; licence; family-name sound with date of
 birth (and given-name sound with date of birth, for swapped names); date of birth
-with postcode; family-name sound with postcode. A query computes the same keys
+with postcode; family-name sound with postcode; both name sounds, in either order,
+with postcode. A query computes the same keys
 (plus its date of birth with day and month swapped) and looks them up in one
 indexed query. A single corrupted field leaves other keys intact.
 """
@@ -93,8 +94,10 @@ def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
     if identity.postcode:
         if last:
             texts.add(f"np|{last}|{identity.postcode}")
-        if first:
-            texts.add(f"np|{first}|{identity.postcode}")
+        if first and last:
+            # Both sounds, in either order: swapped names at a known postcode. A given
+            # name alone with a postcode is too common a key at a million people.
+            texts.add(f"nn|{'|'.join(sorted((first, last)))}|{identity.postcode}")
     return texts
 
 
