@@ -1,9 +1,10 @@
 """Read a CSV file's rows in batches and check each row on its own, without the database.
 
-A row's own checks (field rules, the form of its ids) need nothing but the row, so on
-a large file they run in worker processes while the importer writes earlier batches;
-the checks that need the whole file or the database (repeats, existing ids) stay in
-the importer. Results come back in file order either way.
+A row's own checks (field rules, the form of its ids) and the rows built from it need
+nothing but the row, so on a large file and a machine with CPUs to spare they run in
+worker processes while the importer writes earlier batches; the checks that need the
+whole file or the database (repeats, existing ids) stay in the importer. Results come
+back in file order either way.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, pro
 
 Rows = list[tuple[int, list[str]]]
 PARALLEL_MIN_BYTES = 4 << 20  # about 20,000 people: below this, workers cost more than they save
-MAX_WORKERS = 4
+PARALLEL_MIN_CPUS = 4
+# The writing process needs about 1.5 times a worker's CPU time per person (see
+# bench/README.md), so two workers keep it busy.
+WORKERS = 2
 
 
 class ImportFailed(Exception):
@@ -155,12 +159,13 @@ def default_workers(path: Path) -> int:
         size = path.stat().st_size
     except OSError:
         return 0
+    # Workers add about a quarter more CPU time in all, for at most a third less wall
+    # time: worth it only with CPUs to spare. They are forked (no re-import, no pickled
+    # set-up), so elsewhere than on Linux the rows are checked in-process.
     cpus = os.cpu_count() or 1
-    # Workers are forked (no re-import, no pickled set-up); elsewhere checks run in-process.
-    # The importing process itself keeps one CPU busy writing.
-    if size < PARALLEL_MIN_BYTES or cpus < 2 or sys.platform != "linux":
+    if size < PARALLEL_MIN_BYTES or cpus < PARALLEL_MIN_CPUS or sys.platform != "linux":
         return 0
-    return min(cpus - 1, MAX_WORKERS)
+    return WORKERS
 
 
 def checked_batches(
