@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n auto
 PORT ?= 8000
 
 .DEFAULT_GOAL := help

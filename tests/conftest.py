@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
@@ -40,13 +41,36 @@ def postgres_url() -> str | None:
     return url
 
 
-def reset_postgres(url: str) -> None:
-    """Drop everything in the public schema and migrate from empty."""
-    engine = build_engine(Settings(database_url=url))
-    with engine.begin() as connection:
-        connection.execute(text("DROP SCHEMA public CASCADE"))
-        connection.execute(text("CREATE SCHEMA public"))
-    upgrade(engine)
+def _admin_engine(url: str) -> Engine:
+    """An AUTOCOMMIT connection to the configured database, for CREATE/DROP DATABASE."""
+    return create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+
+
+def create_run_database(url: str, label: str) -> str:
+    """Make a fresh database of this run's own next to the configured one; return its URL.
+
+    Each test run (and each xdist worker) gets one, so runs at the same moment, or
+    workers of one run, never empty each other's tables.
+    """
+    name = f"{make_url(url).database}_{label}_{os.getpid()}"
+    engine = _admin_engine(url)
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    run_url = make_url(url).set(database=name).render_as_string(hide_password=False)
+    run_engine = build_engine(Settings(database_url=run_url))
+    upgrade(run_engine)
+    run_engine.dispose()
+    return run_url
+
+
+def drop_run_database(url: str, run_url: str) -> None:
+    engine = _admin_engine(url)
+    with engine.connect() as connection:
+        connection.execute(
+            text(f'DROP DATABASE IF EXISTS "{make_url(run_url).database}" WITH (FORCE)')
+        )
     engine.dispose()
 
 
@@ -62,14 +86,15 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_ready() -> str:
+def postgres_ready(worker_id: str) -> Iterator[str]:
     url = postgres_url()
     if url is None:
         pytest.skip(
             f"PostgreSQL tests need {POSTGRES_ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)"
         )
-    reset_postgres(url)
-    return url
+    run_url = create_run_database(url, worker_id)
+    yield run_url
+    drop_run_database(url, run_url)
 
 
 def truncate_all(url: str) -> None:

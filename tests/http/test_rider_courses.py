@@ -441,3 +441,27 @@ def test_text_json_response_when_accept_prefers_it(courses: Courses) -> None:
     )
     assert response.headers["content-type"].startswith("text/json")
     assert response.json()["details"][0]["delivery"] == "true"
+
+
+def test_one_request_converts_several_leads(
+    courses: Courses, sessions: sessionmaker[Session]
+) -> None:
+    leads = [courses.lead] + [
+        courses.client.post(
+            "/admin/leads",
+            json={"first_name": f"L{n}", "last_name": "Lead"},
+            headers=courses.headers,
+        ).json()["id"]
+        for n in range(3)
+    ]
+    items = [
+        new_booking(lead, courses.product, booking_number=f"HB-L{n}")
+        for n, lead in enumerate(leads * 2)
+    ]
+    body = courses.send(*items)
+    assert [e["delivery"] for e in body["details"]] == ["true"] * 8
+    contacts = [e["contact_id"] for e in body["details"]]
+    # each lead became one contact, and its second booking went to that contact
+    assert contacts[:4] == contacts[4:]
+    assert len(set(contacts)) == 4
+    assert count(sessions, Asset) == 8

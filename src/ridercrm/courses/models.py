@@ -9,6 +9,7 @@ from sqlalchemy import ForeignKey, Index, Integer, Numeric, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ridercrm.db import Base, UTCDateTime, utcnow
+from ridercrm.people.models import Person
 
 
 class Asset(Base):
@@ -32,6 +33,8 @@ class Asset(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
+    # Tells the unit of work to insert a new contact before a course that points to it.
+    person: Mapped[Person] = relationship(lazy="raise_on_sql")
     status_history: Mapped[list[AssetStatusChange]] = relationship(
         order_by="AssetStatusChange.id", cascade="all, delete-orphan", lazy="selectin"
     )

@@ -12,7 +12,12 @@ from ridercrm.courses.rules import CANCELLED
 
 
 def lock_asset(session: Session, asset_id: str) -> Asset | None:
-    """Load a course for writing: on PostgreSQL its row is locked until commit."""
+    """Load a course for writing: on PostgreSQL its row is locked until commit.
+
+    A SQLite write transaction already holds the database's write lock.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        return session.get(Asset, asset_id)
     return session.get(Asset, asset_id, with_for_update=True, populate_existing=True)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -74,7 +75,27 @@ def _echo(raw: dict[str, Any], name: str) -> str:
 
 def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:
     """Carry out each item independently; return one result per item, in order."""
+    # The session's identity map holds rows weakly: keep these for the whole request.
+    session.info["ridercrm.preloaded"] = _preload(session, items)
     return [book_one(session, raw=raw, audit_id=audit_id) for raw in items]
+
+
+def _preload(session: Session, items: list[Any]) -> list[Any]:
+    """Load the request's people and products in two queries instead of one per item."""
+    person_ids = {canonical_id(i.get("person_id")) for i in items if isinstance(i, dict)} - {None}
+    product_ids = {
+        canonical_id(i.get("product_id"), RecordKind.PRODUCT) for i in items if isinstance(i, dict)
+    } - {None}
+    held: list[Any] = []
+    if person_ids:
+        people_rows = session.scalars(select(Person).where(Person.id.in_(person_ids))).all()
+        held.extend(people_rows)
+        contacts = {p.converted_contact_id for p in people_rows if p.converted_contact_id}
+        if contacts:
+            held.extend(session.scalars(select(Person).where(Person.id.in_(contacts))).all())
+    if product_ids:
+        held.extend(session.scalars(select(Product).where(Product.id.in_(product_ids))).all())
+    return held
 
 
 def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
@@ -227,7 +248,7 @@ def _book_new(
     people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),
-        person_id=contact.id,
+        person=contact,
         product_id=product.id,
         booking_number=item.booking_number,
         course_status=item.course_status,

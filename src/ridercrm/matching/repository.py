@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, event, insert, select
 from sqlalchemy.orm import Session
 
 from ridercrm.matching.keys import Identity, stored_keys
@@ -33,24 +33,51 @@ def key_rows(person_id: str, identity: Identity) -> list[dict[str, Any]]:
     return [{"key": key, "person_id": person_id} for key in stored_keys(identity)]
 
 
-def add_keys(session: Session, person: Any) -> None:
-    """Store the keys of a person who has none yet (a new contact or lead)."""
-    session.flush()
-    rows = key_rows(person.id, identity_of(person))
-    if rows:
-        session.execute(insert(PersonKey), rows)
+_PENDING = "ridercrm.pending_keys"
 
 
-def update_keys(session: Session, person_id: str, *, before: Identity, after: Identity) -> None:
-    """Write only the keys that change: unchanged keys are not touched, so not locked."""
-    old, new = stored_keys(before), stored_keys(after)
-    gone, added = old - new, new - old
-    if gone:
-        session.execute(
-            delete(PersonKey).where(PersonKey.person_id == person_id, PersonKey.key.in_(gone))
-        )
+def note_new_person(session: Session, person_id: str) -> None:
+    """Remember to store the keys of a person added in this transaction."""
+    session.info.setdefault(_PENDING, {})[person_id] = None
+
+
+def note_person_change(session: Session, person: Any) -> None:
+    """Remember a person's identity before this transaction first changes it."""
+    pending: dict[str, Identity | None] = session.info.setdefault(_PENDING, {})
+    if person.id not in pending:
+        pending[person.id] = identity_of(person)
+
+
+@event.listens_for(Session, "before_commit")
+def write_pending_keys(session: Session) -> None:
+    """Bring the keys of every person written in this transaction in step, once.
+
+    Runs just before the commit, so a batch of 200 items writes its keys in two
+    statements, not 400. A person whose changes were rolled back with their item's
+    savepoint has reverted to the stored values, so nothing is written for them; a
+    person whose insert was rolled back no longer exists and is skipped.
+    """
+    pending: dict[str, Identity | None] | None = session.info.pop(_PENDING, None)
+    if not pending:
+        return
+    from ridercrm.people.models import Person
+
+    added: list[dict[str, Any]] = []
+    for person_id, before in pending.items():
+        person = session.get(Person, person_id)
+        if person is None:
+            continue
+        new = stored_keys(identity_of(person))
+        old = stored_keys(before) if before is not None else set()
+        if old - new:
+            session.execute(
+                delete(PersonKey).where(
+                    PersonKey.person_id == person_id, PersonKey.key.in_(old - new)
+                )
+            )
+        added.extend({"key": key, "person_id": person_id} for key in new - old)
     if added:
-        session.execute(insert(PersonKey), [{"key": key, "person_id": person_id} for key in added])
+        session.execute(insert(PersonKey), added)
 
 
 def candidate_ids(session: Session, keys: Collection[int]) -> Sequence[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import Boolean, Date, ForeignKey, Index, String, func
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ridercrm.db import Base, UTCDateTime, utcnow
 
@@ -57,6 +57,11 @@ class Person(Base):
     )
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    # Lets one flush insert the new contact before it updates the lead that points to it.
+    converted_contact: Mapped[Person | None] = relationship(
+        remote_side=[id], foreign_keys=[converted_contact_id], lazy="raise_on_sql"
+    )
 
     __table_args__ = (
         # Admin search by name prefixes. E-mail and phone are found through the

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, new_id
-from ridercrm.matching.repository import add_keys, identity_of, update_keys
+from ridercrm.matching.repository import note_new_person, note_person_change
 from ridercrm.people import repository
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
@@ -20,7 +20,8 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     assert kind in (CONTACT, LEAD)
     person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
     session.add(person)
-    add_keys(session, person)
+    session.flush()
+    note_new_person(session, person.id)
     return person
 
 
@@ -44,16 +45,21 @@ def apply_changes(session: Session, person: Person, changes: Mapping[str, object
     """
     differing = {name: value for name, value in changes.items() if getattr(person, name) != value}
     if differing:
-        before = identity_of(person)
+        note_person_change(session, person)
         for name, value in differing.items():
             setattr(person, name, value)
         person.updated_at = utcnow()
-        update_keys(session, person.id, before=before, after=identity_of(person))
     return len(changes)
 
 
 def lock_person(session: Session, person_id: str) -> Person | None:
-    """Load a person for writing: on PostgreSQL the row is locked until commit."""
+    """Load a person for writing: on PostgreSQL the row is locked until commit.
+
+    A SQLite write transaction already holds the database's write lock, so there the
+    row the session has is current and is not read again.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        return session.get(Person, person_id)
     return session.get(Person, person_id, with_for_update=True, populate_existing=True)
 
 
@@ -91,8 +97,7 @@ def convert_lead(session: Session, lead: Person) -> Person:
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
-    add_keys(session, contact)
-    lead.converted_contact_id = contact.id
+    lead.converted_contact = contact
     lead.updated_at = utcnow()
-    session.flush()
+    note_new_person(session, contact.id)
     return contact
