@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope, utcnow
+from ridercrm.db import bulk_insert, session_scope, utcnow
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.products.models import Product
 from ridercrm.transfer.checks import (
@@ -193,9 +193,8 @@ class _Run:
                 good.append(row.row)
                 keys.extend(row.keys)
         if good and not self.result.dry_run:
-            self.session.execute(insert(self.table), good)
-            if keys:
-                self.session.execute(insert(PERSON_KEYS_TABLE), keys)
+            bulk_insert(self.session, self.table, good)
+            bulk_insert(self.session, PERSON_KEYS_TABLE, keys)
         self.result.imported += len(good)
         self.result.bad_rows += len(bad)
         if self.on_bad_row is not None:
