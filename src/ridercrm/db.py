@@ -118,8 +118,10 @@ def session_scope(factory: sessionmaker[Session], *, write: bool = False) -> Ite
         session.close()
 
 
-def bulk_insert(session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert many rows of the same columns, as fast as the backend allows.
+def bulk_insert(
+    session: Session, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Insert many rows, each a tuple of values for ``columns``, as fast as the backend allows.
 
     On SQLite the rows go straight to the driver's executemany, each value passed
     through its column type's own bind processor (so what is stored is exactly what a
@@ -130,21 +132,21 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[dict[str, Any]]) 
         return
     connection = session.connection()
     if connection.dialect.name != "sqlite":
-        session.execute(insert(table), list(rows))
+        session.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
         return
-    names = list(rows[0])
-    processors = [table.c[name].type.bind_processor(connection.dialect) for name in names]
-    pairs = list(zip(names, processors, strict=True))
+    processors = [table.c[name].type.bind_processor(connection.dialect) for name in columns]
     quote = connection.dialect.identifier_preparer.quote
-    columns = ", ".join(quote(table.c[name].name) for name in names)
+    names = ", ".join(quote(table.c[name].name) for name in columns)
     # Only identifiers of our own table (looked up above), quoted; values go as parameters.
     statement = (
-        f"INSERT INTO {quote(table.name)} ({columns}) VALUES ({', '.join('?' * len(names))})"  # noqa: S608
+        f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
     )
-    connection.exec_driver_sql(
-        statement,
-        [
-            tuple(process(row[name]) if process else row[name] for name, process in pairs)
+    if any(processors):
+        rows = [
+            tuple(
+                process(value) if process else value
+                for process, value in zip(processors, row, strict=True)
+            )
             for row in rows
-        ],
-    )
+        ]
+    connection.exec_driver_sql(statement, list(rows))

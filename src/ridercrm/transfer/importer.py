@@ -32,7 +32,13 @@ from ridercrm.transfer.checks import (
     read_header,
 )
 from ridercrm.transfer.columns import HeaderProblem, Target, plan_columns
-from ridercrm.transfer.rows import PEOPLE_TABLE, PERSON_KEYS_TABLE, PRODUCTS_TABLE
+from ridercrm.transfer.rows import (
+    PEOPLE_TABLE,
+    PERSON_KEYS_TABLE,
+    PERSON_ROW_COLUMNS,
+    PRODUCT_ROW_COLUMNS,
+    PRODUCTS_TABLE,
+)
 
 BATCH_SIZE = 5_000
 IMPORT_CACHE_KIB = 256 * 1024  # SQLite page cache while importing (taken only as needed)
@@ -112,7 +118,10 @@ def import_csv(
         if workers is None:
             workers = default_workers(path)
         try:
-            with session_scope(sessions, write=not dry_run) as session:
+            with (
+                session_scope(sessions, write=not dry_run) as session,
+                _large_sqlite_cache(session),
+            ):
                 run = _Run(session, target, result, on_bad_row)
                 for batch in checked_batches(reader, spec, batch_size=batch_size, workers=workers):
                     run.batch(batch)
@@ -168,6 +177,7 @@ class _Run:
         self.on_bad_row = on_bad_row
         self.products = target.person_kind is None
         self.table = PRODUCTS_TABLE if self.products else PEOPLE_TABLE
+        self.columns = PRODUCT_ROW_COLUMNS if self.products else PERSON_ROW_COLUMNS
         self.seen_ids: dict[str, int] = {}
         self.seen_codes: dict[str, int] = {}
         self.seen_links: dict[str, int] = {}
@@ -183,18 +193,19 @@ class _Run:
             else:
                 candidates.append(row)
         refused = self._refused_by_database(candidates)
-        good: list[dict[str, Any]] = []
-        keys: list[dict[str, Any]] = []
+        good: list[tuple[Any, ...]] = []
+        keys: list[tuple[int, str]] = []
         for row in candidates:
             if row.line in refused:
                 bad.append(BadRow(row.line, tuple(refused[row.line])))
             else:
                 assert row.row is not None
+                assert row.record_id is not None
                 good.append(row.row)
-                keys.extend(row.keys)
+                keys.extend((key, row.record_id) for key in row.keys)
         if good and not self.result.dry_run:
-            bulk_insert(self.session, self.table, good)
-            bulk_insert(self.session, PERSON_KEYS_TABLE, keys)
+            bulk_insert(self.session, self.table, self.columns, good)
+            bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
         self.result.imported += len(good)
         self.result.bad_rows += len(bad)
         if self.on_bad_row is not None:

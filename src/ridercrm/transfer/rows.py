@@ -100,6 +100,17 @@ def _steps_of(model: type[BaseModel]) -> list[tuple[str, Any, tuple[Step, ...]]]
     return steps
 
 
+# The order of the values of the rows built below, as the importer sends them.
+PERSON_ROW_COLUMNS = (
+    *PERSON_FIELDS,
+    "id",
+    "kind",
+    "converted_contact_id",
+    "created_at",
+    "updated_at",
+)
+PRODUCT_ROW_COLUMNS = ("id", "name", "code", "price", "active", "created_at", "updated_at")
+
 PERSON_RULES = Rules(PersonCreate)
 PRODUCT_RULES = Rules(ProductCreate)
 PEOPLE_TABLE = cast(Table, Person.__table__)
