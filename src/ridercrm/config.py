@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ridercrm.http.ratelimit import check_storage, parse_limits
+
 
 class Settings(BaseSettings):
     """Everything an operator can configure. Each field is RIDERCRM_<NAME>."""
@@ -42,6 +44,26 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
     log_level: str = Field(default="INFO", description="Python logging level")
     log_json: bool = Field(default=True, description="One JSON object per log line")
+    rate_limit: str = Field(
+        default="1200/minute",
+        description=(
+            "Requests per API key in any moving window, e.g. 600/minute; several joined by ';'"
+            " must all hold (1200/minute;50/second also caps bursts); 'off' or empty: no limit"
+        ),
+    )
+    rate_limit_storage: str = Field(
+        default="",
+        description=(
+            "Where rate-limit counters live: empty or 'memory' (each worker process counts"
+            " alone), or a Redis URL such as redis://127.0.0.1:6379/0 (shared by all workers"
+            " and hosts using it)"
+        ),
+    )
+    rate_limit_key_prefix: str = Field(
+        default="ridercrm",
+        min_length=1,
+        description="Prefix of the rate-limit keys in Redis; one per deployment sharing a Redis",
+    )
 
     @field_validator("base_path")
     @classmethod
@@ -50,6 +72,17 @@ class Settings(BaseSettings):
         if value and not value.startswith("/"):
             value = "/" + value
         return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _check_rate_limit(cls, value: str) -> str:
+        parse_limits(value)
+        return value.strip()
+
+    @field_validator("rate_limit_storage")
+    @classmethod
+    def _check_rate_limit_storage(cls, value: str) -> str:
+        return check_storage(value)
 
     @property
     def is_sqlite(self) -> bool:
