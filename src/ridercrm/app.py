@@ -14,6 +14,7 @@ from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
 from ridercrm.http import handlers, metrics
 from ridercrm.http.middleware import AuditMiddleware
+from ridercrm.http.ratelimit import build_rate_limiter
 from ridercrm.http.runtime import Services, services_of
 from ridercrm.logs import configure_logging
 from ridercrm.matching.endpoints import router as matching_router
@@ -63,7 +64,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="CRM service for a motorcycle rider-training business.",
     )
     app.state.services = Services(
-        settings=settings, engine=engine, sessions=session_factory(engine)
+        settings=settings,
+        engine=engine,
+        sessions=session_factory(engine),
+        rate_limiter=build_rate_limiter(settings),
     )
     api = APIRouter(prefix=settings.base_path)
     for router in (

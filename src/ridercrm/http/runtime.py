@@ -27,6 +27,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.http.context import Call, Caller
 from ridercrm.http.errors import ApiError, ErrorShape, default_shape
+from ridercrm.http.ratelimit import KeyRateLimiter
 from ridercrm.http.wire import BodyError, decode_body, encode_json, negotiate, response_content_type
 from ridercrm.idempotency import service as idempotency
 from ridercrm.keys import service as keys
@@ -41,6 +42,7 @@ class Services:
     settings: Settings
     engine: Engine
     sessions: sessionmaker[Session]
+    rate_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_RATE_LIMIT is off
 
 
 @dataclass
@@ -120,12 +122,19 @@ def _authenticate(request: Request, scope: str) -> Caller:
         raise ApiError(
             401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge
         )
-    with session_scope(services_of(request).sessions) as session:
+    services = services_of(request)
+    with session_scope(services.sessions) as session:
         key = keys.authenticate(session, presented)
         if key is None:
             raise ApiError(401, "invalid or revoked API key", headers=challenge)
         caller = Caller(key_id=key.id, name=key.name, scopes=frozenset(key.scopes))
     call_of(request).caller = caller
+    # Every request made with a valid key counts, whatever its scope: a refused one
+    # costs the service an authentication and an audit record too.
+    if services.rate_limiter is not None:
+        refusal = services.rate_limiter.check(caller.key_id)
+        if refusal is not None:
+            raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
     if not keys.allows(caller.scopes, scope):
         raise ApiError(403, f"API key lacks scope {scope!r}")
     return caller
