@@ -35,6 +35,14 @@ class Settings(BaseSettings):
     audit_retention_days: int = Field(
         default=365, ge=1, description="Default age for `audit purge`"
     )
+    audit_redact: bool = Field(
+        default=False,
+        description=(
+            "Store audit request and response bodies with the values of personal fields"
+            " (names, date of birth, e-mail, phones, licence, address) replaced by"
+            " [redacted]; a body that cannot be read is replaced by a note"
+        ),
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
     sqlite_mmap_mb: int = Field(
         default=2048,
@@ -44,10 +52,13 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
     log_level: str = Field(default="INFO", description="Python logging level")
     log_json: bool = Field(default=True, description="One JSON object per log line")
+    # Off by default: the original service had no limit, and a client that re-syncs in a
+    # tight loop must not start getting 429s after changing only its base URL. Operators
+    # turn it on; 1200/minute is the value the README recommends.
     rate_limit: str = Field(
-        default="1200/minute",
+        default="off",
         description=(
-            "Requests per API key in any moving window, e.g. 600/minute; several joined by ';'"
+            "Requests per API key in any moving window, e.g. 1200/minute; several joined by ';'"
             " must all hold (1200/minute;50/second also caps bursts); 'off' or empty: no limit"
         ),
     )
