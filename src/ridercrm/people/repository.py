@@ -20,8 +20,15 @@ def get(session: Session, person_id: str) -> Person | None:
 def _prefix(column: Any, prefix: str) -> ColumnElement[bool]:
     # A range rather than LIKE, so the lower() expression index serves both backends.
     expression = func.lower(column)
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return and_(expression >= prefix, expression < upper)
+    # The least text above every text that starts with the prefix: its last character
+    # that is not U+10FFFF, plus one, skipping the surrogates (no text holds them).
+    stem = prefix.rstrip("\U0010ffff")
+    if not stem:
+        return expression >= prefix
+    following = ord(stem[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:
+        following = 0xE000
+    return and_(expression >= prefix, expression < stem[:-1] + chr(following))
 
 
 def search(session: Session, *, query: str, limit: int) -> Sequence[Person]:
