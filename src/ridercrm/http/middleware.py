@@ -84,7 +84,9 @@ class AuditMiddleware:
                 "audit_id": call.audit_id,
                 "operation": call.operation,
                 "method": call.method,
-                "path": call.path,
+                # The route's template, not the path sent: a client may put anything in a
+                # path (an e-mail address where an id belongs). The audit record has it.
+                "path": getattr(scope.get("route"), "path", None),
                 "status": status,
                 "duration_ms": round(elapsed * 1000, 2),
                 "key": call.caller.name if call.caller else None,
