@@ -1,0 +1,140 @@
+"""Every route refuses a missing, a wrong, a revoked and an out-of-scope key (DESIGN §11),
+route by route, and a refused request writes nothing but its audit record.
+
+The routes are enumerated from the app, so a new route fails
+:func:`test_every_route_is_in_the_table` until it is given its scope here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import iter_route_contexts
+from fastapi.testclient import TestClient
+
+from ridercrm.db import session_scope
+from ridercrm.keys.service import SCOPES, revoke_key
+from tests.hostile.conftest import MODIFY, PRODUCTS, RIDER_COURSES, World
+
+# Served without a key, on purpose: probes (/healthz, /readyz) and Prometheus (/metrics)
+# must work without credentials, and the OpenAPI document and its pages describe the
+# API without touching any data. None of them is audited (docs/decisions.md, Wire).
+UNAUTHENTICATED = frozenset(
+    {"/healthz", "/readyz", "/metrics", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"}
+)
+
+# Each route and the scope it needs (README, "The interface" and "Admin API").
+SCOPE_OF: dict[tuple[str, str], str] = {
+    ("POST", "/crm/people/rider_courses"): "courses",
+    ("POST", "/crm/modify"): "people",
+    ("POST", "/crm/people/match"): "match",
+    ("POST", "/crm/leads/match"): "match",
+    ("GET", "/crm/products"): "products",
+    ("POST", "/admin/contacts"): "admin",
+    ("POST", "/admin/leads"): "admin",
+    ("GET", "/admin/people"): "admin",
+    ("GET", "/admin/people/{person_id}"): "admin",
+    ("POST", "/admin/products"): "admin",
+    ("GET", "/admin/products/{product_id}"): "admin",
+    ("GET", "/admin/assets/{asset_id}"): "admin",
+    ("GET", "/admin/audit"): "admin",
+    ("GET", "/admin/audit/{audit_id}"): "admin",
+}
+
+
+def app_routes(client: TestClient) -> set[tuple[str, str]]:
+    """(method, path) of every route of the app but the unauthenticated ones."""
+    routes = set()
+    for context in iter_route_contexts(client.app.routes):  # type: ignore[attr-defined]
+        methods = getattr(context.original_route, "methods", None) or set()
+        if context.path in UNAUTHENTICATED:
+            continue
+        routes |= {(method, str(context.path)) for method in methods if method != "HEAD"}
+    return routes
+
+
+def test_every_route_is_in_the_table(client: TestClient) -> None:
+    assert app_routes(client) == set(SCOPE_OF)
+
+
+def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]]:
+    """A request to the route that would do its work (and write, for a POST) if let in."""
+    audit_id = world.client.get("/admin/audit", params={"limit": 1}, headers=world.headers)
+    path = route.format(
+        person_id=world.contact,
+        product_id=world.product,
+        asset_id=world.asset,
+        audit_id=audit_id.json()["records"][0]["id"],
+    )
+    bodies: dict[str, Any] = {
+        "/crm/people/rider_courses": RIDER_COURSES.body(world.valid_item(RIDER_COURSES)),
+        "/crm/modify": MODIFY.body(world.valid_item(MODIFY)),
+        "/crm/people/match": {"person_data": {"first_name": "Ann"}},
+        "/crm/leads/match": {"person_data": {"first_name": "Ann"}},
+        "/admin/contacts": world.valid_item(RIDER_COURSES)
+        and {"first_name": "A", "last_name": "B"},
+        "/admin/leads": {"first_name": "A", "last_name": "B"},
+        "/admin/products": world.valid_item(PRODUCTS),
+    }
+    kwargs: dict[str, Any] = {}
+    if method == "POST":
+        kwargs["content"] = json.dumps(bodies[route]).encode()
+        kwargs["headers"] = {"Content-Type": "application/json"}
+    if route == "/admin/people":
+        path += "?q=Ann"
+    return path, kwargs
+
+
+def _send(
+    world: World, method: str, path: str, kwargs: dict[str, Any], key: dict[str, str]
+) -> httpx.Response:
+    headers = {**kwargs.get("headers", {}), **key}
+    return world.client.request(method, path, content=kwargs.get("content"), headers=headers)
+
+
+@pytest.mark.parametrize(("method", "route"), SCOPE_OF, ids=[" ".join(r) for r in SCOPE_OF])
+def test_route_refuses_missing_wrong_revoked_and_out_of_scope_keys(
+    world: World, make_key: Callable[..., str], method: str, route: str
+) -> None:
+    scope = SCOPE_OF[(method, route)]
+    path, kwargs = _request(world, method, route)
+    right = make_key(scope, name="right-scope")
+    revoked = make_key(scope, name="revoked")
+    other_scopes = [s for s in SCOPES if s not in (scope, "admin")]
+    out_of_scope = make_key(*other_scopes, name="out-of-scope")
+    with session_scope(world.sessions, write=True) as session:
+        revoke_key(session, ident="revoked")
+
+    refusals: list[tuple[str, dict[str, str], int, str]] = [
+        ("missing", {}, 401, "missing API key"),
+        ("empty bearer", {"Authorization": "Bearer "}, 401, "missing API key"),
+        ("wrong", {"Authorization": "Bearer rcrm_" + "A" * 43}, 401, "invalid or revoked"),
+        ("wrong x-api-key", {"X-API-Key": right[:-1] + ("B" if right[-1] != "B" else "C")}, 401, "invalid or revoked"),
+        ("revoked", {"Authorization": f"Bearer {revoked}"}, 401, "invalid or revoked"),
+        ("revoked x-api-key", {"X-API-Key": revoked}, 401, "invalid or revoked"),
+        ("out of scope", {"X-API-Key": out_of_scope}, 403, f"lacks scope '{scope}'"),
+    ]  # fmt: skip
+    for label, key, status, reason in refusals:
+        ledger = world.ledger()
+        response = _send(world, method, path, kwargs, key)
+        assert response.status_code == status, (label, response.status_code, response.text)
+        assert reason in response.headers["x-failure-reason"], (label, response.headers)
+        if status == 401:
+            assert response.headers["www-authenticate"] == "Bearer", label
+        else:
+            assert "www-authenticate" not in response.headers, label
+        ledger.unchanged(response)
+        record = world.audit(response)
+        expected_key = "out-of-scope" if status == 403 else None
+        assert record["api_key_name"] == expected_key, (label, record)
+
+    # The key with the scope, and an admin key, are let in (so the refusals above were
+    # about the key, not about the request).
+    for key in (right, world.headers["Authorization"].removeprefix("Bearer ")):
+        response = _send(world, method, path, kwargs, {"X-API-Key": key})
+        assert response.status_code not in (401, 403), (key[:12], response.text)
+        assert response.status_code < 500, response.text
