@@ -9,7 +9,6 @@ import io
 import json
 import logging
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,28 +23,7 @@ from ridercrm.http import middleware
 from ridercrm.people import service as people_service
 from tests.factories import create_product
 from tests.http.courses_helpers import new_booking
-
-PERSON = {
-    "first_name": "Quillon",
-    "last_name": "Zbyszewski",
-    "date_of_birth": "1987-06-05",
-    "email": "quillon.zbyszewski@example.org",
-    "postcode": "3999",
-    "mobile_phone": "0499 876 543",
-    "home_phone": "03 9876 1234",
-    "drivers_license": "QZ998877",
-    "license_type": "CYL",
-    "street": "77 Xylophone Crescent",
-    "city": "Wombatville",
-    "state": "VIC",
-    "country": "Australia",
-}
-# The values, and the forms the service normalises them to.
-SECRETS = (
-    "Quillon", "quillon", "Zbyszewski", "zbyszewski", "1987-06-05",
-    "quillon.zbyszewski@example.org", "0499 876 543", "+61499876543", "499876543",
-    "9876 1234", "98761234", "QZ998877", "qz998877", "Xylophone", "xylophone", "Wombatville",
-)  # fmt: skip
+from tests.security.personal import PERSON, SECRETS
 
 
 @pytest.fixture(params=[True, False], ids=["json-lines", "plain-lines"])
@@ -70,7 +48,7 @@ def _fail_with_the_values(session: Session, *_args: Any, **kwargs: Any) -> Any:
 
 
 def _run_everything(
-    client: TestClient, admin: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp: Path
+    client: TestClient, admin: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> list[httpx.Response]:
     def post(path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -146,10 +124,9 @@ def test_no_personal_data_in_logs(
     admin_headers: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    tmp_path: Path,
 ) -> None:
     client, buffer = logged
-    responses = _run_everything(client, admin_headers, monkeypatch, tmp_path)
+    responses = _run_everything(client, admin_headers, monkeypatch)
     statuses = {response.status_code for response in responses}
     assert {200, 201, 400, 401, 404, 415, 500, 503} <= statuses, statuses
 

@@ -10,6 +10,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.redact import redact_request, redact_response
 from ridercrm.db import utcnow
 from ridercrm.http.context import Call
 
@@ -48,9 +49,28 @@ def _storable(value: Any) -> Any:
 
 
 def record_call(
-    session: Session, *, call: Call, status: int, response_body: bytes, duration_ms: float
+    session: Session,
+    *,
+    call: Call,
+    status: int,
+    response_body: bytes,
+    duration_ms: float,
+    redact: bool = False,
 ) -> AuditRecord:
-    """Add the audit record of a finished request to the session."""
+    """Add the audit record of a finished request to the session.
+
+    ``redact`` (RIDERCRM_AUDIT_REDACT) stores both bodies with the values of personal
+    fields replaced, see :mod:`ridercrm.audit.redact`.
+    """
+    if redact:
+        request_text = (
+            None
+            if call.request_body is None
+            else redact_request(call.request_body, call.content_type)[:MAX_STORED_BODY]
+        )
+        response_text: str | None = redact_response(response_body)[:MAX_STORED_BODY]
+    else:
+        request_text, response_text = _text(call.request_body), _text(response_body)
     record = AuditRecord(
         id=call.audit_id,
         operation=_fit("operation", call.operation),
@@ -59,9 +79,9 @@ def record_call(
         api_key_id=call.caller.key_id if call.caller else None,
         api_key_name=_fit("api_key_name", call.caller.name) if call.caller else None,
         content_type=_fit("content_type", call.content_type),
-        request_body=_fit("request_body", _text(call.request_body)),
+        request_body=_fit("request_body", request_text),
         response_status=status,
-        response_body=_fit("response_body", _text(response_body)),
+        response_body=_fit("response_body", response_text),
         duration_ms=round(duration_ms, 3),
         failure_reason=_fit("failure_reason", call.failure_reason),
         outcomes=_storable(call.outcomes),

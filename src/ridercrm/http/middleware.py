@@ -84,8 +84,9 @@ class AuditMiddleware:
                 "audit_id": call.audit_id,
                 "operation": call.operation,
                 "method": call.method,
-                # The route's template, not the path sent: a client may put anything in a
-                # path (an e-mail address where an id belongs). The audit record has it.
+                # The route's template (below the base path), not the path sent: a client
+                # may put anything in a path, an e-mail address where an id belongs.
+                # The audit record has the path.
                 "path": getattr(scope.get("route"), "path", None),
                 "status": status,
                 "duration_ms": round(elapsed * 1000, 2),
@@ -111,5 +112,10 @@ def _internal_error(call: Call) -> tuple[Message, list[bytes]]:
 def _write_audit(services: Any, call: Call, status: int, body: bytes, elapsed: float) -> None:
     with session_scope(services.sessions, write=True) as session:
         record_call(
-            session, call=call, status=status, response_body=body, duration_ms=elapsed * 1000
+            session,
+            call=call,
+            status=status,
+            response_body=body,
+            duration_ms=elapsed * 1000,
+            redact=services.settings.audit_redact,
         )
