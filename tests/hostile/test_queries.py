@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.factories import create_person
 from tests.hostile.conftest import World
 
@@ -22,13 +20,13 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("query", QUERIES)
-def test_search_answers_hostile_queries(world: World, query: str) -> None:
-    ledger = world.ledger()
-    response = world.client.get("/admin/people", params={"q": query}, headers=world.headers)
-    assert response.status_code == 200, response.text
-    assert response.json() == {"people": []}
-    ledger.unchanged(response)
+def test_search_answers_hostile_queries(world: World) -> None:
+    for query in QUERIES:
+        ledger = world.ledger()
+        response = world.client.get("/admin/people", params={"q": query}, headers=world.headers)
+        assert response.status_code == 200, (query, response.text)
+        assert response.json() == {"people": []}, query
+        ledger.unchanged(response)
 
 
 def test_search_by_a_prefix_ending_in_the_last_code_points(world: World) -> None:

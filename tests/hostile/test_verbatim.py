@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from ridercrm.db import session_scope
@@ -50,8 +49,13 @@ def _tables_intact(world: World, people: int) -> None:
         assert session.scalar(select(func.count()).select_from(Person)) == people
 
 
-@pytest.mark.parametrize("value", HOSTILE)
-def test_admin_create_stores_and_returns_it_verbatim(world: World, value: str) -> None:
+def test_admin_create_stores_and_returns_them_verbatim(world: World) -> None:
+    for people, value in enumerate(HOSTILE, start=3):
+        _created_and_read(world, value)
+        _tables_intact(world, people=people)  # the world's contact and lead, and these
+
+
+def _created_and_read(world: World, value: str) -> None:
     body = {name: value for name in PERSON_TEXT}
     created = _send(world, "/admin/contacts", body)
     person_id = created.json()["id"]
@@ -66,7 +70,6 @@ def test_admin_create_stores_and_returns_it_verbatim(world: World, value: str) -
     found = world.client.get("/admin/people", params={"q": value}, headers=world.headers)
     assert found.status_code == 200, found.text
     assert {p["id"] for p in found.json()["people"]} <= {person_id}
-    _tables_intact(world, people=3)  # the world's contact and lead, and this one
 
 
 def test_operations_store_and_return_them_verbatim(world: World) -> None:
