@@ -36,3 +36,11 @@ format: $(BIN)/.installed ## Apply ruff's fixes and formatting
 
 bench: $(BIN)/.installed ## Run the benchmarks (results go to bench/README.md by hand)
 	$(BIN)/python bench/import_bench.py
+
+# The installed packages (ridercrm itself aside) as pinned requirements; --strict fails
+# when a package could not be checked, e.g. when the vulnerability database is out of
+# reach, rather than reporting "no known vulnerabilities" for what was never looked up.
+audit: $(BIN)/.installed ## pip-audit the installed packages (needs PyPI's vulnerability data online; not in CI)
+	$(BIN)/pip install --quiet pip-audit
+	$(BIN)/pip freeze --exclude-editable > $(VENV)/audit-requirements.txt
+	$(BIN)/pip-audit --strict --progress-spinner off --disable-pip --no-deps -r $(VENV)/audit-requirements.txt
