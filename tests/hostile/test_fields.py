@@ -1,7 +1,7 @@
 """Wrong types in every field of every endpoint's items, table-driven.
 
-Each field gets a number (integer and decimal), an object, an array, a boolean and
-null where it expects something else. What the field rules accept is the table
+Each field gets a number (integer and decimal), an object, an array, a boolean, null
+and a string holding NUL where it expects something else. What the field rules accept is the table
 below (``ridercrm.fields``): an integer is taken as its decimal text by the free-text
 fields (a booking number 102938 is meant as "102938"), prices are numbers, null means
 "absent" (operation 2: "clear"). Everything else fails:
@@ -57,6 +57,7 @@ WRONG: dict[str, Any] = {
     "object": {"first_name": "Ann"},
     "array": ["Ann"],
     "boolean": True,
+    "NUL in a string": "Ann\x00",  # the right type, but no database stores NUL in text
 }
 # Which of the wrong values each kind accepts anyway (null aside: it means absent).
 ACCEPTS: dict[Kind, set[str]] = {
