@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import delete, event, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.matching.keys import Identity, stored_keys
 from ridercrm.matching.models import PersonKey
@@ -34,18 +34,52 @@ def key_rows(person_id: str, identity: Identity) -> list[dict[str, Any]]:
 
 
 _PENDING = "ridercrm.pending_keys"
+_NOTED_IN = "ridercrm.pending_keys_noted_in"
+
+
+def _remember(session: Session, person_id: str, before: Identity | None) -> None:
+    session.info.setdefault(_PENDING, {})[person_id] = before
+    # The (sub)transaction it was noted in: if that rolls back, the note goes with it.
+    noted_in = session.get_nested_transaction() or session.get_transaction()
+    session.info.setdefault(_NOTED_IN, {})[person_id] = noted_in
 
 
 def note_new_person(session: Session, person_id: str) -> None:
     """Remember to store the keys of a person added in this transaction."""
-    session.info.setdefault(_PENDING, {})[person_id] = None
+    _remember(session, person_id, None)
 
 
 def note_person_change(session: Session, person: Any) -> None:
     """Remember a person's identity before this transaction first changes it."""
-    pending: dict[str, Identity | None] = session.info.setdefault(_PENDING, {})
-    if person.id not in pending:
-        pending[person.id] = identity_of(person)
+    if person.id not in session.info.get(_PENDING, {}):
+        _remember(session, person.id, identity_of(person))
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def forget_rolled_back_notes(session: Session, previous_transaction: SessionTransaction) -> None:
+    """Forget what a rolled-back savepoint (or transaction) noted.
+
+    Its changes are undone and, on PostgreSQL, the row locks taken in it are released:
+    another transaction may change the person before this one changes them again (an
+    operation 1 item retried after a concurrent request stored the same booking number).
+    The identity noted then is no longer the stored one; a key difference computed from
+    it would leave stale keys behind or insert keys that already exist.
+    """
+    noted: dict[str, SessionTransaction | None] | None = session.info.get(_NOTED_IN)
+    if not noted:
+        return
+    # A failed flush reports its own subtransaction; what the database rolled back is
+    # the savepoint (or transaction) around it.
+    rolled_back = previous_transaction
+    while not rolled_back.nested and rolled_back.parent is not None:
+        rolled_back = rolled_back.parent
+    pending: dict[str, Identity | None] = session.info.get(_PENDING, {})
+    for person_id, transaction in list(noted.items()):
+        while transaction is not None and transaction is not rolled_back:
+            transaction = transaction.parent
+        if transaction is not None:
+            del noted[person_id]
+            pending.pop(person_id, None)
 
 
 @event.listens_for(Session, "before_commit")
@@ -57,6 +91,7 @@ def write_pending_keys(session: Session) -> None:
     savepoint has reverted to the stored values, so nothing is written for them; a
     person whose insert was rolled back no longer exists and is skipped.
     """
+    session.info.pop(_NOTED_IN, None)
     pending: dict[str, Identity | None] | None = session.info.pop(_PENDING, None)
     if not pending:
         return
