@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,7 +20,7 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
-from ridercrm.fields import error_messages
+from ridercrm.fields import error_messages, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
@@ -75,9 +75,45 @@ def _echo(raw: dict[str, Any], name: str) -> str:
 
 def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:
     """Carry out each item independently; return one result per item, in order."""
+    _lock_in_order(session, items)
     # The session's identity map holds rows weakly: keep these for the whole request.
     session.info["ridercrm.preloaded"] = _preload(session, items)
     return [book_one(session, raw=raw, audit_id=audit_id) for raw in items]
+
+
+def _lock_in_order(session: Session, items: list[Any]) -> None:
+    """On PostgreSQL, lock the courses the items name, then their people, in id order.
+
+    Every request takes its locks in this one order before its first item (see
+    ``people.lock_in_order``), so requests naming the same courses and people in
+    different orders queue instead of deadlocking.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        return
+    objects = [item for item in items if isinstance(item, dict)]
+    asset_ids = {canonical_id(i.get("asset_id"), RecordKind.ASSET) for i in objects} - {None}
+    numbers = {number for i in objects if (number := _booking_number(i.get("booking_number")))}
+    person_ids = {canonical_id(i.get("person_id")) for i in objects} - {None}
+    if asset_ids or numbers:
+        courses = session.execute(
+            select(Asset.id, Asset.person_id)
+            .where(or_(Asset.id.in_(asset_ids), Asset.booking_number.in_(numbers)))
+            .order_by(Asset.id)
+            .with_for_update()
+        ).all()
+        person_ids |= {row.person_id for row in courses}
+    people.lock_in_order(session, {p for p in person_ids if p})
+
+
+def _booking_number(value: Any) -> str | None:
+    """The booking number as the item's validation reads it; None if it would refuse it."""
+    try:
+        return _BOOKING_NUMBER(value)
+    except ValueError:
+        return None
+
+
+_BOOKING_NUMBER = text(80)
 
 
 def _preload(session: Session, items: list[Any]) -> list[Any]:

@@ -71,6 +71,8 @@ class _Rejected(Exception):
 
 def modify_people(session: Session, *, items: list[Any]) -> list[ModifyResult]:
     """Apply each item independently; return one result per item, in order."""
+    named = {canonical_id(raw.get("ID")) for raw in items if isinstance(raw, dict)}
+    service.lock_in_order(session, {person_id for person_id in named if person_id})
     return [modify_one(session, raw) for raw in items]
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
@@ -61,6 +62,28 @@ def lock_person(session: Session, person_id: str) -> Person | None:
     if session.get_bind().dialect.name == "sqlite":
         return session.get(Person, person_id)
     return session.get(Person, person_id, with_for_update=True, populate_existing=True)
+
+
+def lock_in_order(session: Session, person_ids: Collection[str]) -> None:
+    """Lock these people, and the contacts of those that are converted leads, in id order.
+
+    On PostgreSQL a batch (operations 1 and 2) takes its locks this way before its first
+    item, after the courses it names (courses first, then people, each in id order:
+    the same order in every request), so two requests naming the same records in a
+    different order queue instead of deadlocking. Items then lock as they go; those rows
+    are already held. SQLite has one writer at a time and needs none of this.
+    """
+    if not person_ids or session.get_bind().dialect.name == "sqlite":
+        return
+    contacts = session.scalars(
+        select(Person.converted_contact_id).where(
+            Person.id.in_(person_ids), Person.converted_contact_id.is_not(None)
+        )
+    ).all()
+    wanted = set(person_ids) | {c for c in contacts if c}
+    session.execute(
+        select(Person.id).where(Person.id.in_(wanted)).order_by(Person.id).with_for_update()
+    ).all()
 
 
 def resolve(
