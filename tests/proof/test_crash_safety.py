@@ -1,0 +1,28 @@
+"""Crash safety, short form: 2 SIGKILLs per database (bench/crash_safety.py).
+
+Every answered request must be stored whole after the restart, an unanswered one whole
+or not at all, and nothing may be half-written. The script prints what it checked and
+every violation; its output is shown when a test fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+from bench import crash_safety
+
+from tests.conftest import postgres_url
+
+pytestmark = pytest.mark.crash
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def test_answered_requests_survive_sigkill_and_nothing_is_half_written(db: str) -> None:
+    if db == "postgresql" and postgres_url() is None:
+        pytest.skip("needs RIDERCRM_TEST_POSTGRES_URL")
+    assert crash_safety.main(["--db", db, "--short"]) == 0
+
+
+def test_the_checks_report_damage_planted_in_the_database() -> None:
+    """The checks have teeth: a lost status change, a lost field change, a lost audit
+    record, a lost matching key and a course without history are all reported."""
+    assert crash_safety.main(["--db", "sqlite", "--kills", "1", "--tamper"]) == 0
