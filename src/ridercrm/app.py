@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
@@ -12,7 +12,7 @@ from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
-from ridercrm.http import handlers, metrics
+from ridercrm.http import handlers, metrics, openapi
 from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.ratelimit import build_rate_limiter
 from ridercrm.http.runtime import Services, services_of
@@ -25,13 +25,29 @@ from ridercrm.products.endpoints import router as products_router
 health = APIRouter(tags=["operations"])
 
 
-@health.get("/healthz")
+@health.get(
+    "/healthz",
+    summary="Liveness",
+    openapi_extra=openapi.NO_SECURITY,
+    responses={200: {"content": {"application/json": {"schema": openapi.ref(openapi.Health)}}}},
+)
 async def healthz() -> dict[str, str]:
     """Answer while the process is up."""
     return {"status": "ok"}
 
 
-@health.get("/readyz")
+@health.get(
+    "/readyz",
+    summary="Readiness: the database answers",
+    openapi_extra=openapi.NO_SECURITY,
+    responses={
+        200: {"content": {"application/json": {"schema": openapi.ref(openapi.Readiness)}}},
+        503: {
+            "description": "The database does not answer.",
+            "content": {"application/json": {"schema": openapi.ref(openapi.Readiness)}},
+        },
+    },
+)
 async def readyz(request: Request) -> Response:
     """Answer 200 when the database answers, 503 when it does not."""
 
@@ -46,7 +62,13 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "database": "ok"})
 
 
-@health.get("/metrics")
+@health.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=PlainTextResponse,
+    openapi_extra=openapi.NO_SECURITY,
+    responses={200: {"description": "The Prometheus text format."}},
+)
 async def metrics_endpoint() -> Response:
     """Prometheus metrics: requests and latency per operation and status."""
     body, media = metrics.exposition()
@@ -82,5 +104,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api)
     app.include_router(health)
     handlers.install(app)
+    openapi.install(app)
     app.add_middleware(AuditMiddleware)
     return app

@@ -9,6 +9,8 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import service
+from ridercrm.audit.schemas import AuditEntries, AuditEntry
+from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_read
@@ -17,7 +19,14 @@ from ridercrm.ids import RecordKind, canonical_id
 router = APIRouter(prefix="/admin/audit", tags=["admin"])
 
 
-@router.get("/{audit_id}")
+@router.get(
+    "/{audit_id}",
+    summary="Read an audit record",
+    responses=openapi.responses(
+        ok=(200, "The record.", openapi.json_content(openapi.ref(AuditEntry))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
 async def read_audit_record(
     request: Request,
     audit_id: str,
@@ -35,7 +44,14 @@ async def read_audit_record(
     return await run_read(request, handler)
 
 
-@router.get("")
+@router.get(
+    "",
+    summary="List audit records, newest first",
+    responses=openapi.responses(
+        ok=(200, "The records (at most limit).", openapi.json_content(openapi.ref(AuditEntries))),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
 async def search_audit_records(
     request: Request,
     operation_name: str | None = Query(None, alias="operation", max_length=40),

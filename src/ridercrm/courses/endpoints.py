@@ -10,6 +10,13 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import service
 from ridercrm.courses.models import Asset
+from ridercrm.courses.schemas import (
+    RIDER_COURSES_EXAMPLE,
+    BookedCourse,
+    RiderCoursesRequest,
+    RiderCoursesResponse,
+)
+from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
@@ -26,7 +33,28 @@ def failure_shape(_error: ApiError, _audit_id: str) -> str:
     return FAILURE_TEXT
 
 
-@router.post("/crm/people/rider_courses")
+@router.post(
+    "/crm/people/rider_courses",
+    summary="Book people onto courses, or change a course's status (operation 1; scope courses)",
+    openapi_extra=openapi.request_body(
+        RiderCoursesRequest,
+        example=RIDER_COURSES_EXAMPLE,
+        bracket_pattern=r"^people_product\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Every item was processed; each says in its own entry whether it was applied.",
+            openapi.json_content(openapi.ref(RiderCoursesResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.text_content(FAILURE_TEXT),
+        notes={
+            400: "The body is always the plain text `Status update failed.`; the reason"
+            " is in X-Failure-Reason and in the audit record."
+        },
+    ),
+)
 async def rider_courses(
     request: Request,
     call: Call = Depends(operation("crm.rider_courses", scope="courses", shape=failure_shape)),
@@ -76,7 +104,15 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
     }
 
 
-@router.get("/admin/assets/{asset_id}", tags=["admin"])
+@router.get(
+    "/admin/assets/{asset_id}",
+    tags=["admin"],
+    summary="Read a booked course with its status history",
+    responses=openapi.responses(
+        ok=(200, "The course.", openapi.json_content(openapi.ref(BookedCourse))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
 async def read_asset(
     request: Request,
     asset_id: str,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from ridercrm import fields
+from ridercrm.people import schemas as people
 
 # Fields of the item that are written to the person's record.
 PERSON_FIELDS_ON_ITEM = (
@@ -87,3 +88,187 @@ class CourseItem(BaseModel):
         if self.mobile_phone is None and self.home_phone is None:
             missing.insert(5, "mobile_phone or home_phone")
         return missing
+
+
+# --- Documentation of the wire (the OpenAPI document) ------------------------------
+# CourseItem above is what the rules validate; CourseBookingItem describes the same
+# fields to clients (tests/http/test_openapi.py checks that they name the same fields).
+
+DATETIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$"
+
+DocDateTime = Annotated[
+    str | None,
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string", "pattern": DATETIME_PATTERN}, {"enum": ["", None]}],
+            "description": (
+                "YYYY-MM-DD HH:MM:SS (or YYYY-MM-DD), the local wall time of the course"
+                " location, stored and echoed as written."
+            ),
+        }
+    ),
+]
+DocPrice = Annotated[
+    str | float | None,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": r"^[0-9]{1,10}(\.[0-9]{1,2})?$"},
+                {"type": "number", "minimum": 0, "exclusiveMaximum": 10000000000},
+                {"enum": ["", None]},
+            ],
+            "description": 'A decimal of at most 2 places, such as "249.00".',
+        }
+    ),
+]
+DocInstructor = Annotated[str | None, people.doc_text(120)]
+DocCourseLocation = Annotated[
+    str | None,
+    people.doc_enum(
+        fields.COURSE_LOCATIONS, "The interface's spelling is canonical; ipswich is an alias."
+    ),
+]
+DocCourseFeedback = Annotated[
+    str | None,
+    people.doc_enum(
+        fields.COURSE_FEEDBACK,
+        "completed - pass needs a pass; completed - fail needs a fail; booked and cancelled none.",
+    ),
+]
+DocBookingSource = Annotated[str | None, people.doc_enum(fields.BOOKING_SOURCES)]
+DocCourseStatus = Annotated[
+    str | None,
+    people.doc_enum(
+        fields.COURSE_STATUSES,
+        "A new course may start in any status. booked -> cancelled, completed - pass or"
+        " completed - fail; cancelled -> booked; completed - pass <-> completed - fail;"
+        " staying in a status is always allowed.",
+    ),
+]
+
+
+class CourseBookingItem(BaseModel):
+    """One item of ``people_product``: a booking, or a change to a booked course.
+
+    Which course an item means: a non-empty ``asset_id``; else a ``booking_number``
+    already stored; else a new ``booking_number`` books a new course (needing
+    person_id, product_id, date_of_birth, license_type, drivers_license, mobile_phone
+    or home_phone, street, city, state, country, course_datetime, course_location,
+    booking_number, dealer_code, course_price, booking_source and course_status); else
+    the person's one open course of ``product_id``. Items are independent: each
+    succeeds or fails alone, and says why in its ``receipt``. Unknown fields are
+    ignored; empty values are absent (they never clear a stored value).
+    """
+
+    person_id: people.DocId = None
+    product_id: people.DocId = None
+    asset_id: people.DocId = None
+    course_datetime: DocDateTime = None
+    course_date_end: DocDateTime = None
+    rider_instructor_1: DocInstructor = None
+    rider_instructor_2: DocInstructor = None
+    course_location: DocCourseLocation = None
+    course_feedback: DocCourseFeedback = None
+    booking_number: people.DocShortText = None
+    dealer_code: people.DocShortText = None
+    course_price: DocPrice = None
+    booking_source: DocBookingSource = None
+    course_status: DocCourseStatus = None
+    mobile_phone: people.DocPhone = None
+    home_phone: people.DocPhone = None
+    postcode: people.DocPostcode = None
+    street: people.DocStreet = None
+    city: people.DocShortText = None
+    state: people.DocShortText = None
+    country: people.DocShortText = None
+    drivers_license: people.DocLicence = None
+    license_type: people.DocLicenseType = None
+    date_of_birth: people.DocBirthDate = None
+    opt_in: people.DocFlag = None
+
+
+class RiderCoursesRequest(BaseModel):
+    """Operation 1's body: bookings and course status changes."""
+
+    people_product: list[CourseBookingItem]
+
+
+RIDER_COURSES_EXAMPLE: dict[str, object] = {
+    "people_product": [
+        {
+            "person_id": "00Q5g00000XyZaBEAU",
+            "product_id": "01t5g00000PqRsTEAV",
+            "asset_id": "",
+            "course_datetime": "2026-12-05 08:30:00",
+            "course_date_end": "2026-12-05 16:30:00",
+            "rider_instructor_1": "Sam Lee",
+            "course_location": "somerton",
+            "course_feedback": "",
+            "booking_number": "HB-102938",
+            "dealer_code": "D001",
+            "course_price": "249.00",
+            "booking_source": "Website",
+            "course_status": "booked",
+            "mobile_phone": "0412 345 678",
+            "postcode": "3064",
+            "street": "12 Main St",
+            "city": "Craigieburn",
+            "state": "VIC",
+            "country": "Australia",
+            "drivers_license": "L1234567",
+            "license_type": "CYL",
+            "date_of_birth": "1999-04-12",
+            "opt_in": True,
+        },
+        {"asset_id": "02i5g00000LmNoPEAW", "course_status": "cancelled"},
+    ]
+}
+
+
+class CourseResult(BaseModel):
+    """One entry of ``details``: how one item went."""
+
+    delivery: Literal["true", "false"] = Field(description="Whether the item was applied.")
+    receipt: str = Field(description="What was done, or why the item was refused.")
+    person_id: str = Field(description="The person id the item gave, echoed as sent.")
+    product_id: str = Field(description="The course's product (18 characters).")
+    contact_id: str = Field(description="The contact: the person, or the lead's contact.")
+    asset_id: str = Field(description="The course (18 characters).")
+    course_datetime: str
+    course_date_end: str
+
+
+class RiderCoursesResponse(BaseModel):
+    """Operation 1's answer: one entry per item, in order."""
+
+    details: list[CourseResult]
+    audit_id: str = Field(description="The request's audit record.")
+
+
+class StatusChange(BaseModel):
+    from_status: str | None = Field(description="null for the booking itself.")
+    to_status: str
+    changed_at: dt.datetime
+    audit_id: str = Field(description="The audit record of the request that made the change.")
+
+
+class BookedCourse(BaseModel):
+    """A booked course (an asset) with its status history, oldest change first."""
+
+    id: str
+    person_id: str
+    product_id: str
+    booking_number: str | None
+    course_status: str
+    course_feedback: str | None
+    course_datetime: str | None
+    course_date_end: str | None
+    course_location: str | None
+    rider_instructor_1: str | None
+    rider_instructor_2: str | None
+    dealer_code: str | None
+    course_price: str | None = Field(description='A decimal as text, such as "249.00".')
+    booking_source: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    status_history: list[StatusChange]

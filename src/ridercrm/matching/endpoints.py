@@ -10,12 +10,22 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from ridercrm.fields import error_messages
+from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
 from ridercrm.http.runtime import Outcome, operation, run_post
 from ridercrm.matching import service
 from ridercrm.matching.keys import Identity
-from ridercrm.matching.schemas import LeadsMatchQuery, PeopleMatchQuery
+from ridercrm.matching.schemas import (
+    LEADS_MATCH_EXAMPLE,
+    PEOPLE_MATCH_EXAMPLE,
+    LeadsMatchQuery,
+    LeadsMatchRequest,
+    MatchRefusal,
+    MatchResponse,
+    PeopleMatchQuery,
+    PeopleMatchRequest,
+)
 from ridercrm.people.models import CONTACT
 
 router = APIRouter(tags=["matching"])
@@ -71,7 +81,24 @@ def _handler(call: Call, model: type[BaseModel], *, leads_only: bool) -> Any:
     return handler
 
 
-@router.post("/crm/people/match")
+@router.post(
+    "/crm/people/match",
+    summary="Find a contact or unconverted lead (operation 3; scope match)",
+    openapi_extra=openapi.request_body(
+        PeopleMatchRequest,
+        example=PEOPLE_MATCH_EXAMPLE,
+        bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
+            openapi.json_content(openapi.ref(MatchResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.json_content(openapi.ref(MatchRefusal)),
+    ),
+)
 async def match_people(
     request: Request,
     call: Call = Depends(operation("crm.people_match", scope="match", shape=match_failure_shape)),
@@ -82,7 +109,24 @@ async def match_people(
     )
 
 
-@router.post("/crm/leads/match")
+@router.post(
+    "/crm/leads/match",
+    summary="Find an unconverted lead (operation 4; scope match)",
+    openapi_extra=openapi.request_body(
+        LeadsMatchRequest,
+        example=LEADS_MATCH_EXAMPLE,
+        bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
+            openapi.json_content(openapi.ref(MatchResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.json_content(openapi.ref(MatchRefusal)),
+    ),
+)
 async def match_leads(
     request: Request,
     call: Call = Depends(operation("crm.leads_match", scope="match", shape=match_failure_shape)),

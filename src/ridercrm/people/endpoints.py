@@ -8,13 +8,24 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
 from ridercrm.http.validation import items_of, parse_model
 from ridercrm.people import modify, service
 from ridercrm.people.models import CONTACT, LEAD
-from ridercrm.people.schemas import PersonCreate, PersonRead
+from ridercrm.people.schemas import (
+    MODIFY_EXAMPLE,
+    NEW_PERSON_EXAMPLE,
+    ModifyRefusal,
+    ModifyRequest,
+    ModifyResponse,
+    NewPerson,
+    PeopleFound,
+    PersonCreate,
+    PersonRead,
+)
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 crm_router = APIRouter(tags=["people"])
@@ -29,7 +40,16 @@ def _creator(kind: str) -> Any:
     return handler
 
 
-@router.post("/contacts", status_code=201)
+@router.post(
+    "/contacts",
+    status_code=201,
+    summary="Create a contact",
+    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    responses=openapi.responses(
+        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
+        refused=openapi.ADMIN_POST_REFUSALS,
+    ),
+)
 async def create_contact(
     request: Request, call: Call = Depends(operation("admin.create_contact", scope="admin"))
 ) -> Response:
@@ -37,7 +57,16 @@ async def create_contact(
     return await run_post(request, call, _creator(CONTACT))
 
 
-@router.post("/leads", status_code=201)
+@router.post(
+    "/leads",
+    status_code=201,
+    summary="Create a lead",
+    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    responses=openapi.responses(
+        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
+        refused=openapi.ADMIN_POST_REFUSALS,
+    ),
+)
 async def create_lead(
     request: Request, call: Call = Depends(operation("admin.create_lead", scope="admin"))
 ) -> Response:
@@ -45,7 +74,14 @@ async def create_lead(
     return await run_post(request, call, _creator(LEAD))
 
 
-@router.get("/people/{person_id}")
+@router.get(
+    "/people/{person_id}",
+    summary="Read a contact or lead",
+    responses=openapi.responses(
+        ok=(200, "The person.", openapi.json_content(openapi.ref(PersonRead))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
 async def read_person(
     request: Request,
     person_id: str,
@@ -62,7 +98,18 @@ async def read_person(
     return await run_read(request, handler)
 
 
-@router.get("/people")
+@router.get(
+    "/people",
+    summary="Search people by name, e-mail or phone",
+    responses=openapi.responses(
+        ok=(
+            200,
+            "The people found (at most limit).",
+            openapi.json_content(openapi.ref(PeopleFound)),
+        ),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
 async def search_people(
     request: Request,
     q: str = Query(
@@ -91,7 +138,24 @@ def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
     }
 
 
-@crm_router.post("/crm/modify")
+@crm_router.post(
+    "/crm/modify",
+    summary="Modify people's stored fields, several per request (operation 2; scope people)",
+    openapi_extra=openapi.request_body(
+        ModifyRequest,
+        example=MODIFY_EXAMPLE,
+        bracket_pattern=r"^people_data\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Every item was processed; status and items_failed say whether all were applied.",
+            openapi.json_content(openapi.ref(ModifyResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.json_content(openapi.ref(ModifyRefusal)),
+    ),
+)
 async def modify_people(
     request: Request,
     call: Call = Depends(operation("crm.modify", scope="people", shape=modify_failure_shape)),

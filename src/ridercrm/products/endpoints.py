@@ -8,17 +8,35 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read
 from ridercrm.http.validation import parse_model
 from ridercrm.products import service
-from ridercrm.products.schemas import ProductCreate, ProductRead
+from ridercrm.products.schemas import (
+    PRODUCT_EXAMPLE,
+    NewProduct,
+    Product,
+    ProductCreate,
+    ProductRead,
+)
 
 router = APIRouter(tags=["products"])
 
 
-@router.get("/crm/products")
+@router.get(
+    "/crm/products",
+    summary="List products (scope products)",
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Every product.",
+            openapi.json_content({"type": "array", "items": openapi.ref(Product)}),
+        ),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
 async def list_products(
     request: Request, _call: Call = Depends(operation("crm.products", scope="products"))
 ) -> Response:
@@ -32,7 +50,18 @@ async def list_products(
     return await run_read(request, handler)
 
 
-@router.post("/admin/products", status_code=201, tags=["admin"])
+@router.post(
+    "/admin/products",
+    status_code=201,
+    tags=["admin"],
+    summary="Create a product",
+    openapi_extra=openapi.request_body(NewProduct, example=PRODUCT_EXAMPLE),
+    responses=openapi.responses(
+        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
+        refused=openapi.ADMIN_POST_REFUSALS,
+        notes={409: "Or another product already has this code."},
+    ),
+)
 async def create_product(
     request: Request, call: Call = Depends(operation("admin.create_product", scope="admin"))
 ) -> Response:
@@ -49,7 +78,15 @@ async def create_product(
     return await run_post(request, call, handler)
 
 
-@router.get("/admin/products/{product_id}", tags=["admin"])
+@router.get(
+    "/admin/products/{product_id}",
+    tags=["admin"],
+    summary="Read a product",
+    responses=openapi.responses(
+        ok=(200, "The product.", openapi.json_content(openapi.ref(Product))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
 async def read_product(
     request: Request,
     product_id: str,

@@ -1,0 +1,35 @@
+"""Audit records as the admin API returns them (documentation of the wire)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class AuditEntry(BaseModel):
+    """One request as the audit trail keeps it."""
+
+    id: str
+    created_at: dt.datetime
+    operation: str = Field(description="e.g. crm.rider_courses, admin.read_person, unrouted.")
+    method: str
+    path: str
+    api_key_id: int | None
+    api_key_name: str | None
+    content_type: str | None
+    request_body: str | None = Field(description="As received; invalid bytes as \\x.. escapes.")
+    response_status: int
+    response_body: str | None
+    duration_ms: float
+    failure_reason: str | None
+    outcomes: Any = Field(description="Per-item outcomes, or the match explanation.")
+    idempotency_key: str | None
+    replay_of: str | None = Field(description="The audit record whose answer was replayed.")
+
+
+class AuditEntries(BaseModel):
+    """Audit records, newest first."""
+
+    records: list[AuditEntry]
