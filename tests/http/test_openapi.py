@@ -1,0 +1,207 @@
+"""The OpenAPI document describes the real interface, and cannot silently lose it.
+
+tests/fuzz/test_schemathesis.py checks every response against the document; these
+check that the document keeps what clients rely on: the four operations with their
+four request media types, operation 1's plain text failure, the headers, the keys.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+
+from ridercrm.app import create_app
+from ridercrm.config import Settings
+from ridercrm.courses.schemas import CourseBookingItem, CourseItem
+from ridercrm.matching.schemas import (
+    LeadsMatchPerson,
+    LeadsMatchQuery,
+    PeopleMatchPerson,
+    PeopleMatchQuery,
+)
+from ridercrm.people.modify import PersonModify
+from ridercrm.people.schemas import NewPerson, PersonChange, PersonCreate
+from ridercrm.products.schemas import NewProduct, ProductCreate
+
+OPERATIONS = (
+    "/crm/people/rider_courses",
+    "/crm/modify",
+    "/crm/people/match",
+    "/crm/leads/match",
+)
+REQUEST_MEDIA = {
+    "application/json",
+    "text/json",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+}
+REFUSALS = ("400", "401", "403", "409", "413", "415", "422", "429")
+FAILURE_TEXT = "Status update failed."
+
+
+def served_document(base_path: str = "") -> dict[str, Any]:
+    """The document as ``GET /openapi.json`` serves it (no database is touched)."""
+    app = create_app(Settings(database_url="sqlite://", base_path=base_path))
+    with TestClient(app) as client:
+        response = client.get("/openapi.json")
+    app.state.services.engine.dispose()
+    assert response.status_code == 200
+    assert "x-audit-id" not in response.headers
+    result: dict[str, Any] = response.json()
+    return result
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    return served_document()
+
+
+def operation(doc: dict[str, Any], path: str, method: str = "post") -> dict[str, Any]:
+    result: dict[str, Any] = doc["paths"][path][method]
+    return result
+
+
+def resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        result: dict[str, Any] = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        return result
+    return schema
+
+
+@pytest.mark.parametrize("base_path", ["", "/services/apexrest"])
+def test_the_four_operations_take_the_four_request_types(base_path: str) -> None:
+    doc = served_document(base_path)
+    for path in OPERATIONS:
+        post = operation(doc, base_path + path)
+        content = post["requestBody"]["content"]
+        assert set(content) == REQUEST_MEDIA, path
+        body = resolve(doc, content["application/json"]["schema"])
+        for media in ("text/json", "text/plain"):
+            assert content[media]["schema"] == content["application/json"]["schema"]
+        form = content["application/x-www-form-urlencoded"]
+        variants = form["schema"]["oneOf"]
+        # JSON-valued fields, JSON text as the raw body, bracket fields.
+        assert variants[0] == content["application/json"]["schema"]
+        assert variants[1]["type"] == "string"
+        assert variants[1]["contentMediaType"] == "application/json"
+        assert variants[2]["patternProperties"]
+        assert set(form["encoding"]) == set(body["properties"])
+        assert {"json_fields", "json_text", "bracket_fields"} <= set(form["examples"])
+        assert "Idempotency-Key" in [parameter["name"] for parameter in post["parameters"]]
+
+
+def test_rider_courses_fails_as_plain_text_with_its_reason_in_a_header(
+    doc: dict[str, Any],
+) -> None:
+    responses = operation(doc, "/crm/people/rider_courses")["responses"]
+    assert set(responses["200"]["content"]) == {"application/json", "text/json"}
+    for status in REFUSALS:
+        response = responses[status]
+        assert set(response["content"]) == {"text/plain"}, status
+        assert response["content"]["text/plain"]["schema"]["const"] == FAILURE_TEXT
+        assert response["headers"]["X-Failure-Reason"]["required"] is True
+        assert response["headers"]["X-Audit-Id"]["required"] is True
+    assert "WWW-Authenticate" in responses["401"]["headers"]
+    assert "Retry-After" in responses["429"]["headers"]
+
+
+def test_every_response_shape_is_named(doc: dict[str, Any]) -> None:
+    expected = {
+        "/crm/people/rider_courses": ("RiderCoursesResponse", None),
+        "/crm/modify": ("ModifyResponse", "ModifyRefusal"),
+        "/crm/people/match": ("MatchResponse", "MatchRefusal"),
+        "/crm/leads/match": ("MatchResponse", "MatchRefusal"),
+    }
+    for path, (ok, refusal) in expected.items():
+        responses = operation(doc, path)["responses"]
+        for media in ("application/json", "text/json"):
+            assert responses["200"]["content"][media]["schema"]["$ref"].endswith("/" + ok)
+            if refusal is not None:
+                for status in REFUSALS:
+                    schema = responses[status]["content"][media]["schema"]
+                    assert schema["$ref"].endswith("/" + refusal), (path, status)
+    courses = doc["components"]["schemas"]["RiderCoursesResponse"]
+    assert set(courses["required"]) == {"details", "audit_id"}
+    match = doc["components"]["schemas"]["MatchResponse"]
+    assert set(match["properties"]) == {"delivery", "receipt", "ID", "audit_ID", "match"}
+    assert "match" not in match["required"]
+
+
+def test_every_route_names_its_keys_and_audit_header(doc: dict[str, Any]) -> None:
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {**schemes["bearer"], "type": "http", "scheme": "bearer"}
+    assert schemes["apiKey"] == {
+        **schemes["apiKey"],
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+    }
+    assert doc["security"] == [{"bearer": []}, {"apiKey": []}]
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    for path, methods in doc["paths"].items():
+        for method, described in methods.items():
+            if path in ("/healthz", "/readyz", "/metrics"):
+                assert described["security"] == []
+                continue
+            for status, response in described["responses"].items():
+                if status != "503":
+                    assert "X-Audit-Id" in response["headers"], (method, path, status)
+                    assert "422" not in described["responses"] or method == "post"
+            if method == "post":
+                names = [parameter["name"] for parameter in described["parameters"]]
+                assert "Idempotency-Key" in names, path
+    products = operation(doc, "/crm/products", "get")["responses"]["200"]["content"]
+    assert products["application/json"]["schema"]["type"] == "array"
+
+
+@pytest.mark.parametrize(
+    ("documented", "runtime"),
+    [
+        (CourseBookingItem, CourseItem),
+        (PersonChange, PersonModify),
+        (NewPerson, PersonCreate),
+        (PeopleMatchPerson, PeopleMatchQuery),
+        (LeadsMatchPerson, LeadsMatchQuery),
+        (NewProduct, ProductCreate),
+    ],
+)
+def test_the_document_names_the_fields_the_service_reads(
+    documented: type[BaseModel], runtime: type[BaseModel]
+) -> None:
+    assert set(documented.model_fields) == set(runtime.model_fields)
+
+
+def _send(client: TestClient, path: str, media: str, example: Any, headers: dict[str, str]) -> Any:
+    if media == "application/x-www-form-urlencoded":
+        if isinstance(example, str):
+            content = example
+        else:
+            content = urlencode(
+                {k: v if isinstance(v, str) else json.dumps(v) for k, v in example.items()}
+            )
+    else:
+        content = json.dumps(example)
+    return client.post(path, content=content, headers={**headers, "Content-Type": media})
+
+
+def test_the_documented_examples_are_accepted_in_every_form(
+    client: TestClient, admin_headers: dict[str, str], doc: dict[str, Any]
+) -> None:
+    for path in OPERATIONS:
+        content = operation(doc, path)["requestBody"]["content"]
+        for media in REQUEST_MEDIA - {"application/x-www-form-urlencoded"}:
+            response = _send(client, path, media, content[media]["example"], admin_headers)
+            assert response.status_code == 200, (path, media, response.text)
+        form = content["application/x-www-form-urlencoded"]["examples"]
+        for name, example in form.items():
+            response = _send(
+                client, path, "application/x-www-form-urlencoded", example["value"], admin_headers
+            )
+            assert response.status_code == 200, (path, name, response.text)
+            if path == "/crm/leads/match":
+                assert "match" in response.json(), name
