@@ -82,11 +82,12 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
 
 
 def _lock_in_order(session: Session, items: list[Any]) -> None:
-    """On PostgreSQL, lock the courses the items name, then their people, in id order.
+    """On PostgreSQL, lock the people the items name, then their courses, before any item.
 
-    Every request takes its locks in this one order before its first item (see
-    ``people.lock_in_order``), so requests naming the same courses and people in
-    different orders queue instead of deadlocking.
+    The order is the one items take anyway — a lead, then the contact it becomes, then
+    the course (``people.lock_in_order``: leads before contacts, each in id order) — so a
+    request that already sees a course and one that books it at the same moment queue
+    instead of deadlocking.
     """
     if session.get_bind().dialect.name == "sqlite":
         return
@@ -94,15 +95,12 @@ def _lock_in_order(session: Session, items: list[Any]) -> None:
     asset_ids = {canonical_id(i.get("asset_id"), RecordKind.ASSET) for i in objects} - {None}
     numbers = {number for i in objects if (number := _booking_number(i.get("booking_number")))}
     person_ids = {canonical_id(i.get("person_id")) for i in objects} - {None}
+    named = or_(Asset.id.in_(asset_ids), Asset.booking_number.in_(numbers))
     if asset_ids or numbers:
-        courses = session.execute(
-            select(Asset.id, Asset.person_id)
-            .where(or_(Asset.id.in_(asset_ids), Asset.booking_number.in_(numbers)))
-            .order_by(Asset.id)
-            .with_for_update()
-        ).all()
-        person_ids |= {row.person_id for row in courses}
+        person_ids |= set(session.scalars(select(Asset.person_id).where(named)))
     people.lock_in_order(session, {p for p in person_ids if p})
+    if asset_ids or numbers:
+        session.execute(select(Asset.id).where(named).order_by(Asset.id).with_for_update()).all()
 
 
 def _booking_number(value: Any) -> str | None:

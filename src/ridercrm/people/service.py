@@ -65,11 +65,11 @@ def lock_person(session: Session, person_id: str) -> Person | None:
 
 
 def lock_in_order(session: Session, person_ids: Collection[str]) -> None:
-    """Lock these people, and the contacts of those that are converted leads, in id order.
+    """Lock these people, and the contacts of converted leads: leads first, each in id order.
 
     On PostgreSQL a batch (operations 1 and 2) takes its locks this way before its first
-    item, after the courses it names (courses first, then people, each in id order:
-    the same order in every request), so two requests naming the same records in a
+    item, before the courses it names (people, then courses: the same order in every
+    request and in every item), so two requests naming the same records in a
     different order queue instead of deadlocking. Items then lock as they go; those rows
     are already held. SQLite has one writer at a time and needs none of this.
     """
@@ -81,9 +81,11 @@ def lock_in_order(session: Session, person_ids: Collection[str]) -> None:
         )
     ).all()
     wanted = set(person_ids) | {c for c in contacts if c}
-    session.execute(
-        select(Person.id).where(Person.id.in_(wanted)).order_by(Person.id).with_for_update()
-    ).all()
+    # Leads before contacts: converting a lead locks the lead, then its new contact.
+    in_order = (
+        select(Person.id).where(Person.id.in_(wanted)).order_by(Person.kind.desc(), Person.id)
+    )
+    session.execute(in_order.with_for_update()).all()
 
 
 def resolve(
