@@ -556,9 +556,10 @@ def whatif_note(results: list[LoadResult]) -> list[str]:
         "",
         "Rows marked *what-if*: the same load on SQLite against `bench/load_whatif.py`, the"
         " app with one change made in memory (`src/` unchanged): `sync-normal` is"
-        " `PRAGMA synchronous=NORMAL` instead of FULL; `flock` makes every write"
-        " transaction take an exclusive `flock` on a file next to the database first, so"
-        " writers queue in the kernel instead of in SQLite's busy handler; `audit-batch`"
+        " `PRAGMA synchronous=NORMAL` instead of FULL; `busy-wait` takes away the writers'"
+        " queue (`ridercrm.db.writer_turn`: an exclusive `flock` on a file next to the"
+        " database before `BEGIN IMMEDIATE`), so writers wait in SQLite's busy handler as"
+        " they did before it; `audit-batch`"
         " commits the audit records of requests that finish together in one transaction"
         " (each request still waits until its record is committed).",
     ]
@@ -644,8 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="CHANGES",
-        help="also measure SQLite with bench/load_whatif.py changes, e.g. flock or"
-        " flock,sync-normal (repeat for several runs)",
+        help="also measure SQLite with bench/load_whatif.py changes, e.g. busy-wait or"
+        " busy-wait,sync-normal (repeat for several runs)",
     )
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)

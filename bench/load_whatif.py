@@ -8,10 +8,10 @@ worker process:
 - ``sync-normal``: SQLite ``PRAGMA synchronous=NORMAL`` instead of FULL (in WAL mode a
   commit then writes the WAL without fsync; it survives a crash of the process, not a
   power loss);
-- ``flock``: every write transaction on SQLite first takes an exclusive ``flock`` on a
-  file next to the database and holds it until the transaction ends, so writers queue
-  in the kernel instead of in SQLite's busy handler, which polls the write lock with
-  sleeps growing to 100 ms and lets newcomers overtake a sleeping writer;
+- ``busy-wait``: SQLite writers do not queue for their turn (``ridercrm.db.writer_turn``,
+  an exclusive ``flock`` on a file next to the database) but wait only in SQLite's busy
+  handler, which polls the write lock with sleeps growing to 100 ms and lets newcomers
+  overtake a sleeping writer: the service as it was before the queue;
 - ``audit-batch``: audit records are committed by one writer thread per process, many
   in one transaction (group commit): a request still waits until its record is
   committed before its answer is sent, but the requests that finish together share
@@ -23,18 +23,15 @@ Only for measuring what would shorten the latency tails; not a way to run the se
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 
-from sqlalchemy import event, make_url
+from sqlalchemy import event
 
 WHATIF_ENV = "RIDERCRM_BENCH_WHATIF"
-CHANGES = ("sync-normal", "flock", "audit-batch")
+CHANGES = ("sync-normal", "busy-wait", "audit-batch")
 AUDIT_WAIT_S = 60.0
 AUDIT_BATCH = 200
 
@@ -65,24 +62,10 @@ def _synchronous_normal(app_module: Any) -> None:
     app_module.build_engine = build_engine
 
 
-def _flocked(original: Callable[..., Any], lock_path: str) -> Callable[..., Any]:
-    @contextlib.contextmanager
-    def session_scope(factory: Any, *, write: bool = False) -> Iterator[Any]:
-        if not write:
-            with original(factory) as session:
-                yield session
-            return
-        # One open file per transaction: flock locks belong to the open file, so
-        # threads sharing one descriptor would not exclude each other.
-        with open(lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                with original(factory, write=True) as session:
-                    yield session
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+def _busy_wait() -> None:
+    from ridercrm import db
 
-    return session_scope
+    db._queue_sqlite_writers = lambda engine: None
 
 
 class AuditBatcher:
@@ -146,16 +129,14 @@ def _batched_audit(middleware: Any) -> None:
 def create_app() -> Any:
     from ridercrm import app as app_module
     from ridercrm.config import Settings
-    from ridercrm.http import middleware, runtime
+    from ridercrm.http import middleware
 
     settings = Settings()
     wanted = changes()
     if "sync-normal" in wanted:
         _synchronous_normal(app_module)
-    if "flock" in wanted and settings.is_sqlite:
-        lock_path = f"{make_url(settings.database_url).database}.writelock"
-        runtime.session_scope = _flocked(runtime.session_scope, lock_path)  # type: ignore[attr-defined]
-        middleware.session_scope = _flocked(middleware.session_scope, lock_path)  # type: ignore[attr-defined]
+    if "busy-wait" in wanted:
+        _busy_wait()
     if "audit-batch" in wanted:
         _batched_audit(middleware)
     return app_module.create_app(settings)

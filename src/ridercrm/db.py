@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Engine, MetaData, Table, create_engine, event, insert
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Engine,
+    MetaData,
+    Table,
+    create_engine,
+    event,
+    insert,
+    make_url,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from ridercrm.config import Settings
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not a POSIX system: writers wait in SQLite only
+    fcntl = None  # type: ignore[assignment]
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -64,6 +80,7 @@ def build_engine(settings: Settings) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         _tune_sqlite(engine, settings.sqlite_busy_timeout_ms, settings.sqlite_mmap_mb)
+        _queue_sqlite_writers(engine)
         return engine
     return create_engine(
         url,
@@ -98,24 +115,64 @@ def _tune_sqlite(engine: Engine, busy_timeout_ms: int, mmap_mb: int) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
+_WRITER_QUEUES: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
+"""SQLite engines whose writers queue for their turn, each with its lock file."""
+
+
+def _queue_sqlite_writers(engine: Engine) -> None:
+    """Make this engine's writers take turns in arrival order (see ``writer_turn``)."""
+    database = make_url(str(engine.url)).database
+    if fcntl is None or not database or database == ":memory:" or database.startswith("file:"):
+        return
+    _WRITER_QUEUES[engine] = f"{database}.writelock"
+
+
+@contextmanager
+def writer_turn(engine: Any) -> Iterator[None]:
+    """Wait for this writer's turn on a SQLite database, in arrival order; hold it until done.
+
+    SQLite admits one writer at a time, and one that finds the write lock taken waits in
+    its busy handler, which sleeps up to 100 ms between tries while newcomers overtake
+    it: most writes go straight through and a few wait for seconds (bench/README.md,
+    Load). Here writers first take an exclusive ``flock`` on a file next to the database,
+    so the kernel queues them (across threads and worker processes, and for
+    ``ridercrm import`` beside a running server) and each then finds the write lock free.
+    The file is opened per transaction because a ``flock`` belongs to the open file:
+    threads sharing one descriptor would not exclude each other. Closing it, or the
+    process dying, releases the turn. Writers from other programs still wait in the
+    busy handler, within ``RIDERCRM_SQLITE_BUSY_TIMEOUT_MS``.
+    """
+    path = _WRITER_QUEUES.get(engine)
+    if path is None:
+        yield
+        return
+    with open(path, "ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
 @contextmanager
 def session_scope(factory: sessionmaker[Session], *, write: bool = False) -> Iterator[Session]:
-    """Run a unit of work: commit when the block ends normally, roll back otherwise."""
-    session = factory()
-    if write:
-        session.connection(execution_options=WRITE)
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
+    """Run a unit of work: commit when the block ends normally, roll back otherwise.
+
+    A writing unit of work on SQLite first waits for its turn (``writer_turn``).
+    """
+    with writer_turn(factory.kw.get("bind")) if write else nullcontext():
+        session = factory()
+        if write:
+            session.connection(execution_options=WRITE)
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
 
 
 def bulk_insert(
