@@ -24,14 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory
-from ridercrm.demo import demo_people
-from ridercrm.ids import RecordKind, new_id
-from ridercrm.migrate import upgrade
-from ridercrm.transfer.checks import default_workers
-from ridercrm.transfer.columns import CONTACTS
-from ridercrm.transfer.importer import import_csv
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.report import cpu_model  # noqa: E402
+from ridercrm.config import Settings  # noqa: E402
+from ridercrm.db import build_engine, session_factory  # noqa: E402
+from ridercrm.demo import demo_people  # noqa: E402
+from ridercrm.ids import RecordKind, new_id  # noqa: E402
+from ridercrm.migrate import upgrade  # noqa: E402
+from ridercrm.transfer.checks import default_workers  # noqa: E402
+from ridercrm.transfer.columns import CONTACTS  # noqa: E402
+from ridercrm.transfer.importer import import_csv  # noqa: E402
 
 TARGET = 20_000  # people per second
 
@@ -97,16 +102,6 @@ def import_by_command(url: str, csv_path: Path, count: int) -> float:
     if done.returncode != 0 or expected not in done.stdout:
         raise SystemExit(f"the command failed ({done.returncode}): {done.stdout}{done.stderr}")
     return elapsed
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

@@ -37,7 +37,6 @@ import datetime as dt
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -52,13 +51,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import harness, match_perf  # noqa: E402
+from bench import harness, match_perf, report  # noqa: E402
 from bench.crash_safety import person_body  # noqa: E402
 from bench.operations_bench import new_booking  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
 SECTION = "## Load"
-NOTES = "### Notes"  # a hand-written subsection that --write keeps
 BOOK_PATH = "/crm/people/rider_courses"
 MODIFY_PATH = "/crm/modify"
 MATCH_PATH = "/crm/people/match"
@@ -510,9 +508,9 @@ def details(results: list[LoadResult]) -> list[str]:
 
 
 def section(args: argparse.Namespace, results: list[LoadResult]) -> str:
-    m = match_perf.machine()
+    m = report.machine()
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    code = _code_version()
+    code = report.code_version()
     command = " ".join([".venv/bin/python bench/load_bench.py", *args.argv])
     return "\n".join(
         [
@@ -576,56 +574,6 @@ def _pg_version(args: argparse.Namespace) -> str:
         return "unknown"
 
 
-def _code_version() -> str:
-    """The commit of the ridercrm the servers run (the first on $PYTHONPATH, else this
-    checkout's), and whether its src/ had uncommitted changes."""
-    root = ROOT
-    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry and (Path(entry) / "ridercrm").is_dir():
-            root = Path(entry).resolve().parent
-            break
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"commit {head}" + (" with uncommitted changes in src/" if dirty else "")
-
-
-def write_section(text: str) -> None:
-    """Replace our own section of bench/README.md (re-read just before writing), or
-    append it; every other section is left alone, and so is a hand-written
-    ``### Notes`` subsection at the end of ours."""
-    current = README.read_text(encoding="utf-8")
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    found = pattern.search(current)
-    if found is None:
-        README.write_text(
-            current.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n", encoding="utf-8"
-        )
-        return
-    old = found.group(0)
-    notes = old.find("\n" + NOTES)
-    kept = old[notes:].strip("\n") if notes >= 0 else ""
-    new = text.rstrip("\n") + ("\n\n" + kept if kept else "") + "\n\n"
-    updated = current[: found.start()] + new + current[found.end() :]
-    README.write_text(updated.rstrip("\n") + "\n", encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", choices=("sqlite", "postgresql", "both"), default="both")
@@ -673,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     print("\n".join(details(results)))
     if args.write:
-        write_section(section(args, results))
+        report.write_section(section(args, results))
         print(f"wrote section '{SECTION}' of bench/README.md", file=sys.stderr)
     errors = sum(r.errors for r in results)
     if errors:

@@ -39,12 +39,10 @@ import csv
 import datetime as dt
 import json
 import os
-import platform
 import random
 import shutil
 import signal
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -61,9 +59,12 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import Engine, func, insert, select  # noqa: E402
 
+from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
 from ridercrm.matching import repository, score  # noqa: E402
@@ -77,7 +78,6 @@ from ridercrm.transfer.importer import import_csv  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
 SECTION = "## Matching performance"
-NOTES = "### Notes"  # a hand-written subsection that --write keeps
 RIDERCRM = ROOT / ".venv" / "bin" / "ridercrm"
 MATCH_PATH = "/crm/people/match"
 TRIVIAL_PATH = "/crm/products"
@@ -1091,22 +1091,6 @@ def measure_throughput(
 # --------------------------------------------------------------------------- report
 
 
-def machine() -> dict[str, str]:
-    model = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": str(os.cpu_count()),
-        "cpu": model,
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "system": f"{platform.system()} {platform.release()}",
-    }
-
-
 def _mb(size: int) -> str:
     return f"{size / 1e6:,.0f} MB"
 
@@ -1388,33 +1372,6 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def write_readme(section: str) -> None:
-    """Replace this benchmark's section of bench/README.md (re-read just before writing).
-
-    A hand-written ``### Notes`` subsection at the end of the old section is kept.
-    """
-    text = README.read_text(encoding="utf-8") if README.exists() else "# Benchmarks\n"
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
-    new_section = section.rstrip("\n").splitlines()
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + "\n".join(new_section) + "\n"
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        notes = next((i for i in range(start + 1, end) if lines[i].strip().startswith(NOTES)), None)
-        if notes is not None:
-            kept = lines[notes:end]
-            while kept and not kept[-1].strip():
-                kept.pop()
-            new_section += ["", *kept]
-        after = lines[end:]
-        new_lines = lines[:start] + new_section + (["", *after] if after else [])
-        new = "\n".join(new_lines) + "\n"
-    README.write_text(new, encoding="utf-8")
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -1515,7 +1472,7 @@ def main() -> None:
     print()
     print(section)
     if args.write:
-        write_readme(section)
+        write_section(section)
         print(f"updated {README.relative_to(ROOT)}")
 
 

@@ -28,7 +28,6 @@ import datetime as dt
 import json
 import os
 import platform
-import re
 import signal
 import socket
 import statistics
@@ -45,6 +44,11 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.report import code_version, cpu_model, write_section  # noqa: E402
+
 README = ROOT / "bench" / "README.md"
 SECTION = "## Operations 1 and 2"
 COMMAND = ".venv/bin/python bench/operations_bench.py --write"
@@ -566,39 +570,6 @@ def report(runs: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def cpu_model() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or "unknown"
-    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    return match.group(1).strip() if match else "unknown"
-
-
-def code_version() -> str:
-    """The commit measured, and whether src/ had uncommitted changes (others work in this tree)."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (not a git checkout)"
-    return f"commit {head}" + (" with uncommitted changes in src/" if dirty else "")
-
-
 def section(args: argparse.Namespace, runs: list[RunResult], table: str, code: str) -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
@@ -634,17 +605,6 @@ def section(args: argparse.Namespace, runs: list[RunResult], table: str, code: s
             "",
         ]
     )
-
-
-def write_section(text: str) -> None:
-    """Replace our own section of bench/README.md (or add it); leave everything else alone."""
-    current = README.read_text() if README.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _m: text + "\n", current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    README.write_text(updated.rstrip("\n") + "\n")
 
 
 def main() -> int:

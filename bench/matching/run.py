@@ -42,6 +42,7 @@ from bench.matching import service
 from bench.matching.baseline import run_baseline
 from bench.matching.generate import KINDS, DataSet, Query, generate, summarise
 from bench.matching.metrics import Report, comparison_table, evaluate
+from bench.report import write_section
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "bench" / "README.md"
@@ -366,23 +367,6 @@ def readme_section(run: Run, ours: Report | None, base: Report) -> str:
     return f"{SECTION}\n\n{intro}\n\n{result_markdown(run, ours, base)}\n"
 
 
-def replace_section(path: Path, section: str, body: str) -> None:
-    """Put ``body`` (which starts with the ``section`` heading) in place of that section."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip("\n") == section), None)
-    if start is None:
-        joined = text.rstrip("\n") + "\n\n" + body
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-            len(lines),
-        )
-        after = "".join(lines[end:])
-        joined = "".join(lines[:start]) + body + ("\n" + after if after else "")
-    path.write_text(joined, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     run = Run(args)
@@ -409,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                 "error: --write needs our matcher's figures (not --baseline-only)", file=sys.stderr
             )
             return 2
-        replace_section(README, SECTION, readme_section(run, ours, base))
+        write_section(readme_section(run, ours, base), README)
         log(f"updated {README.relative_to(ROOT)}")
     return 0
 
