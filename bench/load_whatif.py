@@ -8,10 +8,10 @@ worker process:
 - ``sync-normal``: SQLite ``PRAGMA synchronous=NORMAL`` instead of FULL (in WAL mode a
   commit then writes the WAL without fsync; it survives a crash of the process, not a
   power loss);
-- ``busy-wait``: SQLite writers do not queue for their turn (``ridercrm.db.writer_turn``,
-  an exclusive ``flock`` on a file next to the database) but wait only in SQLite's busy
-  handler, which polls the write lock with sleeps growing to 100 ms and lets newcomers
-  overtake a sleeping writer: the service as it was before the queue;
+- ``busy-wait``: ``RIDERCRM_SQLITE_WRITER_QUEUE=false``: SQLite writers do not queue for
+  their turn (``ridercrm.db.writer_turn``, an exclusive ``flock`` on a file next to the
+  database) but wait only in SQLite's busy handler, which polls the write lock with
+  sleeps growing to 100 ms and lets newcomers overtake a sleeping writer;
 - ``audit-batch``: audit records are committed by one writer thread per process, many
   in one transaction (group commit): a request still waits until its record is
   committed before its answer is sent, but the requests that finish together share
@@ -60,12 +60,6 @@ def _synchronous_normal(app_module: Any) -> None:
         return engine
 
     app_module.build_engine = build_engine
-
-
-def _busy_wait() -> None:
-    from ridercrm import db
-
-    db._queue_sqlite_writers = lambda engine: None
 
 
 class AuditBatcher:
@@ -131,12 +125,12 @@ def create_app() -> Any:
     from ridercrm.config import Settings
     from ridercrm.http import middleware
 
-    settings = Settings()
     wanted = changes()
+    if "busy-wait" in wanted:
+        os.environ["RIDERCRM_SQLITE_WRITER_QUEUE"] = "false"
+    settings = Settings()
     if "sync-normal" in wanted:
         _synchronous_normal(app_module)
-    if "busy-wait" in wanted:
-        _busy_wait()
     if "audit-batch" in wanted:
         _batched_audit(middleware)
     return app_module.create_app(settings)

@@ -13,7 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -56,6 +58,43 @@ def test_a_writer_waits_its_turn_beyond_the_busy_timeout(
         names = set(session.scalars(select(ApiKey.name)))
     assert {"first", "second"} <= names
     assert (path.parent / "ridercrm.db.writelock").exists()
+    first.dispose()
+    second.dispose()
+
+
+def test_without_the_queue_the_busy_timeout_refuses_the_waiting_writer(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """RIDERCRM_SQLITE_WRITER_QUEUE=false: SQLite's busy handler alone, as the setting says."""
+    path = tmp_path / "ridercrm.db"
+    shutil.copy(sqlite_template, path)
+    settings = Settings(
+        database_url=f"sqlite:///{path}",
+        sqlite_busy_timeout_ms=BUSY_TIMEOUT_MS,
+        sqlite_writer_queue=False,
+    )
+    first, second = build_engine(settings), build_engine(settings)
+    holding, release = threading.Event(), threading.Event()
+
+    def long_writer() -> None:
+        with session_scope(session_factory(first), write=True) as session:
+            create_key(session, name="first", scopes=["admin"])
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=long_writer)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        with (
+            pytest.raises(OperationalError, match="locked"),
+            session_scope(session_factory(second), write=True),
+        ):
+            pass
+    finally:
+        release.set()
+        thread.join()
+    assert not (path.parent / "ridercrm.db.writelock").exists()
     first.dispose()
     second.dispose()
 

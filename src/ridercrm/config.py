@@ -44,6 +44,13 @@ class Settings(BaseSettings):
         ),
     )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
+    sqlite_writer_queue: bool = Field(
+        default=True,
+        description=(
+            "SQLite writers queue in arrival order on <database>.writelock instead of"
+            " polling the write lock: far shorter latency tails, less peak throughput"
+        ),
+    )
     sqlite_mmap_mb: int = Field(
         default=2048,
         ge=0,

@@ -80,7 +80,8 @@ def build_engine(settings: Settings) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         _tune_sqlite(engine, settings.sqlite_busy_timeout_ms, settings.sqlite_mmap_mb)
-        _queue_sqlite_writers(engine)
+        if settings.sqlite_writer_queue:
+            _queue_sqlite_writers(engine)
         return engine
     return create_engine(
         url,
