@@ -185,6 +185,29 @@ def test_import_products_from_a_salesforce_export_and_our_names(
     assert kilsyth["active"] is True  # absent: active
 
 
+def test_checkbox_cells_written_1_or_0_mean_true_or_false(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    contacts = write_csv(
+        tmp_path / "contacts.csv",
+        ["FirstName", "LastName", "Opt_In__c"],
+        [["Ann", "Nguyen", "1"], ["Bob", "Lee", " 0 "], ["Cat", "Ng", "2"], ["Dan", "Ho", "TRUE"]],
+    )
+    result = cli(db_url, "import", "contacts", str(contacts))
+    assert result.exit_code == 1, result.output
+    assert "line 4: opt_in: must be true or false" in result.output
+    opt_in = {p["first_name"]: p["opt_in"] for p in people(sessions).values()}
+    assert opt_in == {"Ann": True, "Bob": False, "Dan": True}
+    goods = write_csv(
+        tmp_path / "products.csv",
+        ["Name", "ProductCode", "UnitPrice", "IsActive"],
+        [["Licence Test", "LT", "379", "0"], ["Pre-Licence", "PL", "249", "1"]],
+    )
+    assert cli(db_url, "import", "products", str(goods)).exit_code == 0
+    active = {p["code"]: p["active"] for p in products(sessions).values()}
+    assert active == {"LT": False, "PL": True}
+
+
 def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
 ) -> None:
