@@ -234,7 +234,7 @@ def load_demo(
                 raise RuntimeError(f"demo person is invalid: {'; '.join(errors)}")
             row, row_keys = person_rows(kind, data, now=now)
             rows.append(row)
-            keys.extend(row_keys)
+            keys.extend({"key": key, "person_id": row["id"]} for key in row_keys)
         for start in range(0, len(rows), 5_000):
             session.execute(insert(PEOPLE_TABLE), rows[start : start + 5_000])
         for start in range(0, len(keys), 20_000):

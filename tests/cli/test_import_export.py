@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ridercrm.demo import load_demo
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
+from ridercrm.transfer.checks import UnreadableFile
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import BadRow, import_csv
 from tests.cli.transfer_helpers import (
@@ -340,6 +342,28 @@ def test_a_file_that_cannot_be_imported_exits_2_and_imports_nothing(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert people(sessions) == {}
+
+
+def test_an_import_leaves_the_cycle_collector_as_it_found_it(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    """The importer pauses Python's cycle collector for speed; a caller's process gets
+    it back on success and on failure alike."""
+    good = write_csv(tmp_path / "good.csv", ["first_name", "last_name"], [["Ann", "Ng"]])
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"first_name,last_name\n\xff\xfe,Ng\n")
+    assert gc.isenabled()
+    assert import_csv(sessions, CONTACTS, good).imported == 1
+    assert gc.isenabled()
+    with pytest.raises(UnreadableFile):
+        import_csv(sessions, CONTACTS, bad)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        import_csv(sessions, CONTACTS, good)
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
 
 
 def test_leads_keep_their_converted_contact(

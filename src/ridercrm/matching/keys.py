@@ -65,9 +65,13 @@ class Identity:
         )
 
 
+_blake2b = hashlib.blake2b  # bound once: _hash runs 8 times per imported person
+_from_bytes = int.from_bytes
+
+
 def _hash(text: str) -> int:
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    digest = _blake2b(text.encode(), digest_size=8).digest()
+    return _from_bytes(digest, "big", signed=True)
 
 
 def _sound(tokens: tuple[str, ...]) -> str | None:

@@ -54,7 +54,7 @@ class Checked(NamedTuple):
     # rows.PERSON_ROW_COLUMNS or PRODUCT_ROW_COLUMNS. Tuples and bare integers, not dicts,
     # because checked rows travel back from worker processes and dicts cost ~4x to pickle.
     row: tuple[Any, ...] | None
-    keys: list[int]  # a person's matching keys
+    keys: list[tuple[int, str]]  # a person's person_keys rows: (key, person id)
 
 
 @dataclass(frozen=True)
@@ -96,19 +96,19 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
                     _not_an_id("converted_contact_id", raw_link, "contact", RecordKind.CONTACT)
                 )
         row: tuple[Any, ...] | None = None
-        keys: list[int] = []
+        keys: list[tuple[int, str]] = []
         if not problems:
             if target.person_kind is None:
                 built = product_row(data, product_id=record_id, now=spec.now)
             else:
-                built, key_rows = person_rows(
+                built, person_keys = person_rows(
                     target.person_kind,
                     data,
                     person_id=record_id,
                     converted_contact_id=link,
                     now=spec.now,
                 )
-                keys = [key_row["key"] for key_row in key_rows]
+                keys = [(key, built["id"]) for key in person_keys]
             record_id = built["id"]
             row = tuple(built.values())
         code = data.get("code") if target.person_kind is None else None

@@ -9,6 +9,7 @@ number and reasons and skipped; it never stops the good rows.
 from __future__ import annotations
 
 import csv
+import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,7 +106,7 @@ def import_csv(
     reached after each batch. ``workers`` processes check rows (default: by file size
     and CPUs; 0 checks in this process). Raises ImportFailed when nothing was imported.
     """
-    with _open(path) as handle:
+    with _open(path) as handle, _no_cycle_collection():
         reader = csv.reader(handle)
         try:
             plan = plan_columns(target, read_header(reader))
@@ -132,6 +133,24 @@ def import_csv(
                 f"the database refused a row ({exc.orig}); nothing imported"
             ) from None
     return result
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause Python's cycle collector while rows are checked and written.
+
+    An import makes a few dozen objects per row, almost none in cycles (reference
+    counting frees them), yet the collector keeps walking every object still alive: it
+    cost about a tenth of the import's CPU. What cycles appear meanwhile are collected
+    when it resumes.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager
@@ -202,7 +221,7 @@ class _Run:
                 assert row.row is not None
                 assert row.record_id is not None
                 good.append(row.row)
-                keys.extend((key, row.record_id) for key in row.keys)
+                keys.extend(row.keys)
         if good and not self.result.dry_run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)

@@ -21,8 +21,9 @@ from sqlalchemy import Table
 from ridercrm.db import utcnow
 from ridercrm.fields import error_messages
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.matching.keys import stored_keys
 from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of, key_rows
+from ridercrm.matching.repository import identity_of
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
@@ -125,8 +126,8 @@ def person_rows(
     person_id: str | None = None,
     converted_contact_id: str | None = None,
     now: dt.datetime | None = None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The stored row of a new contact or lead, and the rows of its matching keys.
+) -> tuple[dict[str, Any], set[int]]:
+    """The stored row of a new contact or lead, and its matching keys.
 
     Every bulk write of people (import, demo data) builds its rows here, so whatever a
     stored person needs besides its fields (the matcher's keys) is computed in one place.
@@ -144,7 +145,7 @@ def person_rows(
         created_at=now,
         updated_at=now,
     )
-    return row, key_rows(person_id, identity_of(SimpleNamespace(**row)))
+    return row, stored_keys(identity_of(SimpleNamespace(**row)))
 
 
 def product_row(
