@@ -230,9 +230,70 @@ def test_search_filters_by_operation_and_time_newest_first(
     assert search(operation="no.such.operation") == []
 
 
+def test_search_pages_with_before_until_next_before_is_null(
+    client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    made = [
+        client.post("/admin/contacts", json=person_body(), headers=admin_headers) for _ in range(5)
+    ]
+    same_time = [r.headers["x-audit-id"] for r in made[1:4]]
+    with session_scope(sessions, write=True) as session:  # ties are ordered by id
+        moment = utcnow() - dt.timedelta(minutes=1)
+        for audit_id in same_time:
+            record = session.get(AuditRecord, audit_id)
+            assert record is not None
+            record.created_at = moment
+    params = {"operation": "admin.create_contact"}
+    whole = client.get("/admin/audit", params=params, headers=admin_headers).json()
+    assert whole["next_before"] is None
+    expected = [r["id"] for r in whole["records"]]
+    assert sorted(expected) == sorted(r.headers["x-audit-id"] for r in made)
+
+    paged: list[str] = []
+    before = None
+    for _ in range(10):
+        page = client.get(
+            "/admin/audit",
+            params={**params, "limit": 2, **({"before": before} if before else {})},
+            headers=admin_headers,
+        ).json()
+        paged += [r["id"] for r in page["records"]]
+        before = page["next_before"]
+        if before is None:
+            break
+        assert before == paged[-1]
+    assert paged == expected
+
+
+def test_a_page_stops_at_its_body_budget_and_says_where_to_go_on(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # Each request stores about 900 KB of body; 8 MiB of bodies make a page.
+    bulky = b'{"first_name": "' + b"x" * 900_000 + b'"}'
+    headers = {**admin_headers, "Content-Type": "application/json"}
+    ids = [
+        client.post("/admin/contacts", content=bulky, headers=headers).headers["x-audit-id"]
+        for _ in range(12)
+    ]
+    params = {"operation": "admin.create_contact", "limit": 1000}
+    first = client.get("/admin/audit", params=params, headers=admin_headers).json()
+    carried = sum(len(r["request_body"]) + len(r["response_body"]) for r in first["records"])
+    assert 0 < len(first["records"]) < 12
+    assert carried <= 8 * 1024 * 1024
+    assert first["next_before"] == first["records"][-1]["id"]
+    rest = client.get(
+        "/admin/audit", params={**params, "before": first["next_before"]}, headers=admin_headers
+    ).json()
+    assert rest["next_before"] is None
+    assert [r["id"] for r in first["records"] + rest["records"]] == list(reversed(ids))
+
+
 @pytest.mark.parametrize(
     "params",
     [
+        {"before": "a0Anonsense"},
+        {"before": "a0A000000000000"},
+        {"before": "003000000000000"},
         {"limit": 0},
         {"limit": 1001},
         {"limit": "many"},

@@ -48,7 +48,11 @@ async def read_audit_record(
     "",
     summary="List audit records, newest first",
     responses=openapi.responses(
-        ok=(200, "The records (at most limit).", openapi.json_content(openapi.ref(AuditEntries))),
+        ok=(
+            200,
+            "A page of records (at most limit).",
+            openapi.json_content(openapi.ref(AuditEntries)),
+        ),
         refused=openapi.READ_REFUSALS,
     ),
 )
@@ -57,9 +61,18 @@ async def search_audit_records(
     operation_name: str | None = Query(None, alias="operation", max_length=40),
     since: dt.datetime | None = Query(None, description="ISO 8601 time; UTC when no zone is given"),
     limit: int = Query(50, ge=1, le=1000),
+    before: str | None = Query(
+        None,
+        max_length=40,
+        description="An audit id: only records older than it (the next_before of a page).",
+    ),
     _call: Call = Depends(operation("admin.search_audit", scope="admin")),
 ) -> Response:
-    """List audit records, newest first, optionally of one operation and since a time."""
+    """List audit records, newest first, optionally of one operation and since a time.
+
+    A page holds at most ``limit`` records and about 8 MiB of stored bodies (at least
+    one record); ``next_before`` names the record to ask ``before`` for the next page.
+    """
     if since is not None:
         if since.tzinfo is None:
             since = since.replace(tzinfo=dt.UTC)
@@ -72,9 +85,21 @@ async def search_audit_records(
             ) from None
 
     def handler(session: Session) -> Outcome:
-        records = service.search_records(
-            session, operation=operation_name, since=since, limit=limit
+        after = None
+        if before is not None:
+            canonical = canonical_id(before, RecordKind.AUDIT)
+            after = service.get_record(session, canonical) if canonical else None
+            if after is None:
+                reason = f"before: no audit record with id {before}"
+                raise ApiError(400, reason, errors=[reason])
+        page = service.search_records(
+            session, operation=operation_name, since=since, limit=limit, before=after
         )
-        return Outcome({"records": [service.to_dict(r) for r in records]})
+        return Outcome(
+            {
+                "records": [service.to_dict(r) for r in page.records],
+                "next_before": page.next_before,
+            }
+        )
 
     return await run_read(request, handler)

@@ -30,6 +30,9 @@ class AuditEntry(BaseModel):
 
 
 class AuditEntries(BaseModel):
-    """Audit records, newest first."""
+    """A page of audit records, newest first."""
 
     records: list[AuditEntry]
+    next_before: str | None = Field(
+        description="Pass as before= for the next page; null when there are no more."
+    )

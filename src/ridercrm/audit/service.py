@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.models import AuditRecord
@@ -96,17 +96,53 @@ def get_record(session: Session, audit_id: str) -> AuditRecord | None:
     return session.get(AuditRecord, audit_id)
 
 
+PAGE_BODY_BUDGET = 8 * 1024 * 1024
+"""Characters of stored bodies one page of search results carries at most (a record
+keeps up to 2 MiB of each body, so 1,000 of them could make a 4 GB answer)."""
+
+
+@dataclass
+class Page:
+    records: list[AuditRecord]
+    next_before: str | None
+    """The id to ask ``before`` for the next page; None when there are no more."""
+
+
 def search_records(
-    session: Session, *, operation: str | None, since: dt.datetime | None, limit: int
-) -> Sequence[AuditRecord]:
-    """Newest first, optionally of one operation and no older than ``since``."""
+    session: Session,
+    *,
+    operation: str | None,
+    since: dt.datetime | None,
+    limit: int,
+    before: AuditRecord | None = None,
+) -> Page:
+    """Newest first, optionally of one operation, no older than ``since`` and older than
+    ``before``: at most ``limit`` records and, past the first, ``PAGE_BODY_BUDGET``
+    characters of bodies. Records are read a few at a time, never all at once."""
     query = select(AuditRecord)
     if operation:
         query = query.where(AuditRecord.operation == operation)
     if since is not None:
         query = query.where(AuditRecord.created_at >= since)
-    query = query.order_by(AuditRecord.created_at.desc(), AuditRecord.id.desc()).limit(limit)
-    return session.scalars(query).all()
+    if before is not None:
+        query = query.where(
+            or_(
+                AuditRecord.created_at < before.created_at,
+                and_(AuditRecord.created_at == before.created_at, AuditRecord.id < before.id),
+            )
+        )
+    query = query.order_by(AuditRecord.created_at.desc(), AuditRecord.id.desc())
+    records: list[AuditRecord] = []
+    size = 0
+    # One more than the limit tells whether another page exists.
+    rows = session.scalars(query.limit(limit + 1).execution_options(yield_per=20))
+    for record in rows:
+        size += len(record.request_body or "") + len(record.response_body or "")
+        if len(records) == limit or (records and size > PAGE_BODY_BUDGET):
+            rows.close()
+            return Page(records, next_before=records[-1].id)
+        records.append(record)
+    return Page(records, next_before=None)
 
 
 def purge_records(session: Session, *, older_than_days: float) -> int:
