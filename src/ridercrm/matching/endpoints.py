@@ -81,23 +81,28 @@ def _handler(call: Call, model: type[BaseModel], *, leads_only: bool) -> Any:
     return handler
 
 
+_RESPONSES = openapi.responses(
+    ok=(
+        200,
+        'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
+        openapi.json_content(openapi.ref(MatchResponse)),
+    ),
+    refused=openapi.INTERFACE_REFUSALS,
+    refusal=openapi.json_content(openapi.ref(MatchRefusal)),
+)
+
+
+def _request_docs(model: type[BaseModel], example: dict[str, Any]) -> dict[str, Any]:
+    return openapi.request_body(
+        model, example=example, bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$"
+    )
+
+
 @router.post(
     "/crm/people/match",
     summary="Find a contact or unconverted lead (operation 3; scope match)",
-    openapi_extra=openapi.request_body(
-        PeopleMatchRequest,
-        example=PEOPLE_MATCH_EXAMPLE,
-        bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$",
-    ),
-    responses=openapi.responses(
-        ok=(
-            200,
-            'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
-            openapi.json_content(openapi.ref(MatchResponse)),
-        ),
-        refused=openapi.INTERFACE_REFUSALS,
-        refusal=openapi.json_content(openapi.ref(MatchRefusal)),
-    ),
+    openapi_extra=_request_docs(PeopleMatchRequest, PEOPLE_MATCH_EXAMPLE),
+    responses=_RESPONSES,
 )
 async def match_people(
     request: Request,
@@ -112,20 +117,8 @@ async def match_people(
 @router.post(
     "/crm/leads/match",
     summary="Find an unconverted lead (operation 4; scope match)",
-    openapi_extra=openapi.request_body(
-        LeadsMatchRequest,
-        example=LEADS_MATCH_EXAMPLE,
-        bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$",
-    ),
-    responses=openapi.responses(
-        ok=(
-            200,
-            'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
-            openapi.json_content(openapi.ref(MatchResponse)),
-        ),
-        refused=openapi.INTERFACE_REFUSALS,
-        refusal=openapi.json_content(openapi.ref(MatchRefusal)),
-    ),
+    openapi_extra=_request_docs(LeadsMatchRequest, LEADS_MATCH_EXAMPLE),
+    responses=_RESPONSES,
 )
 async def match_leads(
     request: Request,
