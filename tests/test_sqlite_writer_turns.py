@@ -107,3 +107,18 @@ def test_readers_do_not_wait_for_a_writer(database: Path) -> None:
         assert time.monotonic() - started < 1.0
         assert "held" not in names  # the writer has not committed yet
     engine.dispose()
+
+
+def test_a_lock_file_that_cannot_be_opened_costs_the_queue_not_the_write(
+    database: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (database.parent / "ridercrm.db.writelock").mkdir()  # a directory cannot be flocked here
+    engine = build_engine(Settings(database_url=f"sqlite:///{database}"))
+    with caplog.at_level("WARNING", logger="ridercrm.db"):
+        for name in ("one", "two"):
+            with session_scope(session_factory(engine), write=True) as session:
+                create_key(session, name=name, scopes=["admin"])
+    assert {"one", "two"} <= key_names(engine)
+    warnings = [r for r in caplog.records if r.getMessage() == "SQLite writers not queued"]
+    assert len(warnings) == 1  # once, not per write
+    engine.dispose()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -24,6 +26,8 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from ridercrm.config import Settings
+
+log = logging.getLogger(__name__)
 
 try:
     import fcntl
@@ -118,6 +122,7 @@ def _tune_sqlite(engine: Engine, busy_timeout_ms: int, mmap_mb: int) -> None:
 
 _WRITER_QUEUES: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
 """SQLite engines whose writers queue for their turn, each with its lock file."""
+_UNQUEUED: set[str] = set()  # lock files that could not be opened (logged once each)
 
 
 def _queue_sqlite_writers(engine: Engine) -> None:
@@ -142,14 +147,30 @@ def writer_turn(engine: Any) -> Iterator[None]:
     threads sharing one descriptor would not exclude each other. Closing it, or the
     process dying, releases the turn. Writers from other programs still wait in the
     busy handler, within ``RIDERCRM_SQLITE_BUSY_TIMEOUT_MS``.
+
+    A ``flock`` needs only a readable file, so one left by another user (``sudo ridercrm
+    import``) still serves; a lock file that cannot be opened at all costs the queue, not
+    the write: the writer waits in the busy handler, and the log says why.
     """
     path = _WRITER_QUEUES.get(engine)
     if path is None:
         yield
         return
-    with open(path, "ab") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if path not in _UNQUEUED:
+            _UNQUEUED.add(path)
+            log.warning(
+                "SQLite writers not queued", extra={"lock_file": path, "reason": exc.strerror}
+            )
         yield
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
