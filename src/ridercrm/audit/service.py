@@ -116,9 +116,12 @@ def search_records(
     limit: int,
     before: AuditRecord | None = None,
 ) -> Page:
-    """Newest first, optionally of one operation, no older than ``since`` and older than
-    ``before``: at most ``limit`` records and, past the first, ``PAGE_BODY_BUDGET``
-    characters of bodies. Records are read a few at a time, never all at once."""
+    """Read one page of records, newest first.
+
+    Optionally of one operation, no older than ``since`` and older than ``before``; at
+    most ``limit`` records and, past the first, ``PAGE_BODY_BUDGET`` characters of
+    bodies. Records are read a few at a time, never all at once.
+    """
     query = select(AuditRecord)
     if operation:
         query = query.where(AuditRecord.operation == operation)
