@@ -28,15 +28,12 @@ import datetime as dt
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import code_version, cpu_model, write_section  # noqa: E402
+from bench.serve import BenchError, free_port, ridercrm_command, running_server  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
 SECTION = "## Operations 1 and 2"
@@ -62,14 +60,8 @@ CONTACTS = 200
 STATUS_ASSETS = 50
 TARGET_MS = 300.0
 REQUEST_TIMEOUT_S = 60.0
-START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 15.0
 COMMAND_TIMEOUT_S = 120.0
 JSON_HEADERS = {"Content-Type": "application/json"}
-
-
-class BenchError(Exception):
-    """Something failed; the benchmark's figures would be meaningless."""
 
 
 # --- statistics -------------------------------------------------------------
@@ -108,20 +100,7 @@ class Timing:
         return len(self.latencies) / self.wall if self.wall else 0.0
 
 
-# --- server -----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def ridercrm_command() -> str:
-    script = Path(sys.executable).with_name("ridercrm")
-    if not script.exists():
-        raise BenchError(f"no ridercrm command next to {sys.executable}; install the project")
-    return str(script)
+# --- the ridercrm command (the server: bench/serve.py) --------------------
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> str:
@@ -136,58 +115,6 @@ def run_cli(args: list[str], env: dict[str, str]) -> str:
     if done.returncode != 0:
         raise BenchError(f"ridercrm {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
-
-
-@contextmanager
-def running_server(env: dict[str, str], port: int, log_path: Path) -> Iterator[tuple[str, int]]:
-    """Start `ridercrm serve`, wait for /healthz, yield its URL and pid, stop it at the end."""
-    base_url = f"http://127.0.0.1:{port}"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            wait_until_healthy(process, base_url, log_path)
-            yield base_url, process.pid
-        finally:
-            stop(process)
-
-
-def wait_until_healthy(process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    with httpx.Client(trust_env=False, timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise BenchError(f"the server exited at start:\n{tail(log_path)}")
-            try:
-                if client.get(f"{base_url}/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    raise BenchError(f"the server did not answer /healthz in {START_TIMEOUT_S:g} s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT_S)
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no server log)"
 
 
 # --- requests ---------------------------------------------------------------

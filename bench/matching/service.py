@@ -7,11 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
-import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,27 +19,16 @@ from typing import Any
 
 import httpx
 
+from bench import serve
 from bench.matching.generate import CONTACT, CSV_COLUMNS, LEAD, Person, Query
+from bench.serve import BenchError, ridercrm_command
 
-START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 15.0
 COMMAND_TIMEOUT_S = 900.0
 REQUEST_TIMEOUT_S = 30.0
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
-class BenchError(Exception):
-    """Something failed; the figures would be meaningless."""
-
-
 # --- the command line -------------------------------------------------------------
-
-
-def ridercrm_command() -> str:
-    script = Path(sys.executable).with_name("ridercrm")
-    if not script.exists():
-        raise BenchError(f"no ridercrm command next to {sys.executable}; install the project")
-    return str(script)
 
 
 def environment(database: Path) -> dict[str, str]:
@@ -120,63 +106,11 @@ def create_key(env: dict[str, str]) -> str:
 # --- the server -----------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def running_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
     """Start `ridercrm serve` on a free port, wait for /healthz, stop it on the way out."""
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            _wait_until_healthy(process, base_url, log_path)
-            yield base_url
-        finally:
-            _stop(process)
-
-
-def _wait_until_healthy(process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    with httpx.Client(trust_env=False, timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise BenchError(f"the server exited at start:\n{_tail(log_path)}")
-            try:
-                if client.get(f"{base_url}/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    raise BenchError(f"the server did not answer /healthz in {START_TIMEOUT_S:g} s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT_S)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no server log)"
+    with serve.running_server(env, serve.free_port(), log_path) as (base_url, _pid):
+        yield base_url
 
 
 # --- queries ----------------------------------------------------------------------
