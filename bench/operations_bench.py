@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.factories import new_booking as booking_item  # noqa: E402
+
+from bench import serve  # noqa: E402
 from bench.report import code_version, cpu_model, write_section  # noqa: E402
-from bench.serve import BenchError, free_port, ridercrm_command, running_server  # noqa: E402
+from bench.serve import BenchError, free_port, running_server  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
 SECTION = "## Operations 1 and 2"
@@ -104,17 +106,7 @@ class Timing:
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [ridercrm_command(), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BenchError(f"ridercrm {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
+    return serve.run_cli(args, env, timeout=COMMAND_TIMEOUT_S)
 
 
 # --- requests ---------------------------------------------------------------
@@ -148,34 +140,8 @@ def person_body(kind: str, n: int) -> dict[str, Any]:
 
 
 def new_booking(person_id: str, product_id: str, booking_number: str) -> dict[str, Any]:
-    """A complete new-booking item, as the interface's request sample."""
-    return {
-        "person_id": person_id,
-        "product_id": product_id,
-        "asset_id": "",
-        "course_datetime": "2026-12-05 08:30:00",
-        "course_date_end": "2026-12-05 16:30:00",
-        "rider_instructor_1": "Sam Lee",
-        "rider_instructor_2": "",
-        "course_location": "somerton",
-        "course_feedback": "",
-        "booking_number": booking_number,
-        "dealer_code": "D001",
-        "course_price": "249.00",
-        "booking_source": "Website",
-        "course_status": "booked",
-        "mobile_phone": "0412 345 678",
-        "home_phone": "",
-        "postcode": "3064",
-        "street": "12 Main St",
-        "city": "Craigieburn",
-        "state": "VIC",
-        "country": "Australia",
-        "drivers_license": "L1234567",
-        "license_type": "CYL",
-        "date_of_birth": "1999-04-12",
-        "opt_in": True,
-    }
+    """A complete new-booking item: the test suite's sample of the interface's request."""
+    return booking_item(person_id, product_id, booking_number=booking_number)
 
 
 @dataclass

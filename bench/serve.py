@@ -43,6 +43,24 @@ def ridercrm_command() -> str:
     return str(script)
 
 
+def run_cli(args: list[str], env: dict[str, str], *, timeout: float) -> str:
+    """Run ``ridercrm ARGS``; its standard output, or BenchError with the output's tail."""
+    done = subprocess.run(
+        [ridercrm_command(), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BenchError(
+            f"ridercrm {' '.join(args)} failed (exit {done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
 @contextmanager
 def running_server(env: dict[str, str], port: int, log_path: Path) -> Iterator[tuple[str, int]]:
     """Start `ridercrm serve` on ``port`` with exactly ``env``, its output in ``log_path``;

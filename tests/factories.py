@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi.testclient import TestClient
+if TYPE_CHECKING:  # bench/ imports these builders without the test client
+    from fastapi.testclient import TestClient
 
 
 def person_body(**overrides: Any) -> dict[str, Any]:
@@ -24,6 +25,39 @@ def person_body(**overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return body
+
+
+def new_booking(person_id: str, product_id: str, **overrides: Any) -> dict[str, Any]:
+    """A complete new-booking item, as the interface's request sample."""
+    item: dict[str, Any] = {
+        "person_id": person_id,
+        "product_id": product_id,
+        "asset_id": "",
+        "course_datetime": "2026-12-05 08:30:00",
+        "course_date_end": "2026-12-05 16:30:00",
+        "rider_instructor_1": "Sam Lee",
+        "rider_instructor_2": "",
+        "course_location": "somerton",
+        "course_feedback": "",
+        "booking_number": "HB-102938",
+        "dealer_code": "D001",
+        "course_price": "249.00",
+        "booking_source": "Website",
+        "course_status": "booked",
+        "mobile_phone": "0412 345 678",
+        "home_phone": "",
+        "postcode": "3064",
+        "street": "12 Main St",
+        "city": "Craigieburn",
+        "state": "VIC",
+        "country": "Australia",
+        "drivers_license": "L1234567",
+        "license_type": "CYL",
+        "date_of_birth": "1999-04-12",
+        "opt_in": True,
+    }
+    item.update(overrides)
+    return item
 
 
 def create_person(

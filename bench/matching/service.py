@@ -8,7 +8,6 @@ import csv
 import json
 import os
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ import httpx
 
 from bench import serve
 from bench.matching.generate import CONTACT, CSV_COLUMNS, LEAD, Person, Query
-from bench.serve import BenchError, ridercrm_command
+from bench.serve import BenchError
 
 COMMAND_TIMEOUT_S = 900.0
 REQUEST_TIMEOUT_S = 30.0
@@ -39,20 +38,7 @@ def environment(database: Path) -> dict[str, str]:
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [ridercrm_command(), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BenchError(
-            f"ridercrm {' '.join(args)} failed (exit {done.returncode}):\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
-    return done.stdout
+    return serve.run_cli(args, env, timeout=COMMAND_TIMEOUT_S)
 
 
 def write_csv(people: Sequence[Person], path: Path) -> None:
