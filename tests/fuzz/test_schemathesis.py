@@ -42,6 +42,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.keys.service import create_key
 from tests.conftest import create_run_database, drop_run_database, postgres_url
+from tests.factories import new_booking
 
 pytestmark = pytest.mark.fuzz
 
@@ -123,25 +124,7 @@ def _seed(client: TestClient, admin: dict[str, str]) -> dict[str, str]:
     }
     contact = created("/admin/contacts", person)
     lead = created("/admin/leads", {**person, "first_name": "Bea", "email": "bea@example.com"})
-    booking = {
-        "person_id": contact,
-        "product_id": product,
-        "course_datetime": "2026-12-05 08:30:00",
-        "course_location": "somerton",
-        "booking_number": "HB-1",
-        "dealer_code": "D001",
-        "course_price": "249.00",
-        "booking_source": "Website",
-        "course_status": "booked",
-        "mobile_phone": "0412 345 678",
-        "street": "12 Main St",
-        "city": "Craigieburn",
-        "state": "VIC",
-        "country": "Australia",
-        "drivers_license": "L1234567",
-        "license_type": "CYL",
-        "date_of_birth": "1999-04-12",
-    }
+    booking = new_booking(contact, product, booking_number="HB-1")
     response = client.post(
         "/crm/people/rider_courses", json={"people_product": [booking]}, headers=admin
     )
