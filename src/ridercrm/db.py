@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 import os
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -19,7 +19,6 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
-    make_url,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -127,7 +126,7 @@ _UNQUEUED: set[str] = set()  # lock files that could not be opened (logged once 
 
 def _queue_sqlite_writers(engine: Engine) -> None:
     """Make this engine's writers take turns in arrival order (see ``writer_turn``)."""
-    database = make_url(str(engine.url)).database
+    database = engine.url.database
     if fcntl is None or not database or database == ":memory:" or database.startswith("file:"):
         return
     _WRITER_QUEUES[engine] = f"{database}.writelock"
@@ -222,7 +221,7 @@ def bulk_insert(
     )
     if any(len(row) != len(columns) for row in rows):
         raise ValueError(f"every row needs {len(columns)} values: {', '.join(columns)}")
-    converters = [(i, _last_value_kept(p)) for i, p in enumerate(processors) if p is not None]
+    converters = [(i, process) for i, process in enumerate(processors) if process is not None]
     if converters:
         converted = []
         for row in rows:
@@ -232,23 +231,3 @@ def bulk_insert(
             converted.append(tuple(values))
         rows = converted
     connection.exec_driver_sql(statement, list(rows))
-
-
-def _last_value_kept(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``process``, answering a repeat of the very same object as it did the last time.
-
-    Bulk rows share some values (one created_at for a whole import batch, None in
-    most optional columns): each is converted once, not per row. Only for the rows of
-    one insert; bind processors are pure functions of the value.
-    """
-    last: list[Any] = [_NOTHING, None]
-
-    def convert(value: Any) -> Any:
-        if value is not last[0]:
-            last[0], last[1] = value, process(value)
-        return last[1]
-
-    return convert
-
-
-_NOTHING = object()
