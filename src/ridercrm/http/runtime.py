@@ -28,7 +28,14 @@ from ridercrm.db import session_scope
 from ridercrm.http.context import Call, Caller
 from ridercrm.http.errors import ApiError, ErrorShape, default_shape
 from ridercrm.http.ratelimit import KeyRateLimiter
-from ridercrm.http.wire import BodyError, decode_body, encode_json, negotiate, response_content_type
+from ridercrm.http.wire import (
+    BodyError,
+    decode_body,
+    encode_json,
+    negotiate,
+    parse_content_type,
+    response_content_type,
+)
 from ridercrm.idempotency import service as idempotency
 from ridercrm.keys import service as keys
 
@@ -172,6 +179,7 @@ def _header_safe(text: str) -> str:
 Handler = Callable[[Session, Any], Outcome]
 
 TRANSACTION_ATTEMPTS = 4
+JSON_RESPONSE_TYPES = frozenset({"application/json", "text/json"})
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
 
 
@@ -259,8 +267,23 @@ def _claim(
                 ) from None
     if isinstance(result, idempotency.Replay):
         call.replay_of = result.audit_id
-        return Response(result.body, status_code=result.status, headers=result.headers)
+        return Response(
+            result.body, status_code=result.status, headers=_renegotiated(request, result.headers)
+        )
     return result
+
+
+def _renegotiated(request: Request, headers: dict[str, str]) -> dict[str, str]:
+    """A replay's headers with its JSON media type negotiated for this request's Accept.
+
+    The stored body is the same JSON text whichever JSON type was asked for; only the
+    Content-Type follows the repeat's Accept, as it would have had the work run again.
+    """
+    replayed = dict(headers)
+    for name, value in headers.items():
+        if name.lower() == "content-type" and parse_content_type(value)[0] in JSON_RESPONSE_TYPES:
+            replayed[name] = response_content_type(negotiate(request.headers.get("accept")))
+    return replayed
 
 
 def _store(session: Session, claim: idempotency.Claim, response: Response) -> None:
