@@ -90,6 +90,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine=engine,
         sessions=session_factory(engine),
         rate_limiter=build_rate_limiter(settings),
+        explain_limiter=build_rate_limiter(
+            settings,
+            settings.explain_rate_limit,
+            namespace="explain",
+            counted="explained matches for this API key",
+        ),
+        refused_limiter=build_rate_limiter(
+            settings,
+            settings.refused_rate_limit,
+            namespace="refused",
+            counted="refused requests from this address",
+        ),
     )
     api = APIRouter(prefix=settings.base_path)
     for router in (

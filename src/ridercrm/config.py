@@ -69,6 +69,30 @@ class Settings(BaseSettings):
             " must all hold (1200/minute;50/second also caps bursts); 'off' or empty: no limit"
         ),
     )
+    explain_rate_limit: str = Field(
+        default="100/hour",
+        description=(
+            'Match requests with "explain": true per API key in any moving window (429 past'
+            " it), counted apart from RIDERCRM_RATE_LIMIT: an explanation tells more than the"
+            " answer, so its use is bounded; 'off' or empty: no limit"
+        ),
+    )
+    refused_rate_limit: str = Field(
+        default="120/minute",
+        description=(
+            "Requests refused without a valid API key (401, unknown paths) per client"
+            " address in any moving window; past it they are answered 429 and get no audit"
+            " record, so a flood cannot fill the disk; 'off' or empty: no limit"
+        ),
+    )
+    ready_min_free_mb: int = Field(
+        default=32,
+        ge=0,
+        description=(
+            "/readyz answers 503 when the SQLite database's filesystem has less free space"
+            " than this (MiB)"
+        ),
+    )
     rate_limit_storage: str = Field(
         default="",
         description=(
@@ -91,7 +115,7 @@ class Settings(BaseSettings):
             value = "/" + value
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "explain_rate_limit", "refused_rate_limit")
     @classmethod
     def _check_rate_limit(cls, value: str) -> str:
         parse_limits(value)

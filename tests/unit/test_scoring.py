@@ -29,8 +29,8 @@ def person(**changes: Any) -> Identity:
     ("query", "stored", "reason"),
     [
         ("William", "william", "exact"),
-        ("Bill", "William", "nickname (bill ~ william)"),
-        ("Kate", "Katherine", "nickname (kate ~ katherine)"),
+        ("Bill", "William", "nickname"),
+        ("Kate", "Katherine", "nickname"),
         ("Katherine", "Kathrine", "typo"),
         ("Micheal", "Michael", "typo"),
         ("J", "John", "initial"),

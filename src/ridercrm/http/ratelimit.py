@@ -109,21 +109,35 @@ class Refusal:
 
     limit: str
     retry_after: int
+    counted: str = "for this API key"
 
     @property
     def reason(self) -> str:
-        return f"rate limited: more than {self.limit} for this API key"
+        return f"rate limited: more than {self.limit} {self.counted}"
 
 
 class KeyRateLimiter:
-    """Counts requests per API key id against one or more limits."""
+    """Counts requests per API key id (or another identity) against one or more limits.
+
+    ``namespace`` keeps separate counts apart in one storage (requests per key, explained
+    matches per key, refused requests per client address); ``counted`` ends the refusal's
+    reason ("for this API key").
+    """
 
     def __init__(
-        self, items: list[RateLimitItem], storage_url: str = "", key_prefix: str = "ridercrm"
+        self,
+        items: list[RateLimitItem],
+        storage_url: str = "",
+        key_prefix: str = "ridercrm",
+        *,
+        namespace: str = NAMESPACE,
+        counted: str = "for this API key",
     ) -> None:
         if not items:
             raise ValueError("no limits given")
         self.items = items
+        self.namespace = namespace
+        self.counted = counted
         self._local = MovingWindowRateLimiter(MovingWindowMemory())
         self._shared: MovingWindowRateLimiter | None = None
         self._shared_errors: type[Exception] | tuple[type[Exception], ...] = ()
@@ -139,7 +153,7 @@ class KeyRateLimiter:
         self._lock = threading.Lock()
         self._shared_down_until = 0.0  # monotonic time; 0 while Redis answers
 
-    def check(self, key_id: int) -> Refusal | None:
+    def check(self, key_id: int | str) -> Refusal | None:
         """Count one request of this key; a Refusal when it is over a limit."""
         identity = str(key_id)
         shared = self._shared
@@ -160,17 +174,22 @@ class KeyRateLimiter:
             # counted by the others (a client held back by "20/second" would otherwise
             # spend its "600/minute" on refused requests).
             for item in self.items:
-                if not limiter.test(item, NAMESPACE, identity):
+                if not limiter.test(item, self.namespace, identity):
                     return self._refusal(limiter, item, identity)
         for item in self.items:
-            if not limiter.hit(item, NAMESPACE, identity):
+            if not limiter.hit(item, self.namespace, identity):
                 return self._refusal(limiter, item, identity)
         return None
 
-    @staticmethod
-    def _refusal(limiter: MovingWindowRateLimiter, item: RateLimitItem, identity: str) -> Refusal:
-        reset = limiter.get_window_stats(item, NAMESPACE, identity).reset_time
-        return Refusal(limit=str(item), retry_after=max(1, math.ceil(reset - time.time())))
+    def _refusal(
+        self, limiter: MovingWindowRateLimiter, item: RateLimitItem, identity: str
+    ) -> Refusal:
+        reset = limiter.get_window_stats(item, self.namespace, identity).reset_time
+        return Refusal(
+            limit=str(item),
+            retry_after=max(1, math.ceil(reset - time.time())),
+            counted=self.counted,
+        )
 
     def _shared_failed(self, exc: Exception) -> None:
         with self._lock:
@@ -191,13 +210,24 @@ class KeyRateLimiter:
             log.warning("rate limit storage answers again; counting there")
 
 
-def build_rate_limiter(settings: Settings) -> KeyRateLimiter | None:
-    """The app's limiter, or None when ``RIDERCRM_RATE_LIMIT`` is off."""
-    items = parse_limits(settings.rate_limit)
+def build_rate_limiter(
+    settings: Settings,
+    limits: str | None = None,
+    *,
+    namespace: str = NAMESPACE,
+    counted: str = "for this API key",
+) -> KeyRateLimiter | None:
+    """A limiter of ``limits`` (default ``RIDERCRM_RATE_LIMIT``), or None when it is off.
+
+    Every limiter counts where ``RIDERCRM_RATE_LIMIT_STORAGE`` says, in its own namespace.
+    """
+    items = parse_limits(settings.rate_limit if limits is None else limits)
     if not items:
         return None
     return KeyRateLimiter(
         items,
         storage_url=check_storage(settings.rate_limit_storage),
         key_prefix=settings.rate_limit_key_prefix,
+        namespace=namespace,
+        counted=counted,
     )

@@ -50,6 +50,8 @@ class Services:
     engine: Engine
     sessions: sessionmaker[Session]
     rate_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_RATE_LIMIT is off
+    explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
+    refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
 
 
 @dataclass

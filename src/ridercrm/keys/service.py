@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from ridercrm.db import utcnow
 from ridercrm.keys.models import ApiKey
 
-SCOPES = ("courses", "people", "match", "products", "admin")
+SCOPES = ("courses", "people", "match", "explain", "products", "admin")
 KEY_PREFIX = "rcrm_"
 MAX_NAME_LENGTH = 120  # the api_keys.name column
 

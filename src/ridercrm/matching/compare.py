@@ -64,7 +64,8 @@ def given_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
     if query[0] == stored[0]:
         return Comparison(0.93, "same first word")
     if same_name_family(query[0], stored[0]):
-        return Comparison(0.92, f"nickname ({query[0]} ~ {stored[0]})")
+        # The reason never quotes the stored name: explanations reach API clients.
+        return Comparison(0.92, "nickname")
     if _is_typo(q, s):
         return Comparison(0.88, "typo")
     if len(query[0]) == 1 and stored[0].startswith(query[0]):

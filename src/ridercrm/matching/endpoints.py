@@ -13,8 +13,11 @@ from ridercrm.fields import error_messages
 from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
-from ridercrm.http.runtime import Outcome, operation, run_post
+from ridercrm.http.ratelimit import KeyRateLimiter
+from ridercrm.http.runtime import Outcome, operation, run_post, services_of
+from ridercrm.keys import service as keys
 from ridercrm.matching import service
+from ridercrm.matching.disclosure import disclosed
 from ridercrm.matching.keys import Identity
 from ridercrm.matching.schemas import (
     LEADS_MATCH_EXAMPLE,
@@ -31,6 +34,7 @@ from ridercrm.people.models import CONTACT
 router = APIRouter(tags=["matching"])
 
 NOT_FOUND = "Match not found."
+EXPLAIN_SCOPE = "explain"
 
 
 def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
@@ -50,9 +54,23 @@ def _query(model: type[BaseModel], payload: Any) -> tuple[Any, bool]:
         raise ApiError(400, "; ".join(error_messages(exc))) from None
 
 
-def _handler(call: Call, model: type[BaseModel], *, leads_only: bool) -> Any:
+def _allow_explain(call: Call, limiter: KeyRateLimiter | None) -> None:
+    """Refuse an explanation to a key without the explain scope, or over its explain limit."""
+    assert call.caller is not None
+    if not keys.allows(call.caller.scopes, EXPLAIN_SCOPE):
+        raise ApiError(403, f'API key lacks scope {EXPLAIN_SCOPE!r}, which "explain": true needs')
+    refusal = limiter.check(call.caller.key_id) if limiter is not None else None
+    if refusal is not None:
+        raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
+
+
+def _handler(
+    call: Call, model: type[BaseModel], *, leads_only: bool, explain_limiter: KeyRateLimiter | None
+) -> Any:
     def handler(session: Session, payload: Any) -> Outcome:
         data, explain = _query(model, payload)
+        if explain:
+            _allow_explain(call, explain_limiter)
         identity = Identity.of(
             first_name=data.first_name,
             last_name=data.last_name,
@@ -75,7 +93,7 @@ def _handler(call: Call, model: type[BaseModel], *, leads_only: bool) -> Any:
             body = {"delivery": "true", "receipt": receipt, "ID": person.id}
         body["audit_ID"] = call.audit_id
         if explain:
-            body["match"] = result.explanation()
+            body["match"] = disclosed(result.explanation())
         return Outcome(body)
 
     return handler
@@ -109,9 +127,9 @@ async def match_people(
     call: Call = Depends(operation("crm.people_match", scope="match", shape=match_failure_shape)),
 ) -> Response:
     """Find the contact or unconverted lead that identifying details describe."""
-    return await run_post(
-        request, call, _handler(call, PeopleMatchQuery, leads_only=False), write=False
-    )
+    limiter = services_of(request).explain_limiter
+    handler = _handler(call, PeopleMatchQuery, leads_only=False, explain_limiter=limiter)
+    return await run_post(request, call, handler, write=False)
 
 
 @router.post(
@@ -125,6 +143,6 @@ async def match_leads(
     call: Call = Depends(operation("crm.leads_match", scope="match", shape=match_failure_shape)),
 ) -> Response:
     """Find the unconverted lead that identifying details describe."""
-    return await run_post(
-        request, call, _handler(call, LeadsMatchQuery, leads_only=True), write=False
-    )
+    limiter = services_of(request).explain_limiter
+    handler = _handler(call, LeadsMatchQuery, leads_only=True, explain_limiter=limiter)
+    return await run_post(request, call, handler, write=False)

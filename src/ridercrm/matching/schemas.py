@@ -148,7 +148,11 @@ class LeadsMatchPerson(_OptionalPersonData):
 
 _EXPLAIN = Field(
     default=False,
-    description="true adds the candidates, their scores and the reasons under `match`.",
+    description=(
+        "true adds under `match` why the answer is what it is: the matched candidate's score"
+        " and per-field reasons, nothing when no match. Needs a key with scope `explain`"
+        " (or `admin`), else 403; limited per key by RIDERCRM_EXPLAIN_RATE_LIMIT (429)."
+    ),
 )
 
 
@@ -198,11 +202,14 @@ class MatchCandidate(BaseModel):
 
 
 class MatchExplanation(BaseModel):
-    """Why the answer is what it is (also kept in the audit record)."""
+    """Why the answer is what it is, about the matched person only (the audit record
+    keeps every candidate)."""
 
-    decision: str
+    decision: str = Field(description='Why the answer is what it is; "no match" when none.')
     id: str | None = Field(description="The person found, or null.")
-    candidates: list[MatchCandidate] = Field(description="Up to ten, best first.")
+    candidates: list[MatchCandidate] = Field(
+        description="The matched candidate only; empty when no match."
+    )
 
 
 class MatchResponse(BaseModel):
