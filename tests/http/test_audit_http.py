@@ -137,7 +137,9 @@ def test_an_unauthenticated_request_is_recorded_without_a_key(
     assert record["operation"] == "admin.create_contact"
     assert record["failure_reason"] == "invalid or revoked API key"
     assert record["response_status"] == 401
-    assert json.loads(record["request_body"]) == person_body()
+    # Refused before its body was read: a note of its size, not the body (issue 10).
+    assert record["request_body"].startswith("[body not read: ")
+    assert "Nguyen" not in record["request_body"]
 
 
 def test_a_request_out_of_scope_is_recorded_with_its_key(

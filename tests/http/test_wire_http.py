@@ -11,6 +11,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from ridercrm.http.runtime import unread_note
 from tests.factories import person_body
 
 FORM = "application/x-www-form-urlencoded"
@@ -304,12 +305,14 @@ def test_streamed_body_without_length_over_the_limit_is_413(
     assert record["failure_reason"] == "body is larger than 500 bytes"
 
 
-def test_413_is_also_given_before_authentication(
+def test_an_oversized_body_without_a_key_is_401_and_never_read(
     small_client: TestClient, admin_headers: dict[str, str]
 ) -> None:
+    # The key is checked first (issue 10): a refused request's body is not read or stored.
     response = small_client.post("/admin/contacts", content=b" " * 1000)
-    assert response.status_code == 413
-    assert_audited(small_client, admin_headers, response)
+    assert response.status_code == 401
+    record = assert_audited(small_client, admin_headers, response)
+    assert record["request_body"] == unread_note("1000")
 
 
 # --- types and garbage ----------------------------------------------------------------

@@ -71,6 +71,8 @@ def record_call(
         response_text: str | None = redact_response(response_body)[:MAX_STORED_BODY]
     else:
         request_text, response_text = _text(call.request_body), _text(response_body)
+    if call.request_body is None and call.request_note is not None:
+        request_text = call.request_note
     record = AuditRecord(
         id=call.audit_id,
         operation=_fit("operation", call.operation),

@@ -32,7 +32,13 @@ class Call:
     caller: Caller | None = None
     content_type: str | None = None
     request_body: bytes | None = None
+    request_note: str | None = None  # stored instead of a body that was never read
     failure_reason: str | None = None
     outcomes: Any = None
     idempotency_key: str | None = None
     replay_of: str | None = None
+    # The audit record was committed with the work; the middleware writes no other.
+    recorded: bool = False
+    # The work and its record were flushed and their commit begun: if the commit
+    # failed, the work may still have been applied (a connection lost mid-commit).
+    committing: bool = False

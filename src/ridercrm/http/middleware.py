@@ -1,18 +1,27 @@
 """The audit middleware: every API request gets an audit record, whatever happens.
 
-It holds the response back until the audit record is committed, then adds the
+A request that wrote has its record committed with its work (``runtime.run_post``);
+for every other request (reads, refusals, errors, replays) this middleware writes the
+record. It holds the response back until the record is committed, then adds the
 ``X-Audit-Id`` header and sends it, so an audit id a client sees always names a
 stored record. It also turns any unexpected exception into a rendered error (never a
 bare 500 page), and records metrics and one log line per request.
+
+The one exception: requests refused without a valid key (401, unknown paths) beyond
+``RIDERCRM_REFUSED_RATE_LIMIT`` from one client address are answered 429 with no
+audit record, no audit id and no log line (metrics count them; one warning per
+address and minute), so a flood cannot fill the disk through the audit trail or logs.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridercrm.audit.service import record_call
@@ -20,6 +29,8 @@ from ridercrm.db import session_scope
 from ridercrm.http import metrics
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
+from ridercrm.http.ratelimit import Refusal
+from ridercrm.http.runtime import CLIENT_CLOSED
 from ridercrm.http.wire import encode_json
 
 log = logging.getLogger("ridercrm.http")
@@ -30,6 +41,7 @@ UNAUDITED = frozenset({"/healthz", "/readyz", "/metrics", "/docs", "/openapi.jso
 class AuditMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._warned: dict[str, float] = {}  # address -> when its flood was last logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNAUDITED:
@@ -49,6 +61,10 @@ class AuditMiddleware:
 
         try:
             await self.app(scope, receive, hold)
+        except ClientDisconnect:
+            start, parts = _rendered(
+                call, ApiError(CLIENT_CLOSED, "the client closed the connection")
+            )
         except Exception:
             log.exception(
                 "unhandled error", extra={"audit_id": call.audit_id, "operation": call.operation}
@@ -60,23 +76,27 @@ class AuditMiddleware:
         body = b"".join(parts)
         services = scope["app"].state.services
         elapsed = time.perf_counter() - call.started
+        flooded = self._over_refusal_bound(services, scope, call, status)
+        if flooded is not None:
+            metrics.observe(call.operation, 429, elapsed)
+            await _send(send, *_flood_response(call, flooded))
+            return
         try:
-            await run_in_threadpool(_write_audit, services, call, status, body, elapsed)
+            if not call.recorded:
+                await run_in_threadpool(_write_audit, services, call, status, body, elapsed)
         except Exception:
             log.exception("audit record not stored", extra={"audit_id": call.audit_id})
             status = 503
             start = {"type": "http.response.start", "status": 503, "headers": []}
-            body = encode_json(
-                {"detail": "the audit trail is unavailable; the request may have been applied"}
-            )
+            # Only a request whose work began to commit can have been applied; one
+            # refused or failed before that (authentication included) was not.
+            applied = "may have been applied" if call.committing else "was not applied"
+            body = encode_json({"detail": f"the audit trail is unavailable; the request {applied}"})
             start["headers"] = [(b"content-type", b"application/json")]
         else:
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"x-audit-id"]
             headers.append((b"x-audit-id", call.audit_id.encode()))
             start = {**start, "headers": headers}
-        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
-        start = {**start, "headers": headers}
         metrics.observe(call.operation, status, elapsed)
         log.info(
             "request",
@@ -93,19 +113,84 @@ class AuditMiddleware:
                 "key": call.caller.name if call.caller else None,
             },
         )
-        await send(start)
-        await send({"type": "http.response.body", "body": body, "more_body": False})
+        await _send(send, start, body)
+
+    def _over_refusal_bound(
+        self, services: Any, scope: Scope, call: Call, status: int
+    ) -> Refusal | None:
+        """Count a request refused without a valid key against its client address."""
+        limiter = services.refused_limiter
+        if limiter is None or call.caller is not None or status >= 500 or status < 400:
+            return None
+        address = client_address(scope)
+        refusal: Refusal | None = limiter.check(address)
+        if refusal is not None:
+            now = time.monotonic()
+            if now - self._warned.get(address, -WARN_EVERY_S) >= WARN_EVERY_S:
+                if len(self._warned) > 10_000:
+                    self._warned.clear()  # bounded, whatever the number of addresses
+                self._warned[address] = now
+                log.warning(
+                    "refused requests over the bound: answered 429 without audit records",
+                    extra={"limit": refusal.limit, "operation": call.operation},
+                )
+        return refusal
+
+
+WARN_EVERY_S = 60.0
+
+
+def client_address(scope: Scope) -> str:
+    """The client's address; IPv6 by its /64, which one host may fill with addresses."""
+    client = scope.get("client")
+    host = client[0] if client else ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host or "unknown"
+    if address.version == 6:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+def _flood_response(call: Call, refusal: Refusal) -> tuple[Message, bytes]:
+    """429 in the operation's shape, with no audit id: no record is stored for it."""
+    error = ApiError(
+        429,
+        refusal.reason,
+        headers={"Retry-After": str(refusal.retry_after)},
+    )
+    rendered: Any = call.shape(error, "")
+    start, parts = _message(429, rendered)
+    start["headers"] += [
+        (b"retry-after", str(refusal.retry_after).encode()),
+        (b"x-failure-reason", refusal.reason.encode("ascii", errors="replace")),
+    ]
+    return start, b"".join(parts)
+
+
+async def _send(send: Send, start: Message, body: bytes) -> None:
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _internal_error(call: Call) -> tuple[Message, list[bytes]]:
-    error = ApiError(500, "internal error")
-    call.failure_reason = "internal error"
-    rendered: Any = call.shape(error, call.audit_id)
+    return _rendered(call, ApiError(500, "internal error"))
+
+
+def _rendered(call: Call, error: ApiError) -> tuple[Message, list[bytes]]:
+    call.failure_reason = error.reason
+    return _message(error.status, call.shape(error, call.audit_id))
+
+
+def _message(status: int, rendered: Any) -> tuple[Message, list[bytes]]:
     if isinstance(rendered, str):
         body, media = rendered.encode(), b"text/plain; charset=utf-8"
     else:
         body, media = encode_json(rendered), b"application/json"
-    start = {"type": "http.response.start", "status": 500, "headers": [(b"content-type", media)]}
+    start = {"type": "http.response.start", "status": status, "headers": [(b"content-type", media)]}
     return start, [body]
 
 

@@ -3,7 +3,8 @@
 Endpoints stay thin: they name their operation, scope and error shape, and hand a
 plain function (session, payload) -> Outcome to :func:`run_post` or :func:`run_read`.
 The commit happens inside those functions, before the response exists, so a 200 is
-only ever sent for work that is stored.
+only ever sent for work that is stored; a writing request's audit record is committed
+in the same transaction as its work, so neither is ever stored without the other.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
+from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.http.context import Call, Caller
@@ -79,23 +82,42 @@ def call_of(request: Request) -> Call:
 def operation(
     name: str, *, scope: str, shape: ErrorShape = default_shape
 ) -> Callable[[Request], Awaitable[Call]]:
-    """A dependency that names the operation, reads the body and checks the API key."""
+    """A dependency that names the operation, checks the API key, then reads the body.
+
+    The key comes first, from the headers alone: a request refused for its key (401,
+    403, 429) is answered without its body being read, and its audit record keeps a
+    note of the declared size instead of the body, so refused requests cannot fill the
+    disk through the audit trail.
+    """
 
     async def dependency(request: Request) -> Call:
         call = call_of(request)
         call.operation = name
         call.shape = shape
         call.content_type = request.headers.get("content-type")
-        if request.method in ("POST", "PUT", "PATCH"):
-            call.request_body = await _read_body(request, services_of(request).settings)
+        has_body = request.method in ("POST", "PUT", "PATCH")
+        if has_body:
+            call.request_note = unread_note(request.headers.get("content-length"))
         caller = await run_in_threadpool(_authenticate, request, scope)
         call.caller = caller
         if any("\x00" in part for item in request.query_params.multi_items() for part in item):
             # No database stores NUL in text; no search can be for one.
             raise ApiError(400, "query parameters must not contain NUL characters")
+        if has_body:
+            call.request_body = await _read_body(request, services_of(request).settings)
+            call.request_note = None
         return call
 
     return dependency
+
+
+def unread_note(declared: str | None) -> str:
+    """What the audit record keeps instead of a body that was never read."""
+    size = f"{declared} bytes declared" if declared else "no Content-Length"
+    return f"[body not read: the request was refused before it was needed; {size}]"
+
+
+CLIENT_CLOSED = 499  # nginx's status for a client that went away before the answer
 
 
 async def _read_body(request: Request, settings: Settings) -> bytes:
@@ -105,12 +127,19 @@ async def _read_body(request: Request, settings: Settings) -> bytes:
         raise ApiError(413, f"body is larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            call_of(request).request_body = b"".join(chunks)
-            raise ApiError(413, f"body is larger than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                call_of(request).request_body = b"".join(chunks)
+                raise ApiError(413, f"body is larger than {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # Not a server error: nobody is left to answer. Recorded as 499, no traceback.
+        call_of(request).request_body = b"".join(chunks)
+        raise ApiError(
+            CLIENT_CLOSED, f"the client closed the connection after {size} bytes of the body"
+        ) from None
     return b"".join(chunks)
 
 
@@ -215,13 +244,21 @@ def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Re
             payload = decode_body(body, call.content_type)
         except BodyError as exc:
             raise ApiError(exc.status, exc.reason) from None
+        writing = write or claim is not None
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            call.committing = False
             try:
-                with session_scope(services.sessions, write=write or claim is not None) as session:
+                with session_scope(services.sessions, write=writing) as session:
                     response = render(request, handler(session, payload))
                     if claim is not None:
                         _store(session, claim, response)
-                    return response
+                    if writing:
+                        # The audit record is part of the work's transaction: stored
+                        # together or not at all, whenever the process dies.
+                        _record(session, call, response, services.settings)
+                        call.committing = True
+                call.recorded = writing
+                return response
             except DBAPIError as exc:
                 # PostgreSQL ends a transaction caught in a deadlock or a serialisation
                 # conflict; it rolled back whole, so running it again is safe.
@@ -286,6 +323,19 @@ def _renegotiated(request: Request, headers: dict[str, str]) -> dict[str, str]:
         if name.lower() == "content-type" and parse_content_type(value)[0] in JSON_RESPONSE_TYPES:
             replayed[name] = response_content_type(negotiate(request.headers.get("accept")))
     return replayed
+
+
+def _record(session: Session, call: Call, response: Response, settings: Settings) -> None:
+    """Add the request's audit record, with the response as it will be sent, and flush."""
+    record_call(
+        session,
+        call=call,
+        status=response.status_code,
+        response_body=bytes(response.body),
+        duration_ms=(time.perf_counter() - call.started) * 1000,
+        redact=settings.audit_redact,
+    )
+    session.flush()
 
 
 def _store(session: Session, claim: idempotency.Claim, response: Response) -> None:
