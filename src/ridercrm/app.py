@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
-from ridercrm import __version__
+from ridercrm import __version__, readiness
 from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
@@ -38,27 +37,22 @@ async def healthz() -> dict[str, str]:
 
 @health.get(
     "/readyz",
-    summary="Readiness: the database answers",
+    summary="Readiness: the database takes writes",
     openapi_extra=openapi.NO_SECURITY,
     responses={
         200: {"content": {"application/json": {"schema": openapi.ref(openapi.Readiness)}}},
         503: {
-            "description": "The database does not answer.",
+            "description": "The database does not answer, is read-only, or its disk is full.",
             "content": {"application/json": {"schema": openapi.ref(openapi.Readiness)}},
         },
     },
 )
 async def readyz(request: Request) -> Response:
-    """Answer 200 when the database answers, 503 when it does not."""
-
-    def ping() -> None:
-        with services_of(request).engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-
-    try:
-        await run_in_threadpool(ping)
-    except Exception:
-        return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+    """Answer 200 when the database can take writes, 503 (saying why) when it cannot."""
+    services = services_of(request)
+    found = await run_in_threadpool(readiness.problem, services.engine, services.settings)
+    if found is not None:
+        return JSONResponse({"status": "unavailable", "database": found}, status_code=503)
     return JSONResponse({"status": "ok", "database": "ok"})
 
 

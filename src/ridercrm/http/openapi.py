@@ -94,7 +94,7 @@ class Health(BaseModel):
 
 class Readiness(BaseModel):
     status: Literal["ok", "unavailable"]
-    database: Literal["ok", "unreachable"]
+    database: Literal["ok", "unreachable", "read-only", "disk full"]
 
 
 # --- Component schemas -----------------------------------------------------------
