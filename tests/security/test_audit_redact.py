@@ -299,7 +299,9 @@ def test_records_read_back_through_the_api_stay_redacted(
         # JSON text inside a string is read too
         ({"note": json.dumps({"last_name": "Lee"})}, {"note": json.dumps({"last_name": R})}),
         # what says nothing stays: null, "", and every other field
-        ({"email": None, "city": "", "ID": "003", "status": False}, {"email": None, "city": "", "ID": "003", "status": False}),
+        ({"email": None, "city": "", "ID": "", "status": False}, {"email": None, "city": "", "ID": "", "status": False}),
+        # An id field keeps only a well-formed record id (issue 10): "003" is none.
+        ({"ID": "003", "person_id": "0038nCLnc2uvKdoADE"}, {"ID": R, "person_id": "0038nCLnc2uvKdoADE"}),
         # text that only starts like JSON, under a field that is not personal
         ({"receipt": "[draft"}, {"receipt": "[draft"}),
     ],

@@ -10,7 +10,7 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.models import AuditRecord
-from ridercrm.audit.redact import redact_request, redact_response
+from ridercrm.audit.redact import Redaction
 from ridercrm.db import utcnow
 from ridercrm.http.context import Call
 
@@ -59,16 +59,20 @@ def record_call(
 ) -> AuditRecord:
     """Add the audit record of a finished request to the session.
 
-    ``redact`` (RIDERCRM_AUDIT_REDACT) stores both bodies with the values of personal
-    fields replaced, see :mod:`ridercrm.audit.redact`.
+    ``redact`` (RIDERCRM_AUDIT_REDACT) stores both bodies, the outcomes and the failure
+    reason with personal values replaced, see :mod:`ridercrm.audit.redact`.
     """
+    outcomes, failure_reason = call.outcomes, call.failure_reason
     if redact:
+        redaction = Redaction()  # the request first: it learns the values to look for
         request_text = (
             None
             if call.request_body is None
-            else redact_request(call.request_body, call.content_type)[:MAX_STORED_BODY]
+            else redaction.request(call.request_body, call.content_type)[:MAX_STORED_BODY]
         )
-        response_text: str | None = redact_response(response_body)[:MAX_STORED_BODY]
+        response_text: str | None = redaction.response(response_body)[:MAX_STORED_BODY]
+        outcomes = redaction.value(outcomes)
+        failure_reason = redaction.text(failure_reason)
     else:
         request_text, response_text = _text(call.request_body), _text(response_body)
     if call.request_body is None and call.request_note is not None:
@@ -85,8 +89,8 @@ def record_call(
         response_status=status,
         response_body=_fit("response_body", response_text),
         duration_ms=round(duration_ms, 3),
-        failure_reason=_fit("failure_reason", call.failure_reason),
-        outcomes=_storable(call.outcomes),
+        failure_reason=_fit("failure_reason", failure_reason),
+        outcomes=_storable(outcomes),
         idempotency_key=_fit("idempotency_key", call.idempotency_key),
         replay_of=call.replay_of,
     )
