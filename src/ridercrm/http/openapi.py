@@ -207,8 +207,9 @@ RECORD_REFUSALS = (400, 401, 403, 404, 429)
 
 UNAVAILABLE = {
     "description": (
-        "The audit record could not be stored: the request may have been applied, and no"
-        " audit id is given."
+        "The audit record could not be stored, and no audit id is given. The detail says"
+        " whether the request was not applied or may have been (its work and record were"
+        " committing when the database failed)."
     ),
     "content": {"application/json": {"schema": ref(Unavailable)}},
 }
