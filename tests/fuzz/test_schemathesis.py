@@ -154,7 +154,16 @@ def fuzz_env(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) ->
         shutil.copy(sqlite_template, path)
         database_url = f"sqlite:///{path}"
     # No rate limit: thousands of calls with one key would otherwise be mostly 429s.
-    settings = Settings(database_url=database_url, log_level="WARNING", rate_limit="off")
+    # No rate limits: the fuzzing checks answers, not floods. (Its unauthenticated
+    # cases would pass RIDERCRM_REFUSED_RATE_LIMIT within the minute, and the 429s past
+    # it carry no audit id by design: tests/security/test_refused_requests.py.)
+    settings = Settings(
+        database_url=database_url,
+        log_level="WARNING",
+        rate_limit="off",
+        explain_rate_limit="off",
+        refused_rate_limit="off",
+    )
     app = create_app(settings)
     engine = app.state.services.engine
     if postgres is None:

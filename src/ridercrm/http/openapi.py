@@ -44,8 +44,9 @@ refused.
 
 **Responses** are `application/json`, or `text/json` when the Accept header prefers
 it. Every response except `/healthz`, `/readyz`, `/metrics` and these documents carries
-`X-Audit-Id`, the id of the request's audit record; a refused request also carries
-`X-Failure-Reason`. 200 means the request was processed, even when items failed or no
+`X-Audit-Id`, the id of the request's audit record (save the 429s answered, without
+a record, to requests refused without a valid key beyond RIDERCRM_REFUSED_RATE_LIMIT
+from one address); a refused request also carries `X-Failure-Reason`. 200 means the request was processed, even when items failed or no
 match was found. Operation 1 answers every refusal with the plain text body
 `Status update failed.`; operations 2 to 4 answer in their own JSON shape; the rest
 answer `{"detail", "errors", "audit_id"}`.
