@@ -1,7 +1,9 @@
 """Crash safety, short form: 2 SIGKILLs per database (bench/crash_safety.py).
 
 Every answered request must be stored whole after the restart, an unanswered one whole
-or not at all, and nothing may be half-written. The script prints what it checked and
+or not at all, and nothing may be half-written; at every kill, no stored course, status
+change or person change may lack its audit record (it is committed with the work), and
+every answered request's audit record must exist. The script prints what it checked and
 every violation; its output is shown when a test fails.
 """
 
