@@ -327,7 +327,10 @@ def test_items_are_independent_and_a_bad_one_leaves_no_trace(
     body = courses.send(good, bad, "not an object", {"person_id": courses.contact})
     delivery = [entry["delivery"] for entry in body["details"]]
     assert delivery == ["true", "false", "false", "false"]
-    assert body["details"][2]["receipt"] == "item: must be a JSON object."
+    assert body["details"][2]["receipt"] == (
+        "item: must be an object of fields (received text of 13 characters); send"
+        " people_product[0][field]=... or people_product=<JSON array of objects>."
+    )
     assert count(sessions, Asset) == 1
     assert count(sessions, AssetStatusChange) == 1
     assert courses.person(courses.lead)["converted_contact_id"] is None
@@ -344,8 +347,11 @@ def test_empty_strings_do_not_clear_the_person(courses: Courses) -> None:
     ("body", "reason"),
     [
         (b"this is not json", "body is not JSON"),
-        (b'{"people": []}', "people_product array"),
-        (b'{"people_product": {"person_id": "x"}}', "people_product array"),
+        (b'{"people": []}', "people_product: must be an array of items (received nothing)"),
+        (
+            b'{"people_product": {"person_id": "x"}}',
+            "people_product: must be an array of items (received an object)",
+        ),
         (b"[]", "people_product array"),
     ],
 )

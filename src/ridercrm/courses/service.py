@@ -20,7 +20,7 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
-from ridercrm.fields import error_messages, text
+from ridercrm.fields import error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
@@ -135,7 +135,7 @@ def _preload(session: Session, items: list[Any]) -> list[Any]:
 def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
     """Carry out one item atomically (a savepoint); a retry covers a concurrent twin."""
     if not isinstance(raw, dict):
-        return ItemResult(delivery=False, receipt="item: must be a JSON object.")
+        return ItemResult(delivery=False, receipt=item_refusal(raw, "people_product") + ".")
     result = ItemResult(
         delivery=False,
         receipt="",
