@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -48,3 +49,18 @@ def items_of(payload: Any, key: str, *, limit: int) -> list[Any]:
     if len(items) > limit:
         raise ApiError(413, f"too many items: {len(items)} in {key}, the limit is {limit}")
     return items
+
+
+def utc_time(name: str, value: dt.datetime | None) -> dt.datetime | None:
+    """A query's time in UTC (UTC when it names no zone), or a 400 naming the parameter."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        # e.g. 0001-01-01T00:00:00+10:00 is before the first representable UTC time
+        raise ApiError(
+            400, f"{name}: is out of range", errors=[f"{name}: is out of range"]
+        ) from None

@@ -294,6 +294,10 @@ class ModifyRefusal(BaseModel):
 
 
 class PeopleFound(BaseModel):
-    """People matching an admin search."""
+    """A page of people, newest first, or the people an admin search found."""
 
     people: list[PersonRead]
+    next_before: str | None = Field(
+        description="The id to pass as before for the next page; null on the last page"
+        " and for a search."
+    )
