@@ -167,9 +167,19 @@ def test_a_new_booking_needs_a_mobile_or_a_home_phone(courses: Courses) -> None:
 
 def test_unknown_person_product_and_asset_fail_the_item(courses: Courses) -> None:
     unknown_person = courses.one(new_booking("003000000000000AAA", courses.product))
-    assert unknown_person["receipt"] == "person_id: no contact or lead with id 003000000000000AAA."
+    # A refused booking names its booking number, so the client knows which one failed.
+    assert unknown_person["receipt"] == (
+        "person_id: no contact or lead with id 003000000000000AAA (booking_number HB-102938)."
+    )
     unknown_product = courses.one(new_booking(courses.contact, "01t000000000000AAA"))
-    assert unknown_product["receipt"] == "product_id: no product with id 01t000000000000AAA."
+    assert unknown_product["receipt"] == (
+        "product_id: no product with id 01t000000000000AAA (booking_number HB-102938)."
+    )
+    invalid = courses.one(new_booking("00Q...", courses.product, opt_in="maybe"))
+    assert invalid["receipt"] == (
+        "opt_in: must be true or false (also 1/0, on/off, yes/no, any case) (received text of"
+        " 5 characters) (booking_number HB-102938)."
+    )
     unknown_asset = courses.one({"asset_id": "02i000000000000AAA", "course_status": "cancelled"})
     assert unknown_asset["receipt"] == "asset_id: no course with id 02i000000000000AAA."
     for entry in (unknown_person, unknown_product, unknown_asset):

@@ -148,14 +148,14 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
     try:
         item = CourseItem.model_validate(raw)
     except ValidationError as exc:
-        result.receipt = "; ".join(error_messages(exc)) + "."
+        result.receipt = _refusal("; ".join(error_messages(exc)), raw)
         return result
     for attempt in range(2):
         try:
             with session.begin_nested():
                 return _carry_out(session, item, result, audit_id)
         except ItemRejected as rejected:
-            result.receipt = str(rejected) + "."
+            result.receipt = _refusal(str(rejected), raw)
             return result
         except IntegrityError:
             # A concurrent request stored the same booking_number first; on the
@@ -163,6 +163,15 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def _refusal(reason: str, raw: dict[str, Any]) -> str:
+    """A refused item's receipt; it names the item's booking number, so a client that
+    sent several bookings (or retries one) knows which was not applied."""
+    number = _booking_number(raw.get("booking_number"))
+    if number and number not in reason:
+        reason += f" (booking_number {number})"
+    return reason + "."
 
 
 def _carry_out(session: Session, item: CourseItem, result: ItemResult, audit_id: str) -> ItemResult:
