@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
 from ridercrm.ids import RecordKind, new_id
@@ -425,6 +426,8 @@ def test_export_then_import_into_an_empty_database_gives_the_same_records(
         result = cli(db_url, "export", kind, "--output", str(files[kind]), "--format", form)
         assert result.exit_code == 0, result.output
     with session_scope(sessions, write=True) as session:
+        session.execute(delete(AssetStatusChange))
+        session.execute(delete(Asset))  # the demo's courses: export and import hold none
         session.execute(delete(Person))
         session.execute(delete(Product))
     assert people(sessions) == {}
