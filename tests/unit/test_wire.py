@@ -292,6 +292,12 @@ def test_form_sparse_and_non_zero_based_indexes_are_a_list_in_index_order() -> N
     assert decode_body(b"items[1][a]=1", FORM) == {"items": [{"a": "1"}]}
 
 
+def test_form_indexes_of_any_length_are_ordered_without_a_crash() -> None:
+    huge = "9" * 5_000  # int() refuses more than 4300 digits
+    raw = f"a[{huge}]=z&a[10]=y&a[9]=x".encode()
+    assert decode_body(raw, FORM) == {"a": ["x", "y", "z"]}
+
+
 def test_form_index_written_twice_is_refused_saying_how() -> None:
     error = refused(b"items[0][a]=1&items[00][b]=2", FORM)
     assert error.reason == (

@@ -318,15 +318,21 @@ def _lists_from_indexes(value: Any, name: str) -> Any:
         and all(key.isascii() and key.isdigit() for key in converted)
     ):
         return converted
-    order = sorted(converted, key=int)
+    order = sorted(converted, key=_index_order)
     for before, after in pairwise(order):
-        if int(before) == int(after):
+        if _index_order(before) == _index_order(after):
             raise BodyError(
                 400,
                 f"form fields {name}[{before}] and {name}[{after}] name the same index;"
                 f" write each index once, e.g. {name}[0], {name}[1]",
             )
     return [converted[key] for key in order]
+
+
+def _index_order(key: str) -> tuple[int, str]:
+    """An index's numeric order without int(): an index may have thousands of digits."""
+    digits = key.lstrip("0") or "0"
+    return len(digits), digits
 
 
 def negotiate(accept: str | None) -> str:
