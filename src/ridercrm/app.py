@@ -11,7 +11,7 @@ from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
-from ridercrm.http import handlers, metrics, openapi
+from ridercrm.http import docs_pages, handlers, metrics, openapi
 from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.ratelimit import build_rate_limiter
 from ridercrm.http.runtime import Services, services_of
@@ -78,6 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="ridercrm",
         version=__version__,
         description="CRM service for a motorcycle rider-training business.",
+        docs_url=None,  # served by docs_pages, without a CDN
+        redoc_url=None,
     )
     app.state.services = Services(
         settings=settings,
@@ -111,5 +113,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health)
     handlers.install(app)
     openapi.install(app)
+    docs_pages.install(app)
     app.add_middleware(AuditMiddleware)
     return app

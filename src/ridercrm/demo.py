@@ -1,7 +1,9 @@
-"""A demo data set: the products of every course location and a few hundred people.
+"""A demo data set: the products of every course location, a few hundred people and
+courses in every status at every location around today.
 
-Generated from a seed (no data files, no network), so every load is the same. People
-go through the importer's validation and row building, like any imported person.
+Generated from a seed (no data files, no network), so every load is the same but for
+the courses' dates. People go through the importer's validation and row building, like
+any imported person. The README's examples use the records of demo_courses.
 """
 
 from __future__ import annotations
@@ -9,12 +11,24 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Iterator
-from typing import Any
+from itertools import chain
+from typing import Any, cast
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope, utcnow
+from ridercrm.demo_courses import (
+    ANN,
+    BEN,
+    BOOKED_COURSE,
+    LIAM,
+    README_PEOPLE,
+    demo_courses,
+    product_id,
+)
+from ridercrm.demo_courses import Product as DemoProduct
 from ridercrm.fields import COURSE_LOCATIONS, LEAD_SOURCES
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.products.models import Product
@@ -27,6 +41,9 @@ from ridercrm.transfer.rows import (
     person_rows,
     product_row,
 )
+
+ASSETS_TABLE = cast(Table, Asset.__table__)
+HISTORY_TABLE = cast(Table, AssetStatusChange.__table__)
 
 DEMO_SEED = 20261120
 DEMO_PEOPLE = 300
@@ -218,7 +235,11 @@ def load_demo(
     seed: int = DEMO_SEED,
     people: int = DEMO_PEOPLE,
 ) -> str:
-    """Load the demo products and people; say in one line what was loaded or why not."""
+    """Load the demo products, people and courses; say what was loaded or why not.
+
+    The well-known records of the README's examples (demo_courses) keep fixed ids, so
+    they are loaded once; another load (``only_if_empty=False``) adds more people only.
+    """
     now = utcnow()
     with session_scope(sessions, write=True) as session:
         if only_if_empty and session.scalar(select(Person.id).limit(1)) is not None:
@@ -226,24 +247,71 @@ def load_demo(
         products = _product_rows(session, now)
         if products:
             session.execute(insert(PRODUCTS_TABLE), products)
+        known = [] if session.get(Person, ANN) else list(README_PEOPLE)
         rows: list[dict[str, Any]] = []
         keys: list[dict[str, Any]] = []
-        for kind, values in demo_people(people, seed=seed):
+        generated = ((kind, None, values) for kind, values in demo_people(people, seed=seed))
+        for kind, person_id, values in chain(known, generated):
             data, errors = PERSON_RULES.validate(values)
             if errors:
                 raise RuntimeError(f"demo person is invalid: {'; '.join(errors)}")
-            row, row_keys = person_rows(kind, data, now=now)
+            row, row_keys = person_rows(kind, data, person_id=person_id, now=now)
             rows.append(row)
             keys.extend({"key": key, "person_id": row["id"]} for key in row_keys)
         for start in range(0, len(rows), 5_000):
             session.execute(insert(PEOPLE_TABLE), rows[start : start + 5_000])
         for start in range(0, len(keys), 20_000):
             session.execute(insert(PERSON_KEYS_TABLE), keys[start : start + 20_000])
+        courses = _course_rows(session, rows, now=now, seed=seed) if known else 0
     leads = sum(1 for row in rows if row["kind"] == LEAD)
-    return (
-        f"loaded {len(products)} products and {len(rows)} people "
-        f"({len(rows) - leads} contacts, {leads} leads)"
+    summary = (
+        f"loaded {len(products)} products, {len(rows)} people "
+        f"({len(rows) - leads} contacts, {leads} leads) and {courses} courses"
     )
+    if not known:
+        return summary
+    return summary + "\n" + readme_records()
+
+
+def readme_records() -> str:
+    """The ids the README's examples use, one line each."""
+    return "\n".join(
+        [
+            f"  contact Ann Nguyen     {ANN}  (the match example finds her)",
+            f"  contact Ben Kelly      {BEN}  (the modify examples change him)",
+            f"  lead Liam Tran         {LIAM}  (the booking example books him)",
+            f"  product LAP-SOM        {product_id('LAP-SOM')}",
+            f"  booked course          {BOOKED_COURSE}  (Ben's; the cancel example)",
+        ]
+    )
+
+
+def _course_rows(
+    session: Session, people_rows: list[dict[str, Any]], *, now: dt.datetime, seed: int
+) -> int:
+    """Insert the demo courses (dates around today) for contacts of this load; say how many."""
+    found = session.execute(select(Product.id, Product.code, Product.price)).all()
+    by_code = {code: DemoProduct(id=id_, code=code, price=price) for id_, code, price in found}
+    products = {
+        location: [
+            by_code[f"{code}-{suffix}"]
+            for code, _name, _prices in COURSE_TYPES
+            if f"{code}-{suffix}" in by_code
+        ]
+        for location, (suffix, _state, _suburbs) in LOCATIONS.items()
+    }
+    contacts = [row["id"] for row in people_rows if row["kind"] == CONTACT and row["id"] != ANN]
+    courses, history = demo_courses(
+        contacts=contacts,
+        products=products,
+        today=dt.date.today(),
+        now=now,
+        rng=random.Random(seed + 1),
+    )
+    if courses:
+        session.execute(insert(ASSETS_TABLE), courses)
+        session.execute(insert(HISTORY_TABLE), history)
+    return len(courses)
 
 
 def _product_rows(session: Session, now: dt.datetime) -> list[dict[str, Any]]:
@@ -256,5 +324,5 @@ def _product_rows(session: Session, now: dt.datetime) -> list[dict[str, Any]]:
         data, errors = PRODUCT_RULES.validate(values)
         if errors:
             raise RuntimeError(f"demo product is invalid: {'; '.join(errors)}")
-        rows.append(product_row(data, now=now))
+        rows.append(product_row(data, product_id=product_id(values["code"]), now=now))
     return rows

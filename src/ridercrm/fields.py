@@ -65,24 +65,55 @@ def enumeration(values: Iterable[str]) -> Callable[[Any], str | None]:
     return parse
 
 
+def received(value: Any) -> str:
+    """What a value was, by its JSON shape (never the value: it may be personal data)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    if isinstance(value, int | float):
+        return "a JSON number"
+    if isinstance(value, str):
+        return f"text of {len(value)} character{'' if len(value) == 1 else 's'}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def item_refusal(item: Any, key: str) -> str:
+    """Why an item that is not an object is refused, and how to send one."""
+    return (
+        f"item: must be an object of fields (received {received(item)}); send"
+        f" {key}[0][field]=... or {key}=<JSON array of objects>"
+    )
+
+
+_POSTCODE_FORM = '4 digits, or 3 (800 is "0800"), as text or a whole number'
+
+
 def parse_postcode(value: Any) -> str | None:
-    """A postcode is 4 digits; an integer 200-9999 is zero-padded (800 -> "0800")."""
+    """A postcode is 4 digits; 3 digits or a whole number 200-9999 is zero-padded.
+
+    However it was encoded it is the same postcode: JSON 800, the text "800" that
+    every form encoder sends, and 800.0 are all "0800".
+    """
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise ValueError("must be 4 digits")
-    if isinstance(value, int):
-        if 200 <= value <= 9999:
-            return f"{value:04d}"
-        raise ValueError("must be 4 digits")
-    if (
-        isinstance(value, str)
-        and len(value.strip()) == 4
-        and value.strip().isascii()
-        and value.strip().isdigit()
-    ):
-        return value.strip()
-    raise ValueError("must be 4 digits")
+    number: int | None = None
+    if isinstance(value, str):
+        digits = value.strip()
+        if digits.isascii() and digits.isdigit():
+            if len(digits) == 4:
+                return digits
+            if len(digits) == 3:
+                number = int(digits)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and value == int(value):
+        number = int(value)
+    if number is not None and 200 <= number <= 9999:
+        return f"{number:04d}"
+    raise ValueError(f"must be {_POSTCODE_FORM} (received {received(value)})")
 
 
 def parse_date(value: Any) -> dt.date | None:
@@ -182,15 +213,27 @@ def parse_price(value: Any) -> Decimal | None:
     return price.quantize(Decimal("0.01"))
 
 
+TRUE_WORDS = frozenset({"true", "1", "on", "yes"})
+FALSE_WORDS = frozenset({"false", "0", "off", "no"})
+_BOOL_FORM = "true or false (also 1/0, on/off, yes/no, any case)"
+
+
 def parse_bool(value: Any) -> bool | None:
-    """A JSON boolean or the strings "true"/"false" (any case)."""
+    """A flag as every encoder writes one: JSON true/false or 1/0, or the text
+    true/false, 1/0, on/off, yes/no in any case (PHP sends 1/0, a checkbox "on")."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ValueError("must be true or false")
+    if isinstance(value, int | float) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    raise ValueError(f"must be {_BOOL_FORM} (received {received(value)})")
 
 
 def text(max_length: int) -> Callable[[Any], str | None]:

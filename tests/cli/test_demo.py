@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
+from ridercrm.demo_courses import ANN, BEN, BOOKED_COURSE, LIAM, product_id
+from ridercrm.fields import COURSE_LOCATIONS, COURSE_STATUSES
 from ridercrm.people.models import Person
 from tests.cli.transfer_helpers import assert_match_keys_in_step, cli, people, products
 
@@ -17,11 +22,15 @@ def test_demo_loads_once_and_then_is_skipped(
 ) -> None:
     result = cli(db_url, "demo")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("loaded 14 products and 300 people")
+    assert result.output.startswith("loaded 14 products, 303 people")
+    assert result.output.splitlines()[0].endswith(" and 42 courses")
+    # The ids the README's examples use are printed.
+    for known in (ANN, BEN, LIAM, BOOKED_COURSE, product_id("LAP-SOM")):
+        assert known in result.output
     assert cli(db_url, "demo").output.strip() == "skipped: database already has people"
     assert load_demo(sessions) == "skipped: database already has people"
     stored = people(sessions)
-    assert len(stored) == 300
+    assert len(stored) == 303
     assert {p["kind"] for p in stored.values()} == {"contact", "lead"}
     assert all(p["postcode"] is None or len(p["postcode"]) == 4 for p in stored.values())
     codes = {p["code"] for p in products(sessions).values()}
@@ -32,16 +41,46 @@ def test_demo_loads_once_and_then_is_skipped(
     response = client.get(f"/admin/people/{someone}", headers=admin_headers)
     assert response.status_code == 200
     forced = cli(db_url, "demo", "--force")
-    assert forced.output.startswith("loaded 0 products and 300 people")
+    assert forced.output.strip().startswith("loaded 0 products, 300 people")
+    assert forced.output.strip().endswith(" and 0 courses")
     with session_scope(sessions) as session:
-        assert session.scalar(select(func.count()).select_from(Person)) == 600
+        assert session.scalar(select(func.count()).select_from(Person)) == 603
 
 
 def test_demo_data_is_the_same_on_every_load(db_url: str, sessions: sessionmaker[Session]) -> None:
     load_demo(sessions, people=50)
     first = sorted((p["first_name"], p["last_name"], p["email"]) for p in people(sessions).values())
     with session_scope(sessions, write=True) as session:
+        session.execute(delete(AssetStatusChange))
+        session.execute(delete(Asset))
         session.execute(delete(Person))
     load_demo(sessions, people=50)
     again = sorted((p["first_name"], p["last_name"], p["email"]) for p in people(sessions).values())
     assert again == first
+
+
+def test_demo_courses_cover_every_status_at_every_location_around_today(
+    db_url: str, sessions: sessionmaker[Session], client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    load_demo(sessions)
+    with session_scope(sessions) as session:
+        courses = session.scalars(select(Asset)).all()
+        seen = {(c.course_location, c.course_status) for c in courses}
+        assert seen == {(where, status) for where in COURSE_LOCATIONS for status in COURSE_STATUSES}
+        today = dt.date.today()
+        days = [(dt.date.fromisoformat(c.course_datetime[:10]) - today).days for c in courses]
+        assert min(days) < -14
+        assert max(days) > 14
+        for course in courses:
+            day = dt.date.fromisoformat(course.course_datetime[:10])
+            if course.course_status.startswith("completed"):
+                assert day < today, course.id  # a course is completed after it ran
+            if course.course_status == "booked":
+                assert day > today, course.id
+            # The history replays to the stored status.
+            assert course.status_history[-1].to_status == course.course_status
+    booked = client.get(f"/admin/assets/{BOOKED_COURSE}", headers=admin_headers).json()
+    assert (booked["person_id"], booked["course_status"]) == (BEN, "booked")
+    lead = client.get(f"/admin/people/{LIAM}", headers=admin_headers).json()
+    assert (lead["kind"], lead["converted_contact_id"]) == ("lead", None)
+    assert_match_keys_in_step(sessions)

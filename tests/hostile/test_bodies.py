@@ -73,8 +73,13 @@ def _duplicate_at_top(world: World, target: Target) -> bytes:
 def _wrong_shape(target: Target) -> str:
     """The reason given for a body that is JSON but not the endpoint's object."""
     if target.key is None:
-        return "body must be a JSON object"
-    return f"body must be a JSON object with a {target.key} {'array' if target.many else 'object'}"
+        return "body: must be an object of fields"
+    return f"body: must be an object with a {target.key} {'array' if target.many else 'object'}"
+
+
+def _wrong_field(target: Target) -> str:
+    """The reason given for a body whose item field is missing or not an array (object)."""
+    return f"{target.key}: must be an {'array of items' if target.many else 'object of fields'}"
 
 
 def _multipart(world: World, target: Target) -> bytes:
@@ -210,8 +215,10 @@ def test_form_fields_of_the_wrong_shape(world: World, target: Target) -> None:
     ):
         ledger = world.ledger()
         response = world.post(target.path, raw, FORM)
-        expected = "mixes shapes" if b"[0][x]" in raw else _wrong_shape(target)
+        expected = "mixes shapes" if b"[0][x]" in raw else _wrong_field(target)
         target.check_failure(response, 400, expected)
+        # The refusal says what we accept.
+        assert f"{target.key}[" in response.headers["X-Failure-Reason"]
         ledger.unchanged(response)
 
 
@@ -261,7 +268,9 @@ def test_ten_thousand_people_in_a_match_is_400(world: World, target: Target) -> 
     raw = json.dumps({"person_data": [{"first_name": "Ann"}] * MANY}).encode()
     ledger = world.ledger()
     response = world.post(target.path, raw)
-    target.check_failure(response, 400, "with a person_data object")
+    target.check_failure(
+        response, 400, "person_data: must be an object of fields (received an array)"
+    )
     ledger.unchanged(response)
 
 
@@ -282,5 +291,5 @@ def test_ten_thousand_records_to_an_admin_create_is_400(world: World, target: Ta
     raw = json.dumps([{"name": "A", "first_name": "A"}] * MANY).encode()
     ledger = world.ledger()
     response = world.post(target.path, raw)
-    target.check_failure(response, 400, "body must be a JSON object")
+    target.check_failure(response, 400, "body: must be an object of fields")
     ledger.unchanged(response)

@@ -1,3 +1,5 @@
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 from tests.factories import create_person, person_body
@@ -97,3 +99,62 @@ def test_unknown_person_is_404(client: TestClient, admin_headers: dict[str, str]
     response = client.get("/admin/people/003000000000000AAA", headers=admin_headers)
     assert response.status_code == 404
     assert response.json()["audit_id"] == response.headers["x-audit-id"]
+
+
+def test_people_are_listed_newest_first_a_page_at_a_time_with_filters(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    made = [
+        create_person(client, admin_headers, kind="leads" if n % 3 == 0 else "contacts",
+                      first_name=f"P{n}", email=f"p{n}@example.com")
+        for n in range(8)
+    ]  # fmt: skip
+    newest_first = made[::-1]
+
+    def page(**params: Any) -> Any:
+        response = client.get("/admin/people", params=params, headers=admin_headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    listed, before = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 3} | ({"before": before} if before else {})
+        body = page(**params)
+        listed += [p["id"] for p in body["people"]]
+        before = body["next_before"]
+        if before is None:
+            break
+    assert listed == newest_first
+    assert [p["id"] for p in page()["people"]] == newest_first
+    leads = page(kind="lead", limit=1000)
+    assert [p["id"] for p in leads["people"]] == [made[6], made[3], made[0]]
+    third = client.get(f"/admin/people/{made[2]}", headers=admin_headers).json()
+    since = page(created_since=third["created_at"])
+    assert [p["id"] for p in since["people"]] == newest_first[:6]
+    changed = client.post(
+        "/crm/modify", json={"people_data": [{"ID": made[1], "city": "Kilsyth"}]},
+        headers=admin_headers,
+    )  # fmt: skip
+    assert changed.json()["status"] is True
+    updated_at = client.get(f"/admin/people/{made[1]}", headers=admin_headers).json()["updated_at"]
+    updated = page(updated_since=updated_at, kind="contact")
+    assert [p["id"] for p in updated["people"]] == [made[1]]
+    # A search still answers by name, e-mail or phone, and takes the kind filter too.
+    assert [p["id"] for p in page(q="p3@example.com")["people"]] == [made[3]]
+    assert page(q="p3@example.com", kind="contact")["people"] == []
+
+
+def test_people_listing_refuses_what_it_cannot_page(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    person = create_person(client, admin_headers)
+    for params, reason in [
+        ({"limit": 1001}, "limit"),
+        ({"kind": "customer"}, "kind"),
+        ({"before": "003000000000000AAA"}, "before: no person with id 003000000000000AAA"),
+        ({"q": "Ann", "before": person}, "before: pages the list without q"),
+        ({"created_since": "yesterday"}, "created_since"),
+    ]:
+        response = client.get("/admin/people", params=params, headers=admin_headers)
+        assert response.status_code == 400, params
+        assert reason in response.text

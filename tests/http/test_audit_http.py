@@ -119,11 +119,12 @@ def test_a_refused_request_is_recorded_with_its_reason(
     )
     assert response.status_code == 400
     record = read_record(client, admin_headers, response.headers["x-audit-id"])
-    assert record["failure_reason"] == "postcode: must be 4 digits"
+    reason = 'postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received text of 2 characters)'
+    assert record["failure_reason"] == reason
     assert record["request_body"] == raw.decode()
     assert record["content_type"] == "text/plain"
     assert record["api_key_name"] == "admin"
-    assert json.loads(record["response_body"])["errors"] == ["postcode: must be 4 digits"]
+    assert json.loads(record["response_body"])["errors"] == [reason]
 
 
 def test_an_unauthenticated_request_is_recorded_without_a_key(

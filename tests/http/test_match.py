@@ -208,8 +208,16 @@ def test_explain_returns_candidates_and_the_audit_keeps_them(
         (PEOPLE, query(date_of_birth=None), "date_of_birth: is required."),
         (PEOPLE, query(email=None), "email: is required."),
         (PEOPLE, query(postcode=None), "postcode: is required."),
-        (PEOPLE, query(postcode=12345), "postcode: must be 4 digits."),
-        (PEOPLE, query(postcode="30a4"), "postcode: must be 4 digits."),
+        (
+            PEOPLE,
+            query(postcode=12345),
+            'postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received a JSON number).',
+        ),
+        (
+            PEOPLE,
+            query(postcode="30a4"),
+            'postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received text of 4 characters).',
+        ),
         (PEOPLE, query(email="nope"), "email: not a valid e-mail address."),
         (
             PEOPLE,
@@ -218,7 +226,13 @@ def test_explain_returns_candidates_and_the_audit_keeps_them(
         ),
         (PEOPLE, query(assets="02i"), "assets: must be an array of asset id strings."),
         (LEADS, query(), "lead_source: is required."),
-        (PEOPLE, "not an object", "body must be a JSON object with a person_data object."),
+        (
+            PEOPLE,
+            "not an object",
+            "person_data: must be an object of fields (received text of 13 characters); send"
+            ' JSON {"person_data": {...}}, form fields person_data[field]=..., or a form field'
+            " person_data=<JSON object>.",
+        ),
     ],
 )
 def test_invalid_requests_are_400_in_the_same_shape(

@@ -167,9 +167,19 @@ def test_a_new_booking_needs_a_mobile_or_a_home_phone(courses: Courses) -> None:
 
 def test_unknown_person_product_and_asset_fail_the_item(courses: Courses) -> None:
     unknown_person = courses.one(new_booking("003000000000000AAA", courses.product))
-    assert unknown_person["receipt"] == "person_id: no contact or lead with id 003000000000000AAA."
+    # A refused booking names its booking number, so the client knows which one failed.
+    assert unknown_person["receipt"] == (
+        "person_id: no contact or lead with id 003000000000000AAA (booking_number HB-102938)."
+    )
     unknown_product = courses.one(new_booking(courses.contact, "01t000000000000AAA"))
-    assert unknown_product["receipt"] == "product_id: no product with id 01t000000000000AAA."
+    assert unknown_product["receipt"] == (
+        "product_id: no product with id 01t000000000000AAA (booking_number HB-102938)."
+    )
+    invalid = courses.one(new_booking("00Q...", courses.product, opt_in="maybe"))
+    assert invalid["receipt"] == (
+        "opt_in: must be true or false (also 1/0, on/off, yes/no, any case) (received text of"
+        " 5 characters) (booking_number HB-102938)."
+    )
     unknown_asset = courses.one({"asset_id": "02i000000000000AAA", "course_status": "cancelled"})
     assert unknown_asset["receipt"] == "asset_id: no course with id 02i000000000000AAA."
     for entry in (unknown_person, unknown_product, unknown_asset):
@@ -327,7 +337,10 @@ def test_items_are_independent_and_a_bad_one_leaves_no_trace(
     body = courses.send(good, bad, "not an object", {"person_id": courses.contact})
     delivery = [entry["delivery"] for entry in body["details"]]
     assert delivery == ["true", "false", "false", "false"]
-    assert body["details"][2]["receipt"] == "item: must be a JSON object."
+    assert body["details"][2]["receipt"] == (
+        "item: must be an object of fields (received text of 13 characters); send"
+        " people_product[0][field]=... or people_product=<JSON array of objects>."
+    )
     assert count(sessions, Asset) == 1
     assert count(sessions, AssetStatusChange) == 1
     assert courses.person(courses.lead)["converted_contact_id"] is None
@@ -344,8 +357,11 @@ def test_empty_strings_do_not_clear_the_person(courses: Courses) -> None:
     ("body", "reason"),
     [
         (b"this is not json", "body is not JSON"),
-        (b'{"people": []}', "people_product array"),
-        (b'{"people_product": {"person_id": "x"}}', "people_product array"),
+        (b'{"people": []}', "people_product: must be an array of items (received nothing)"),
+        (
+            b'{"people_product": {"person_id": "x"}}',
+            "people_product: must be an array of items (received an object)",
+        ),
         (b"[]", "people_product array"),
     ],
 )

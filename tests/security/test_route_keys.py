@@ -24,7 +24,7 @@ from tests.hostile.conftest import MODIFY, PRODUCTS, RIDER_COURSES, World
 # must work without credentials, and the OpenAPI document and its pages describe the
 # API without touching any data. None of them is audited (docs/decisions.md, Wire).
 UNAUTHENTICATED = frozenset(
-    {"/healthz", "/readyz", "/metrics", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"}
+    {"/healthz", "/readyz", "/metrics", "/docs", "/docs-assets", "/openapi.json", "/redoc"}
 )
 
 # Each route and the scope it needs (README, "The interface" and "Admin API").

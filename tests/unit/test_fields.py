@@ -166,6 +166,13 @@ def test_enumerations_take_null_and_empty_as_absent(
         (800, "0800"),
         (200, "0200"),
         (9999, "9999"),
+        # However encoded, the same postcode: form encoders send the text "800",
+        # JSON encoders of a float (PHP json_encode of 3064.0, pandas) send 3064.0.
+        ("800", "0800"),
+        (" 800 ", "0800"),
+        ("200", "0200"),
+        (800.0, "0800"),
+        (3064.0, "3064"),
         (None, None),
         ("", None),
     ],
@@ -190,15 +197,22 @@ def test_postcode_is_stored_as_four_digits(given: Any, stored: str | None) -> No
         "+800",
         "\uff13\uff10\uff16\uff14",  # full-width digits
         "\u0663\u0660\u0666\u0664",  # Arabic-Indic digits
+        "199",
+        "080",
+        "80",
+        "3064.0",
+        3064.5,
+        199.0,
         True,
         False,
-        3064.0,
         [3064],
         {"postcode": 3064},
     ],
 )
 def test_postcode_rejects_anything_else(given: Any) -> None:
-    assert reason(fields.Postcode, given) == "must be 4 digits"
+    message = reason(fields.Postcode, given)
+    assert message.startswith('must be 4 digits, or 3 (800 is "0800"), as text or a whole number')
+    assert f"(received {fields.received(given)})" in message
 
 
 # --- dates ----------------------------------------------------------------------------
@@ -372,17 +386,29 @@ def test_prices_that_are_not_numbers_are_refused(given: Any) -> None:
         ("TRUE", True),
         ("False", False),
         (" true ", True),
+        # As form encoders and spreadsheets write flags: PHP http_build_query 1/0, an
+        # HTML checkbox "on", yes/no; JSON 1/0.
+        ("1", True),
+        ("0", False),
+        ("on", True),
+        ("OFF", False),
+        ("Yes", True),
+        ("no", False),
+        (1, True),
+        (0, False),
         (None, None),
         ("", None),
     ],
 )
-def test_opt_in_takes_booleans_and_their_strings(given: Any, flag: bool | None) -> None:
+def test_opt_in_takes_booleans_and_their_spellings(given: Any, flag: bool | None) -> None:
     assert validate(fields.Flag, given) is flag
 
 
-@pytest.mark.parametrize("given", ["yes", "no", "1", "0", 1, 0, "t", "on", [True]])
+@pytest.mark.parametrize("given", ["t", "y", "maybe", "2", 2, -1, 0.5, "true false", [True], {}])
 def test_opt_in_refuses_other_values(given: Any) -> None:
-    assert reason(fields.Flag, given) == "must be true or false"
+    message = reason(fields.Flag, given)
+    assert message.startswith("must be true or false (also 1/0, on/off, yes/no, any case)")
+    assert f"(received {fields.received(given)})" in message
 
 
 # --- e-mail ---------------------------------------------------------------------------

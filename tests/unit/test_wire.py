@@ -236,8 +236,15 @@ def test_form_fields_with_json_values() -> None:
 def test_form_field_json_values_keep_their_shape() -> None:
     # An object whose keys happen to be "0", "1" is an object, not a list.
     value = {"0": "zero", "1": "one"}
-    raw = urlencode({"person_data": json.dumps(value), "flag": "true", "n": "null"}).encode()
-    assert decode_body(raw, FORM) == {"person_data": value, "flag": True, "n": None}
+    raw = urlencode({"person_data": json.dumps(value), "flag": "true"}).encode()
+    assert decode_body(raw, FORM) == {"person_data": value, "flag": "true"}
+
+
+@pytest.mark.parametrize("text", ["null", "Null", "NULL", "true", "false", "0", "3064"])
+def test_form_scalar_values_stay_text(text: str) -> None:
+    # A surname can be Null; flags and numbers are read from their text by each field.
+    raw = urlencode({"last_name": text, "person_data[last_name]": text}).encode()
+    assert decode_body(raw, FORM) == {"last_name": text, "person_data": {"last_name": text}}
 
 
 def test_form_fields_with_plain_text_values() -> None:
@@ -277,8 +284,59 @@ def test_form_empty_brackets_append_to_a_list() -> None:
     assert decode_body(b"assets[]=x", FORM) == {"assets": ["x"]}
 
 
-def test_form_indexes_with_a_gap_stay_an_object() -> None:
-    assert decode_body(b"a[0]=x&a[2]=y", FORM) == {"a": {"0": "x", "2": "y"}}
+def test_form_sparse_and_non_zero_based_indexes_are_a_list_in_index_order() -> None:
+    # PHP arrays after unset(), qs with indices of a filtered array, hand-written forms.
+    assert decode_body(b"a[0]=x&a[2]=y", FORM) == {"a": ["x", "y"]}
+    raw = b"items[5][a]=3&items[1][a]=1&items[3][a]=2&items[3][b]=x"
+    assert decode_body(raw, FORM) == {"items": [{"a": "1"}, {"a": "2", "b": "x"}, {"a": "3"}]}
+    assert decode_body(b"items[1][a]=1", FORM) == {"items": [{"a": "1"}]}
+
+
+def test_form_indexes_of_any_length_are_ordered_without_a_crash() -> None:
+    huge = "9" * 5_000  # int() refuses more than 4300 digits
+    raw = f"a[{huge}]=z&a[10]=y&a[9]=x".encode()
+    assert decode_body(raw, FORM) == {"a": ["x", "y", "z"]}
+
+
+def test_form_index_written_twice_is_refused_saying_how() -> None:
+    error = refused(b"items[0][a]=1&items[00][b]=2", FORM)
+    assert error.reason == (
+        "form fields items[0] and items[00] name the same index;"
+        " write each index once, e.g. items[0], items[1]"
+    )
+
+
+def test_form_empty_brackets_start_a_new_item_when_a_field_repeats() -> None:
+    # Rack's rule, which qs (arrayFormat brackets), Rails' to_query and jQuery.param rely on.
+    raw = b"p[][a]=1&p[][b]=2&p[][a]=3&p[][b]=4&p[][a]=5"
+    assert decode_body(raw, FORM) == {"p": [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}, {"a": "5"}]}
+    raw = b"p[][a][x]=1&p[][a][y]=2&p[][a][x]=3"
+    assert decode_body(raw, FORM) == {"p": [{"a": {"x": "1", "y": "2"}}, {"a": {"x": "3"}}]}
+    raw = b"p[][tags][]=x&p[][tags][]=y&p[][a]=1"
+    assert decode_body(raw, FORM) == {"p": [{"tags": ["x", "y"], "a": "1"}]}
+
+
+def test_form_indexes_and_empty_brackets_mixed_are_refused_saying_how() -> None:
+    error = refused(b"p[0][a]=1&p[][a]=2", FORM)
+    assert "form field 'p[][a]' mixes shapes" in error.reason
+    assert "p[0][field]=...&p[1][field]=... or p[][field]=..." in error.reason
+
+
+def test_form_dot_notation_is_read_as_brackets() -> None:
+    # qs.stringify(..., {allowDots: true})
+    raw = b"p[0].a=1&p[0].b=2&p[1].a=3&d.x=4&d.y.z=5&d.list[]=6"
+    assert decode_body(raw, FORM) == {
+        "p": [{"a": "1", "b": "2"}, {"a": "3"}],
+        "d": {"x": "4", "y": {"z": "5"}, "list": ["6"]},
+    }
+    # A dot inside brackets is part of the name, as qs reads it.
+    assert decode_body(b"a[b.c]=1", FORM) == {"a": {"b.c": "1"}}
+
+
+@pytest.mark.parametrize("name", ["a[b]c", "a[b", "a.", "a..b", "a[b]]", "a]"])
+def test_form_names_we_cannot_read_are_refused_not_dropped(name: str) -> None:
+    error = refused(urlencode({name: "1", "a[z]": "2"}).encode(), FORM)
+    assert f"form field {name!r}" in error.reason
 
 
 def test_form_non_ascii_digit_names_are_names_not_indexes() -> None:
@@ -308,6 +366,7 @@ def test_form_in_utf16_is_honoured(charset: str, first: str, last: str) -> None:
     [
         b"first_name=Zo%FF",
         b"a=1&a=2",
+        b"a[0]=1&a[]=2",
         b"a[b]=1&a[b]=2",
         b"a=1&a[b]=2",
         b"a[b]=1&a=2",

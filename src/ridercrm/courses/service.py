@@ -20,7 +20,7 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
-from ridercrm.fields import error_messages, text
+from ridercrm.fields import error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
@@ -135,7 +135,7 @@ def _preload(session: Session, items: list[Any]) -> list[Any]:
 def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
     """Carry out one item atomically (a savepoint); a retry covers a concurrent twin."""
     if not isinstance(raw, dict):
-        return ItemResult(delivery=False, receipt="item: must be a JSON object.")
+        return ItemResult(delivery=False, receipt=item_refusal(raw, "people_product") + ".")
     result = ItemResult(
         delivery=False,
         receipt="",
@@ -148,14 +148,14 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
     try:
         item = CourseItem.model_validate(raw)
     except ValidationError as exc:
-        result.receipt = "; ".join(error_messages(exc)) + "."
+        result.receipt = _refusal("; ".join(error_messages(exc)), raw)
         return result
     for attempt in range(2):
         try:
             with session.begin_nested():
                 return _carry_out(session, item, result, audit_id)
         except ItemRejected as rejected:
-            result.receipt = str(rejected) + "."
+            result.receipt = _refusal(str(rejected), raw)
             return result
         except IntegrityError:
             # A concurrent request stored the same booking_number first; on the
@@ -163,6 +163,15 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def _refusal(reason: str, raw: dict[str, Any]) -> str:
+    """A refused item's receipt; it names the item's booking number, so a client that
+    sent several bookings (or retries one) knows which was not applied."""
+    number = _booking_number(raw.get("booking_number"))
+    if number and number not in reason:
+        reason += f" (booking_number {number})"
+    return reason + "."
 
 
 def _carry_out(session: Session, item: CourseItem, result: ItemResult, audit_id: str) -> ItemResult:

@@ -36,6 +36,7 @@ from ridercrm.http.wire import encode_json
 log = logging.getLogger("ridercrm.http")
 
 UNAUDITED = frozenset({"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc"})
+UNAUDITED_PREFIX = "/docs-assets/"  # the documentation pages' scripts and styles
 
 
 class AuditMiddleware:
@@ -44,7 +45,8 @@ class AuditMiddleware:
         self._warned: dict[str, float] = {}  # address -> when its flood was last logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNAUDITED:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in UNAUDITED or path.startswith(UNAUDITED_PREFIX):
             await self.app(scope, receive, send)
             return
         call = Call(method=scope["method"], path=scope["path"])

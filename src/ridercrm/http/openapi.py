@@ -37,10 +37,15 @@ interface its booking website already speaks, products, and an admin API.
 **Request bodies** of every POST may be `application/json`, `text/json` or
 `text/plain` (each carrying JSON text) or `application/x-www-form-urlencoded`, as JSON
 text in the raw body, as form fields whose values are JSON (`people_product=[...]`),
-or as bracket fields (`person_data[first_name]=Ann`). A `charset` parameter is
-honoured; a request without Content-Type is read as JSON; any other type is 415. JSON
-is read strictly: duplicate keys, NaN/Infinity and nesting deeper than 32 levels are
-refused.
+or as bracket fields (`person_data[first_name]=Ann`), as PHP, Rails, jQuery, `qs` and
+browsers write them: indexed items (`people_data[0][ID]`, sparse indexes in index
+order), empty brackets (`people_data[][ID]`; a field the current item already has
+starts the next item, as Rack reads them) and dot notation (`people_data[0].ID`). Form
+values are text (`null` is the text "null"); flags take true/false, 1/0, on/off, yes/no
+in any case, and a postcode may be 3 digits or a number ("800", 800 and 800.0 are
+"0800"). A `charset` parameter is honoured; a request without Content-Type is read as
+JSON; any other type is 415. JSON is read strictly: duplicate keys, NaN/Infinity and
+nesting deeper than 32 levels are refused.
 
 **Responses** are `application/json`, or `text/json` when the Accept header prefers
 it. Every response except `/healthz`, `/readyz`, `/metrics` and these documents carries
@@ -327,7 +332,7 @@ def request_body(
             "minProperties": 1,
         }
         if "explain" in model.model_fields:
-            brackets["properties"] = {"explain": {"enum": ["true", "false"]}}
+            brackets["properties"] = {"explain": {"enum": ["true", "false", "1", "0"]}}
         variants.append(brackets)
         examples["bracket_fields"] = {
             "summary": "Bracket fields, one per value",

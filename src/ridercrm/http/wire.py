@@ -3,7 +3,8 @@
 Four request types carry a body: application/json, text/json and text/plain hold
 JSON text; application/x-www-form-urlencoded holds JSON text (mislabelled clients),
 form fields whose values are JSON (``people_product=[...]``), or bracket fields
-(``person_data[first_name]=Ann``). A charset parameter is honoured.
+(``person_data[first_name]=Ann``, ``people_product[][person_id]=...``, and the dot
+notation ``person_data.first_name``). A charset parameter is honoured.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import codecs
 import json
 import math
 import re
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -159,7 +161,22 @@ class _Fields(dict[str, Any]):
     """An object made from bracket field names; only these may turn into lists."""
 
 
+# A field name after its head: bracket segments ([x], [] for "the next item") or, as
+# qs writes with allowDots, dot segments (.x).
+_SEGMENT = re.compile(r"\[([^\[\]]*)\]|\.([^.\[\]]+)")
+_HEAD = re.compile(r"[^\[\].]*")
+
+
 def _decode_form(text: str, encoding: str) -> dict[str, Any]:
+    """Form fields as PHP, Rack and qs read them.
+
+    ``a[x]=1`` makes objects; ``a[0][x]`` makes lists, ordered by index (sparse or not
+    zero-based indexes too); ``a[]=1`` appends, and ``a[][x]=1`` starts a new item
+    whenever the last item already has ``x`` (Rack's rule, which is what qs'
+    ``brackets`` format, Rails' ``to_query`` and jQuery write); ``a.x`` and ``a[0].x``
+    (qs ``allowDots``) are ``a[x]`` and ``a[0][x]``. Values are text, except a plain
+    field's JSON array, object or string (``people_product=[...]``).
+    """
     # Form bodies are percent-encoded ASCII; raw characters in the charset are accepted too.
     try:
         pairs = parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
@@ -171,47 +188,112 @@ def _decode_form(text: str, encoding: str) -> dict[str, Any]:
         raise BodyError(400, "form body has no fields")
     result: dict[str, Any] = {}
     for name, value in pairs:
-        _place(result, name, value)
-    return {name: _lists_from_indexes(value) for name, value in result.items()}
+        path = _segments(name)
+        if len(path) == 1:
+            if path[0] in result:
+                raise BodyError(
+                    400,
+                    f"form field {name!r} is given twice; send it once"
+                    f" (several values as {name}[]=...&{name}[]=...)",
+                )
+            result[path[0]] = _json_or_text(value)
+        else:
+            _place(result, path, value, name)
+    return {name: _lists_from_indexes(value, name) for name, value in result.items()}
 
 
-def _place(result: dict[str, Any], name: str, value: str) -> None:
-    head, _, rest = name.partition("[")
-    if not head:
-        raise BodyError(400, f"form field {name!r} has no name")
+def _segments(name: str) -> list[str]:
+    """The parts of a field name: ``a[0][x]`` and ``a[0].x`` are both a, 0, x."""
+    head = _HEAD.match(name)
+    assert head is not None  # the pattern matches the empty string
+    if not head.group():
+        raise BodyError(400, f"form field {name!r} has no name before its brackets")
+    path, position = [head.group()], head.end()
+    while position < len(name):
+        segment = _SEGMENT.match(name, position)
+        if segment is None:
+            raise BodyError(
+                400,
+                f"form field {name!r} is not a field name we can read (at character"
+                f" {position + 1}); write nested fields as {path[0]}[0][name] or"
+                f" {path[0]}[0].name",
+            )
+        path.append(segment.group(1) if segment.group(1) is not None else segment.group(2))
+        position = segment.end()
+        if len(path) > MAX_NESTING:
+            raise BodyError(400, "form field is nested too deeply")
+    return path
+
+
+def _place(node: dict[str, Any], path: list[str], value: str, name: str) -> None:
+    """Put one bracket field's value into the tree being built."""
+    key, rest = path[0], path[1:]
     if not rest:
-        if head in result:
-            raise BodyError(400, f"form field {head!r} is given twice")
-        result[head] = _json_or_text(value)
+        if key in node:
+            raise BodyError(
+                400,
+                f"form field {name!r} is given twice; each item's field once (items as"
+                f" {_example(name)})",
+            )
+        node[key] = value
         return
-    path = [head, *_BRACKETS.findall("[" + rest)]
-    if len(path) > MAX_NESTING:
-        raise BodyError(400, "form field is nested too deeply")
-    node: dict[str, Any] = result
-    for index, part in enumerate(path[:-1]):
-        following = path[index + 1]
-        child = node.get(part)
+    child = node.get(key)
+    if rest[0] == "":
         if child is None:
-            child = [] if following == "" else _Fields()
-            node[part] = child
-        if following == "" and index + 1 == len(path) - 1:
-            if not isinstance(child, list):
-                raise BodyError(400, f"form field {name!r} mixes shapes")
+            child = node[key] = []
+        if not isinstance(child, list):
+            raise _mixed(name)
+        after = rest[1:]
+        if not after:
             child.append(value)
             return
-        if not isinstance(child, dict):
-            raise BodyError(400, f"form field {name!r} mixes shapes")
-        node = child
-    leaf = path[-1]
-    if leaf in node:
-        raise BodyError(400, f"form field {name!r} is given twice")
-    node[leaf] = value
+        last = child[-1] if child else None
+        # Rack's rule: a field the last item already has starts the next item.
+        if not isinstance(last, _Fields) or _has_path(last, after):
+            last = _Fields()
+            child.append(last)
+        _place(last, after, value, name)
+        return
+    if child is None:
+        child = node[key] = _Fields()
+    if not isinstance(child, _Fields):
+        raise _mixed(name)
+    _place(child, rest, value, name)
+
+
+def _has_path(node: dict[str, Any], path: list[str]) -> bool:
+    if "" in path:
+        return False  # an inner list never repeats its item's fields
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _example(name: str) -> str:
+    head = _HEAD.match(name)
+    assert head is not None
+    items = head.group()
+    return f"{items}[0][field]=...&{items}[1][field]=... or {items}[][field]=..."
+
+
+def _mixed(name: str) -> BodyError:
+    return BodyError(
+        400,
+        f"form field {name!r} mixes shapes: the same name is written both as a list"
+        f" and as named fields or a value; write every item one way, e.g. {_example(name)}",
+    )
 
 
 def _json_or_text(value: str) -> Any:
-    """A plain form field's value is JSON when it parses as JSON, else text."""
+    """A plain field's value is JSON when it is a JSON array, object or string, else text.
+
+    ``true``, ``false``, ``null`` and numbers stay text: a surname can be Null, and
+    every rule that wants a flag or a number reads its text too.
+    """
     stripped = value.strip()
-    if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null"):
+    if stripped[:1] in ("{", "[", '"'):
         try:
             return parse_json(stripped)
         except BodyError:
@@ -219,25 +301,38 @@ def _json_or_text(value: str) -> Any:
     return value
 
 
-def _lists_from_indexes(value: Any) -> Any:
-    """Turn bracket-made objects keyed 0..n-1 (from ``items[0][x]=...``) into lists.
+def _lists_from_indexes(value: Any, name: str) -> Any:
+    """Turn bracket-made objects keyed by indexes (``items[3][x]=...``) into lists,
+    ordered by index: sparse and non-zero-based indexes as PHP and qs write them.
 
     Objects that came as JSON values (``person_data={"0": ...}``) keep their shape.
     """
     if isinstance(value, list):
-        return [_lists_from_indexes(item) for item in value]
+        return [_lists_from_indexes(item, f"{name}[]") for item in value]
     if not isinstance(value, dict):
         return value
-    converted = {key: _lists_from_indexes(item) for key, item in value.items()}
-    if (
+    converted = {key: _lists_from_indexes(item, f"{name}[{key}]") for key, item in value.items()}
+    if not (
         isinstance(value, _Fields)
         and converted
         and all(key.isascii() and key.isdigit() for key in converted)
     ):
-        indexes = sorted(converted, key=int)
-        if [int(key) for key in indexes] == list(range(len(indexes))):
-            return [converted[key] for key in indexes]
-    return converted
+        return converted
+    order = sorted(converted, key=_index_order)
+    for before, after in pairwise(order):
+        if _index_order(before) == _index_order(after):
+            raise BodyError(
+                400,
+                f"form fields {name}[{before}] and {name}[{after}] name the same index;"
+                f" write each index once, e.g. {name}[0], {name}[1]",
+            )
+    return [converted[key] for key in order]
+
+
+def _index_order(key: str) -> tuple[int, str]:
+    """An index's numeric order without int(): an index may have thousands of digits."""
+    digits = key.lstrip("0") or "0"
+    return len(digits), digits
 
 
 def negotiate(accept: str | None) -> str:

@@ -9,12 +9,13 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
-from ridercrm.fields import error_messages
+from ridercrm.fields import error_messages, parse_bool, received
 from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
 from ridercrm.http.ratelimit import KeyRateLimiter
 from ridercrm.http.runtime import Outcome, operation, run_post, services_of
+from ridercrm.http.validation import forms
 from ridercrm.keys import service as keys
 from ridercrm.matching import service
 from ridercrm.matching.disclosure import disclosed
@@ -43,11 +44,22 @@ def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
 
 
 def _query(model: type[BaseModel], payload: Any) -> tuple[Any, bool]:
-    if not isinstance(payload, dict) or not isinstance(payload.get("person_data"), dict):
-        raise ApiError(400, "body must be a JSON object with a person_data object")
-    explain = payload.get("explain", False)
-    if not isinstance(explain, bool):
-        raise ApiError(400, "explain: must be true or false")
+    if not isinstance(payload, dict):
+        raise ApiError(
+            400, f"body: must be an object with a person_data object (received {received(payload)})"
+        )
+    if not isinstance(payload.get("person_data"), dict):
+        given = payload.get("person_data")
+        got = "nothing" if "person_data" not in payload else received(given)
+        raise ApiError(
+            400,
+            f"person_data: must be an object of fields (received {got});"
+            f" {forms('person_data', many=False)}",
+        )
+    try:
+        explain = bool(parse_bool(payload.get("explain")))
+    except ValueError as exc:
+        raise ApiError(400, f"explain: {exc}") from None
     try:
         return model.model_validate(payload["person_data"]), explain
     except ValidationError as exc:

@@ -73,10 +73,10 @@ _RequiredPostcode = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "pattern": "^[0-9]{4}$"},
+                {"type": "string", "pattern": people.POSTCODE_PATTERN},
                 {"type": "integer", "minimum": 200, "maximum": 9999},
             ],
-            "description": '4 digits; an integer 200-9999 is zero-padded (800 is "0800").',
+            "description": people.POSTCODE_DESCRIPTION,
         }
     ),
 ]
@@ -160,14 +160,14 @@ class PeopleMatchRequest(BaseModel):
     """Operation 3's body: find a contact or an unconverted lead."""
 
     person_data: PeopleMatchPerson
-    explain: bool = _EXPLAIN
+    explain: people.DocFlag = _EXPLAIN
 
 
 class LeadsMatchRequest(BaseModel):
     """Operation 4's body: find an unconverted lead."""
 
     person_data: LeadsMatchPerson
-    explain: bool = _EXPLAIN
+    explain: people.DocFlag = _EXPLAIN
 
 
 PEOPLE_MATCH_EXAMPLE: dict[str, Any] = {

@@ -1,8 +1,10 @@
-"""Admin API for people: create contacts and leads, read and search them."""
+"""Admin API for people: create contacts and leads, read, list and search them."""
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
@@ -12,9 +14,9 @@ from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError, sentence
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
-from ridercrm.http.validation import items_of, parse_model
+from ridercrm.http.validation import items_of, parse_model, utc_time
 from ridercrm.people import modify, service
-from ridercrm.people.models import CONTACT, LEAD
+from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.people.schemas import (
     MODIFY_EXAMPLE,
     NEW_PERSON_EXAMPLE,
@@ -100,11 +102,11 @@ async def read_person(
 
 @router.get(
     "/people",
-    summary="Search people by name, e-mail or phone",
+    summary="List people newest first, or search them by name, e-mail or phone",
     responses=openapi.responses(
         ok=(
             200,
-            "The people found (at most limit).",
+            "A page of people (at most limit).",
             openapi.json_content(openapi.ref(PeopleFound)),
         ),
         refused=openapi.READ_REFUSALS,
@@ -112,17 +114,69 @@ async def read_person(
 )
 async def search_people(
     request: Request,
-    q: str = Query(
-        min_length=1, max_length=200, description="a name, e-mail address or phone number"
+    q: str | None = Query(
+        None,
+        min_length=1,
+        max_length=200,
+        description="a name, e-mail address or phone number; without it, every person",
     ),
-    limit: int = Query(50, ge=1, le=200),
+    kind: Literal["contact", "lead"] | None = Query(None, description="only contacts or leads"),
+    created_since: dt.datetime | None = Query(
+        None, description="ISO 8601 time; UTC when no zone is given"
+    ),
+    updated_since: dt.datetime | None = Query(
+        None, description="ISO 8601 time; UTC when no zone is given"
+    ),
+    limit: int = Query(50, ge=1, le=1000),
+    before: str | None = Query(
+        None,
+        max_length=40,
+        description="A person id: only people created before it (the next_before of a page).",
+    ),
     _call: Call = Depends(operation("admin.search_people", scope="admin")),
 ) -> Response:
-    """Find people by name (prefix of first and last name), e-mail or phone."""
+    """List people newest first, a page at a time, or find them by name, e-mail or phone.
+
+    Without ``q``: every person (or those of ``kind``, created or updated since a
+    time), newest first; ``next_before`` names the person to ask ``before`` for the
+    next page. With ``q``: the best ``limit`` matches by name, e-mail or phone.
+    """
+    created = utc_time("created_since", created_since)
+    updated = utc_time("updated_since", updated_since)
+    if q is not None and before is not None:
+        reason = "before: pages the list without q; a search answers at most limit people"
+        raise ApiError(400, reason, errors=[reason])
 
     def handler(session: Session) -> Outcome:
-        people = service.search_people(session, query=q, limit=limit)
-        return Outcome({"people": [PersonRead.model_validate(p).to_json() for p in people]})
+        people: Sequence[Person]
+        if q is not None:
+            found = service.search_people(session, query=q, limit=limit)
+            people = [
+                p
+                for p in found
+                if (kind is None or p.kind == kind)
+                and (created is None or p.created_at >= created)
+                and (updated is None or p.updated_at >= updated)
+            ]
+            next_before = None
+        else:
+            try:
+                people, next_before = service.list_people(
+                    session,
+                    kind=kind,
+                    created_since=created,
+                    updated_since=updated,
+                    limit=limit,
+                    before=before,
+                )
+            except ValueError as exc:
+                raise ApiError(400, str(exc), errors=[str(exc)]) from None
+        return Outcome(
+            {
+                "people": [PersonRead.model_validate(p).to_json() for p in people],
+                "next_before": next_before,
+            }
+        )
 
     return await run_read(request, handler)
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
 
 from ridercrm import fields
-from ridercrm.fields import error_messages
+from ridercrm.fields import error_messages, item_refusal
 from ridercrm.ids import canonical_id
 from ridercrm.people import service
 
@@ -91,7 +91,7 @@ def modify_one(session: Session, raw: Any) -> ModifyResult:
 
 def _apply(session: Session, raw: Any) -> int:
     if not isinstance(raw, dict):
-        raise _Rejected(["item: must be a JSON object"])
+        raise _Rejected([item_refusal(raw, "people_data")])
     try:
         item = PersonModify.model_validate(raw)
     except ValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,42 @@ def _prefix(column: Any, prefix: str) -> ColumnElement[bool]:
     if 0xD800 <= following <= 0xDFFF:
         following = 0xE000
     return and_(expression >= prefix, expression < stem[:-1] + chr(following))
+
+
+def listing(
+    session: Session,
+    *,
+    kind: str | None,
+    created_since: dt.datetime | None,
+    updated_since: dt.datetime | None,
+    limit: int,
+    before: Person | None,
+) -> tuple[Sequence[Person], str | None]:
+    """One page of people, newest first, and the id to page on from (None: the last page).
+
+    Keyset paging on (created_at, id), as the audit search pages: people created
+    meanwhile do not shift the pages.
+    """
+    statement = select(Person)
+    if kind is not None:
+        statement = statement.where(Person.kind == kind)
+    if created_since is not None:
+        statement = statement.where(Person.created_at >= created_since)
+    if updated_since is not None:
+        statement = statement.where(Person.updated_at >= updated_since)
+    if before is not None:
+        statement = statement.where(
+            or_(
+                Person.created_at < before.created_at,
+                and_(Person.created_at == before.created_at, Person.id < before.id),
+            )
+        )
+    statement = statement.order_by(Person.created_at.desc(), Person.id.desc())
+    # One more than the limit tells whether another page exists.
+    people = session.scalars(statement.limit(limit + 1)).all()
+    if len(people) > limit:
+        return people[:limit], people[limit - 1].id
+    return people, None
 
 
 def search(session: Session, *, query: str, limit: int) -> Sequence[Person]:

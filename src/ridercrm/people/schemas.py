@@ -117,18 +117,21 @@ DocEmail = Annotated[
         }
     ),
 ]
+POSTCODE_PATTERN = r"^\s*([0-9]{4}|[2-9][0-9]{2})\s*$"
+POSTCODE_DESCRIPTION = (
+    '4 digits; 3 digits or a whole number 200-9999 is zero-padded ("800", 800 and 800.0'
+    ' are all stored as "0800").'
+)
 DocPostcode = Annotated[
     str | int | None,
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "pattern": "^[0-9]{4}$"},
+                {"type": "string", "pattern": POSTCODE_PATTERN},
                 {"type": "integer", "minimum": 200, "maximum": 9999},
                 {"enum": ["", None]},
             ],
-            "description": (
-                '4 digits; an integer 200-9999 is zero-padded (800 is stored as "0800").'
-            ),
+            "description": POSTCODE_DESCRIPTION,
         }
     ),
 ]
@@ -158,12 +161,27 @@ DocLeadSource = Annotated[
     ),
 ]
 DocLicenseType = Annotated[str | None, doc_enum(fields.LICENSE_TYPES)]
+FLAG_WORDS = ("true", "false", "1", "0", "on", "off", "yes", "no")
+# JSON Schema patterns have no case-insensitive flag: each letter is a class.
+_FLAG_PATTERN = (
+    r"^\s*("
+    + "|".join("".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in w) for w in FLAG_WORDS)
+    + r")\s*$"
+)
 DocFlag = Annotated[
-    bool | str | None,
+    bool | str | int | None,
     WithJsonSchema(
         {
-            "anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "", None]}],
-            "description": "true or false (JSON booleans or the strings, any case).",
+            "anyOf": [
+                {"type": "boolean"},
+                {"enum": [0, 1]},
+                {"type": "string", "pattern": _FLAG_PATTERN},
+                {"enum": ["", None]},
+            ],
+            "description": (
+                "true or false: JSON true/false or 1/0, or the text true/false, 1/0, on/off,"
+                " yes/no in any case (as PHP, HTML checkboxes and spreadsheets write them)."
+            ),
         }
     ),
 ]
@@ -276,6 +294,10 @@ class ModifyRefusal(BaseModel):
 
 
 class PeopleFound(BaseModel):
-    """People matching an admin search."""
+    """A page of people, newest first, or the people an admin search found."""
 
     people: list[PersonRead]
+    next_before: str | None = Field(
+        description="The id to pass as before for the next page; null on the last page"
+        " and for a search."
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 
 from sqlalchemy import select
@@ -35,6 +36,32 @@ def find_person(session: Session, raw_id: str) -> Person | None:
 def search_people(session: Session, *, query: str, limit: int) -> Sequence[Person]:
     """People by name, e-mail or phone."""
     return repository.search(session, query=query, limit=limit)
+
+
+def list_people(
+    session: Session,
+    *,
+    kind: str | None,
+    created_since: dt.datetime | None,
+    updated_since: dt.datetime | None,
+    limit: int,
+    before: str | None,
+) -> tuple[Sequence[Person], str | None]:
+    """A page of people, newest first, and the ``next_before`` id of the next page.
+
+    Raises ValueError when ``before`` names no person.
+    """
+    after = find_person(session, before) if before is not None else None
+    if before is not None and after is None:
+        raise ValueError(f"before: no person with id {before}")
+    return repository.listing(
+        session,
+        kind=kind,
+        created_since=created_since,
+        updated_since=updated_since,
+        limit=limit,
+        before=after,
+    )
 
 
 def apply_changes(session: Session, person: Person, changes: Mapping[str, object]) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ridercrm.ids import RecordKind, canonical_id
-from ridercrm.transfer.columns import CHECKBOX_FIELDS, FILE_CHECKBOX, ColumnPlan, Target
+from ridercrm.transfer.columns import ColumnPlan, Target
 from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, product_row
 
 Rows = list[tuple[int, list[str]]]
@@ -71,14 +71,10 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
     target, plan = spec.target, spec.plan
     rules = PRODUCT_RULES if target.person_kind is None else PERSON_RULES
     kind = target.record_kind
-    checkboxes = [name for _, name in plan.cells if name in CHECKBOX_FIELDS]
     checked = []
     for line, cells in rows:
         width = len(cells)
         values = {name: cells[i] for i, name in plan.cells if i < width and cells[i]}
-        for name in checkboxes:
-            if name in values:
-                values[name] = FILE_CHECKBOX.get(values[name].strip(), values[name])
         raw_id = values.pop("id", None)
         raw_link = values.pop("converted_contact_id", None)
         data, problems = rules.validate(values)

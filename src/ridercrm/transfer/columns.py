@@ -14,9 +14,6 @@ from ridercrm.ids import RecordKind
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS
 
 PRODUCT_FIELDS = ("name", "code", "price", "active")
-CHECKBOX_FIELDS = frozenset({"opt_in", "active"})
-FILE_CHECKBOX = {"1": "true", "0": "false"}
-"""Checkbox cells written as 1/0 (spreadsheets, some Salesforce exports) mean true/false."""
 
 _SALESFORCE_CONTACT = {
     "id": "Id",

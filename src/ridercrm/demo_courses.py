@@ -1,0 +1,147 @@
+"""The demo data's well-known records and its courses.
+
+The README's examples name these records by their fixed ids (``ridercrm demo`` prints
+them): a contact to find (Ann Nguyen), a contact to modify (Ben Kelly) with a booked
+course to cancel, a lead to book (Liam Tran) and the products. Courses cover every
+status at every location, in the weeks before and after the day the demo is loaded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from ridercrm.fields import COURSE_LOCATIONS
+from ridercrm.ids import checksum
+from ridercrm.people.models import CONTACT, LEAD
+
+
+def fixed_id(id15: str) -> str:
+    """The 18-character form of a hand-picked 15-character id."""
+    return id15 + checksum(id15)
+
+
+def product_id(code: str) -> str:
+    """The fixed id of the demo product with this code (LAP-SOM -> 01tDEMO00LAPSOM...)."""
+    return fixed_id("01tDEMO" + code.replace("-", "").rjust(8, "0"))
+
+
+def course_id(number: int) -> str:
+    return fixed_id(f"02iDEMO{number:08d}")
+
+
+ANN = fixed_id("003DEMO00000ANN")
+BEN = fixed_id("003DEMO00000BEN")
+LIAM = fixed_id("00QDEMO0000LIAM")
+BOOKED_COURSE = course_id(1)  # Ben's, at Somerton next week: the README cancels it
+
+# (kind, id, raw values) of the people the README's examples use.
+README_PEOPLE: tuple[tuple[str, str, dict[str, str]], ...] = (
+    (CONTACT, ANN, {
+        "first_name": "Ann", "last_name": "Nguyen", "date_of_birth": "1999-04-12",
+        "email": "ann.nguyen@example.com", "postcode": "3064", "mobile_phone": "0412 345 678",
+        "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "country": "Australia",
+        "drivers_license": "L1234567", "license_type": "CYL", "opt_in": "true",
+    }),
+    (CONTACT, BEN, {
+        "first_name": "Ben", "last_name": "Kelly", "date_of_birth": "1987-11-03",
+        "email": "ben.kelly@example.com", "postcode": "3062", "mobile_phone": "0422 808 115",
+        "street": "4 Banksia Cres", "city": "Somerton", "state": "VIC", "country": "Australia",
+        "drivers_license": "093412876", "license_type": "CYL",
+    }),
+    (LEAD, LIAM, {
+        "first_name": "Liam", "last_name": "Tran", "date_of_birth": "2004-07-21",
+        "email": "liam.tran@example.net", "postcode": "3064", "mobile_phone": "0413 555 019",
+        "street": "7 Hume Hwy", "city": "Craigieburn", "state": "VIC", "country": "Australia",
+        "lead_source": "Web",
+    }),
+)  # fmt: skip
+
+INSTRUCTORS = ("Sam Lee", "Alex Kim", "Jo Walsh", "Priya Nair", "Tom Brennan", "Mia Rossi")
+# Per week before or after the load: the statuses of that week's course at each location,
+# so every location has every status.
+WEEKS: tuple[tuple[int, str], ...] = (
+    (1, "booked"),
+    (2, "booked"),
+    (3, "cancelled"),
+    (-1, "completed - pass"),
+    (-2, "completed - fail"),
+    (-3, "cancelled"),
+)
+FEEDBACK = {
+    "completed - pass": ("pass A", "pass B", "pass C"),
+    "completed - fail": ("fail 1", "fail 2"),
+}
+
+
+@dataclass(frozen=True)
+class Product:
+    id: str
+    code: str
+    price: Decimal
+
+
+def demo_courses(
+    *,
+    contacts: Sequence[str],
+    products: Mapping[str, Sequence[Product]],
+    today: dt.date,
+    now: dt.datetime,
+    rng: random.Random,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of the demo courses and of their status history.
+
+    ``products`` are each location's. The first course is BOOKED_COURSE, Ben Kelly's
+    at Somerton next week; the others belong to contacts drawn from ``contacts``.
+    """
+    courses: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    number = 0
+    for weeks, status in WEEKS:
+        for location in COURSE_LOCATIONS:
+            choices = products.get(location)
+            if not choices:
+                continue
+            number += 1
+            product = choices[number % len(choices)]
+            day = today + dt.timedelta(weeks=weeks, days=rng.randint(0, 4))
+            feedback = rng.choice(FEEDBACK[status]) if status in FEEDBACK else None
+            courses.append(
+                {
+                    "id": course_id(number),
+                    "person_id": BEN if number == 1 else rng.choice(contacts),
+                    "product_id": product.id,
+                    "booking_number": f"DEMO-{number:04d}",
+                    "course_status": status,
+                    "course_feedback": feedback,
+                    "course_datetime": f"{day.isoformat()} 08:30:00",
+                    "course_date_end": f"{day.isoformat()} 16:30:00",
+                    "course_location": location,
+                    "rider_instructor_1": rng.choice(INSTRUCTORS),
+                    "rider_instructor_2": rng.choice((None, *INSTRUCTORS)),
+                    "dealer_code": f"D{rng.randint(1, 12):03d}",
+                    "course_price": product.price,
+                    "booking_source": rng.choice(("Website", "Website", "Phone", "In Person")),
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+            # Demo changes were made by no request: their audit id is empty.
+            history.append(_change(course_id(number), None, "booked", now))
+            if status != "booked":
+                history.append(_change(course_id(number), "booked", status, now))
+    return courses, history
+
+
+def _change(asset: str, before: str | None, after: str, now: dt.datetime) -> dict[str, Any]:
+    return {
+        "asset_id": asset,
+        "from_status": before,
+        "to_status": after,
+        "changed_at": now,
+        "audit_id": "",
+    }
