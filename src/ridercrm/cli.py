@@ -20,7 +20,13 @@ from ridercrm.keys import service as keys
 from ridercrm.migrate import upgrade
 from ridercrm.transfer.commands import demo_command, export_command, import_app
 
-app = typer.Typer(help="ridercrm: CRM service for a rider-training business.", no_args_is_help=True)
+# `-h` as well as `--help`, on every command: click's child contexts inherit the names.
+HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(
+    help="ridercrm: CRM service for a rider-training business.",
+    no_args_is_help=True,
+    context_settings=HELP,
+)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
