@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 from typing import Annotated
 
@@ -14,10 +15,10 @@ from rich.table import Table
 
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import session_factory, session_scope
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.migrate import upgrade
+from ridercrm.startup import failure_line, open_database
 from ridercrm.transfer.commands import demo_command, export_command, import_app
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
@@ -26,6 +27,8 @@ app = typer.Typer(
     help="ridercrm: CRM service for a rider-training business.",
     no_args_is_help=True,
     context_settings=HELP,
+    # A traceback's locals could hold keys and personal data.
+    pretty_exceptions_show_locals=False,
 )
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
@@ -39,17 +42,33 @@ console = Console(markup=False)
 errors = Console(stderr=True, markup=False)
 
 
-def _sessions(settings: Settings | None = None, *, migrate: bool = True):  # type: ignore[no-untyped-def]
-    settings = settings or Settings()
-    engine = build_engine(settings)
-    if migrate:
-        upgrade(engine)
-    return session_factory(engine)
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar="RIDERCRM_DEBUG",
+            help="On failure, show the full traceback instead of one line (or RIDERCRM_DEBUG=1).",
+        ),
+    ] = False,
+) -> None:
+    """ridercrm: CRM service for a rider-training business."""
+    global _debug
+    _debug = debug
+
+
+_debug = False
+
+
+def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
+    """Sessions on the configured database (see ``startup.open_database``)."""
+    return session_factory(open_database(settings or Settings(), may_create=may_create))
 
 
 def ensure_admin_key(settings: Settings) -> str | None:
     """On a database with no keys, create an admin key and return it (shown once)."""
-    with session_scope(_sessions(settings), write=True) as session:
+    with session_scope(_sessions(settings, may_create=True), write=True) as session:
         if keys.has_any_key(session):
             return None
         _key, plaintext = keys.create_key(session, name="admin", scopes=["admin"])
@@ -74,12 +93,11 @@ def serve(
     import uvicorn
 
     settings = Settings()
-    console.print(f"database: {_safe_url(settings.database_url)}")
-    upgrade(build_engine(settings))
+    sessions = _sessions(settings, may_create=True)
     if demo:
         from ridercrm.demo import load_demo
 
-        loaded = load_demo(_sessions(settings, migrate=False), only_if_empty=True)
+        loaded = load_demo(sessions, only_if_empty=True)
         console.print(f"demo data: {loaded}")
     plaintext = ensure_admin_key(settings)
     if plaintext:
@@ -100,19 +118,12 @@ def serve(
     )
 
 
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
 @db_app.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Bring the database schema up to date."""
     from ridercrm.migrate import current_revision
 
-    engine = build_engine(Settings())
-    upgrade(engine, revision)
+    engine = open_database(Settings(), may_create=True, revision=revision)
     console.print(f"database at revision {current_revision(engine)}")
 
 
@@ -209,4 +220,12 @@ app.command("demo")(demo_command)
 
 
 def main() -> None:
-    app()
+    """Run the command; a failure is one line on standard error (all of it with --debug)."""
+    try:
+        app()
+    except Exception as exc:
+        if _debug or os.environ.get("RIDERCRM_DEBUG", "").lower() in ("1", "true", "yes", "on"):
+            raise
+        # Plain print: one line however wide the terminal is.
+        print(failure_line(exc), file=sys.stderr, flush=True)
+        sys.exit(1)

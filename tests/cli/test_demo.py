@@ -17,8 +17,8 @@ def test_demo_loads_once_and_then_is_skipped(
 ) -> None:
     result = cli(db_url, "demo")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("loaded 14 products and 300 people")
-    assert cli(db_url, "demo").output.strip() == "skipped: database already has people"
+    assert result.stdout.startswith("loaded 14 products and 300 people")
+    assert cli(db_url, "demo").stdout.strip() == "skipped: database already has people"
     assert load_demo(sessions) == "skipped: database already has people"
     stored = people(sessions)
     assert len(stored) == 300

@@ -62,7 +62,9 @@ def test_keys_revoke_takes_the_prefix_as_keys_list_shows_it(
     created = ridercrm(db_url, "keys", "create", "--name", "website", "--scope", "admin")
     assert created.exit_code == 0, created.output
     key = created.stdout.splitlines()[-1]
-    listing = runner.invoke(app, ["keys", "list"], env={"RIDERCRM_DATABASE_URL": db_url, "COLUMNS": "200"})
+    listing = runner.invoke(
+        app, ["keys", "list"], env={"RIDERCRM_DATABASE_URL": db_url, "COLUMNS": "200"}
+    )
     shown = re.search(r"rcrm_\S*…", listing.stdout)
     assert shown, listing.stdout
     revoked = ridercrm(db_url, "keys", "revoke", shown.group(0))

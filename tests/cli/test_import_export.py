@@ -228,7 +228,7 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     file = write_csv(tmp_path / "mixed.csv", header, rows)
     result = cli(db_url, "import", "contacts", str(file))
     assert result.exit_code == 1, result.output
-    lines = result.output.strip().splitlines()
+    lines = result.stdout.strip().splitlines()
     assert lines == [
         "line 3: postcode: must be 4 digits",
         "line 6: last_name: is required; email: not a valid e-mail address",
@@ -308,7 +308,7 @@ def test_a_product_code_repeated_or_already_stored_is_a_bad_row(
     )
     result = cli(db_url, "import", "products", str(file))
     assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [
+    assert result.stdout.strip().splitlines() == [
         "line 2: code: LAP-SOM is already used by another product",
         "line 4: code: LT-SOM repeats line 3",
         "line 5: price: must have at most 2 decimal places",

@@ -23,8 +23,8 @@ from rich.progress import (
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory
-from ridercrm.migrate import upgrade
+from ridercrm.db import session_factory
+from ridercrm.startup import open_database
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
 from ridercrm.transfer.importer import BadRow, ImportFailed, count_lines, import_csv
@@ -58,11 +58,10 @@ class Form(enum.StrEnum):
 
 
 @contextmanager
-def _database() -> Iterator[sessionmaker[Session]]:
+def _database(*, may_create: bool) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured database, brought up to date, closed afterwards."""
-    engine = build_engine(Settings())
+    engine = open_database(Settings(), may_create=may_create)
     try:
-        upgrade(engine)
         yield session_factory(engine)
     finally:
         engine.dispose()
@@ -95,7 +94,7 @@ def _run_import(target: Target, path: Path, dry_run: bool) -> None:
     verb = "checking" if dry_run else "importing"
     try:
         with (
-            _database() as sessions,
+            _database(may_create=True) as sessions,
             Progress(
                 *columns, console=out, transient=True, disable=not out.is_terminal
             ) as progress,
@@ -148,7 +147,7 @@ def export_command(
 ) -> None:
     """Write contacts, leads or products as CSV, id first; `ridercrm import` reads it back."""
     target = TARGETS[kind.value]
-    with _database() as sessions:
+    with _database(may_create=False) as sessions:
         if output is None:
             count = export_csv(sessions, target, sys.stdout, form=form.value)
             sys.stdout.flush()
@@ -189,5 +188,5 @@ def demo_command(
     """Load the demo data: the products of every course location and a few hundred people."""
     from ridercrm.demo import load_demo
 
-    with _database() as sessions:
+    with _database(may_create=True) as sessions:
         out.print(load_demo(sessions, only_if_empty=not force), markup=False)
