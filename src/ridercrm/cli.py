@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,7 +19,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.startup import failure_line, open_database
+from ridercrm.startup import StartupProblem, failure_line, open_database
 from ridercrm.transfer.commands import demo_command, export_command, import_app
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
@@ -78,7 +79,7 @@ def ensure_admin_key(settings: Settings) -> str | None:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8000,
     workers: Annotated[
         int,
         typer.Option(
@@ -90,9 +91,17 @@ def serve(
     ] = False,
 ) -> None:
     """Upgrade the database, create the first admin key if there is none, and serve."""
-    import uvicorn
+    from ridercrm.http import server
 
     settings = Settings()
+    config = server.server_config(settings, host=host, port=port, workers=workers)
+    try:
+        sock = server.bind(host, port, config.backlog)
+    except OSError as exc:
+        raise StartupProblem(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            " (choose another --port, or stop what is using it)"
+        ) from None
     sessions = _sessions(settings, may_create=True)
     if demo:
         from ridercrm.demo import load_demo
@@ -101,20 +110,38 @@ def serve(
         console.print(f"demo data: {loaded}")
     plaintext = ensure_admin_key(settings)
     if plaintext:
-        console.print("First start: created an admin API key. It is shown once; keep it safe:")
-        print(plaintext, flush=True)
+        _hand_over_admin_key(plaintext, settings)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ridercrm-metrics-")
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = settings.base_path or ""
-    console.print(f"serving on http://{host}:{port}{base} with {workers} worker(s)")
-    uvicorn.run(
-        "ridercrm.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
+    console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
+    server.run(config, sock)
+
+
+def _hand_over_admin_key(plaintext: str, settings: Settings) -> None:
+    """Show the first-start admin key to the person at the terminal, or else put it in an
+    owner-only file: never on standard output or in the log stream, which are collected."""
+    if sys.stderr.isatty():
+        print(
+            "First start: created an admin API key. It is shown once; keep it safe:",
+            file=sys.stderr,
+        )
+        print(plaintext, file=sys.stderr, flush=True)
+        return
+    path = Path(settings.admin_key_file).resolve()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)  # an existing file keeps its mode otherwise
+        os.write(descriptor, (plaintext + "\n").encode("ascii"))
+    finally:
+        os.close(descriptor)
+    print(
+        f"First start: created an admin API key; it is in {path} (readable by its owner only)."
+        " Keep it safe and delete the file.",
+        file=sys.stderr,
+        flush=True,
     )
 
 
