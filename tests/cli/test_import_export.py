@@ -360,7 +360,7 @@ def test_an_import_leaves_the_cycle_collector_as_it_found_it(
     assert gc.isenabled()
     gc.disable()
     try:
-        import_csv(sessions, CONTACTS, good)
+        import_csv(sessions, CONTACTS, good, force=True)  # the same file again
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
