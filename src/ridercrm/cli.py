@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Annotated
 
@@ -252,7 +253,9 @@ def main() -> None:
         app()
     except Exception as exc:
         if _debug or os.environ.get("RIDERCRM_DEBUG", "").lower() in ("1", "true", "yes", "on"):
-            raise
+            # Python's own traceback: Rich's costs seconds of CPU to highlight every frame.
+            traceback.print_exc()
+            sys.exit(1)
         # Plain print: one line however wide the terminal is.
         print(failure_line(exc), file=sys.stderr, flush=True)
         sys.exit(1)

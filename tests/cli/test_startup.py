@@ -124,7 +124,8 @@ def test_debug_shows_the_traceback(tmp_path: Path, how: str) -> None:
     else:
         done = run(tmp_path, "keys", "list", RIDERCRM_DEBUG="1", **env)
     assert done.returncode != 0
-    assert "Traceback" in done.stderr or "OperationalError" in done.stderr
+    assert "Traceback (most recent call last)" in done.stderr
+    assert "OperationalError" in done.stderr
     assert len(done.stderr.splitlines()) > 5
 
 
