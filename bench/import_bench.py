@@ -7,6 +7,11 @@ and once through the ``ridercrm`` command in a subprocess (start-up included).
 Nothing generated is kept.
 
     .venv/bin/python bench/import_bench.py [--people 100000] [--repeats 5] [--with-ids]
+        [--rerun]
+
+``--rerun`` also imports the same file a second time (``force``, rows matching a stored
+person skipped: what `ridercrm import contacts FILE --force` does) into each run's
+database, which then holds the N people: the cost of looking every row up in the matcher.
 """
 
 from __future__ import annotations
@@ -84,6 +89,19 @@ def import_in_process(
     return elapsed, cpu
 
 
+def rerun_in_process(url: str, csv_path: Path, count: int) -> tuple[float, float, int]:
+    """Wall and CPU seconds to import the same file again (forced), and rows skipped."""
+    engine = build_engine(Settings(database_url=url))
+    sessions = session_factory(engine)
+    started, cpu = time.perf_counter(), cpu_seconds()
+    result = import_csv(sessions, CONTACTS, csv_path, workers=0, force=True)
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    engine.dispose()
+    if result.bad_rows or result.imported + result.skipped != count:
+        raise SystemExit(f"unexpected re-run result: {result.summary()}")
+    return elapsed, cpu, result.skipped
+
+
 def import_by_command(url: str, csv_path: Path, count: int) -> float:
     """Seconds for `ridercrm import contacts FILE` in a subprocess, start-up included."""
     command = Path(sys.executable).with_name("ridercrm")
@@ -114,6 +132,7 @@ def main() -> None:
         "--workers", type=int, default=None, help="checking processes (default: automatic)"
     )
     parser.add_argument("--no-command", action="store_true", help="skip the subprocess run")
+    parser.add_argument("--rerun", action="store_true", help="also time a forced re-import")
     args = parser.parse_args()
 
     print(
@@ -132,7 +151,7 @@ def main() -> None:
             f"generated {args.people} people ({size:.1f} MB, ids {ids}) in "
             f"{time.perf_counter() - started:.1f} s; checking workers: {workers}"
         )
-        rates = []
+        rates, reruns = [], []
         for run in range(1, args.repeats + 1):
             url = fresh_database(root / f"run{run}.db")
             seconds, cpu = import_in_process(url, csv_path, args.people, args.workers)
@@ -141,12 +160,21 @@ def main() -> None:
                 f"run {run}: {seconds:.2f} s, {rates[-1]:,.0f} people/s "
                 f"(CPU {cpu:.2f} s, {cpu / args.people * 1e6:.0f} µs per person)"
             )
+            if args.rerun:
+                seconds, cpu, skipped = rerun_in_process(url, csv_path, args.people)
+                reruns.append(args.people / seconds)
+                print(
+                    f"  re-run: {seconds:.2f} s, {reruns[-1]:,.0f} rows/s, {skipped} skipped as "
+                    f"matched (CPU {cpu / args.people * 1e6:.0f} µs per row)"
+                )
             (root / f"run{run}.db").unlink()
         median = statistics.median(rates)
         print(
             f"in-process: median {median:,.0f} people/s "
             f"(min {min(rates):,.0f}, max {max(rates):,.0f}, {args.repeats} runs)"
         )
+        if reruns:
+            print(f"re-run (every row matched): median {statistics.median(reruns):,.0f} rows/s")
         if not args.no_command:
             url = fresh_database(root / "command.db")
             seconds = import_by_command(url, csv_path, args.people)

@@ -847,6 +847,14 @@ def server_env(url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def create_key(url: str) -> str:
+    # `keys create` does not create a database; `db upgrade` does (and is a no-op after).
+    subprocess.run(
+        [str(RIDERCRM), "db", "upgrade"],
+        env=server_env(url),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     done = subprocess.run(
         [str(RIDERCRM), "keys", "create", "--name", "bench", "--scope", "admin"],
         env=server_env(url),

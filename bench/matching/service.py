@@ -82,6 +82,7 @@ def stored_key_rows(database: Path) -> int | None:
 
 
 def create_key(env: dict[str, str]) -> str:
+    run_cli(["db", "upgrade"], env)  # `keys create` makes no new database
     output = run_cli(["keys", "create", "--name", "bench", "--scope", "admin"], env)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     if not lines:

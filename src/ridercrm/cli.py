@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
+import traceback
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,13 +17,21 @@ from rich.table import Table
 
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import session_factory, session_scope
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.migrate import upgrade
+from ridercrm.startup import StartupProblem, failure_line, open_database
 from ridercrm.transfer.commands import demo_command, export_command, import_app
 
-app = typer.Typer(help="ridercrm: CRM service for a rider-training business.", no_args_is_help=True)
+# `-h` as well as `--help`, on every command: click's child contexts inherit the names.
+HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(
+    help="ridercrm: CRM service for a rider-training business.",
+    no_args_is_help=True,
+    context_settings=HELP,
+    # A traceback's locals could hold keys and personal data.
+    pretty_exceptions_show_locals=False,
+)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
@@ -33,17 +44,33 @@ console = Console(markup=False)
 errors = Console(stderr=True, markup=False)
 
 
-def _sessions(settings: Settings | None = None, *, migrate: bool = True):  # type: ignore[no-untyped-def]
-    settings = settings or Settings()
-    engine = build_engine(settings)
-    if migrate:
-        upgrade(engine)
-    return session_factory(engine)
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar="RIDERCRM_DEBUG",
+            help="On failure, show the full traceback instead of one line (or RIDERCRM_DEBUG=1).",
+        ),
+    ] = False,
+) -> None:
+    """ridercrm: CRM service for a rider-training business."""
+    global _debug
+    _debug = debug
+
+
+_debug = False
+
+
+def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
+    """Sessions on the configured database (see ``startup.open_database``)."""
+    return session_factory(open_database(settings or Settings(), may_create=may_create))
 
 
 def ensure_admin_key(settings: Settings) -> str | None:
     """On a database with no keys, create an admin key and return it (shown once)."""
-    with session_scope(_sessions(settings), write=True) as session:
+    with session_scope(_sessions(settings, may_create=True), write=True) as session:
         if keys.has_any_key(session):
             return None
         _key, plaintext = keys.create_key(session, name="admin", scopes=["admin"])
@@ -53,7 +80,7 @@ def ensure_admin_key(settings: Settings) -> str | None:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8000,
     workers: Annotated[
         int,
         typer.Option(
@@ -65,39 +92,58 @@ def serve(
     ] = False,
 ) -> None:
     """Upgrade the database, create the first admin key if there is none, and serve."""
-    import uvicorn
+    from ridercrm.http import server
 
     settings = Settings()
-    console.print(f"database: {_safe_url(settings.database_url)}")
-    upgrade(build_engine(settings))
+    config = server.server_config(settings, host=host, port=port, workers=workers)
+    try:
+        sock = server.bind(host, port, config.backlog)
+    except OSError as exc:
+        raise StartupProblem(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            " (choose another --port, or stop what is using it)"
+        ) from None
+    sessions = _sessions(settings, may_create=True)
     if demo:
         from ridercrm.demo import load_demo
 
-        loaded = load_demo(_sessions(settings, migrate=False), only_if_empty=True)
+        loaded = load_demo(sessions, only_if_empty=True)
         console.print(f"demo data: {loaded}")
     plaintext = ensure_admin_key(settings)
     if plaintext:
-        console.print("First start: created an admin API key. It is shown once; keep it safe:")
-        print(plaintext, flush=True)
+        _hand_over_admin_key(plaintext, settings)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ridercrm-metrics-")
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = settings.base_path or ""
-    console.print(f"serving on http://{host}:{port}{base} with {workers} worker(s)")
-    uvicorn.run(
-        "ridercrm.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
+    console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
+    server.run(config, sock)
+
+
+def _hand_over_admin_key(plaintext: str, settings: Settings) -> None:
+    """Show the first-start admin key to the person at the terminal, or else put it in an
+    owner-only file: never on standard output or in the log stream, which are collected."""
+    if sys.stderr.isatty():
+        print(
+            "First start: created an admin API key. It is shown once; keep it safe:",
+            file=sys.stderr,
+        )
+        print(plaintext, file=sys.stderr, flush=True)
+        return
+    path = Path(settings.admin_key_file).resolve()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)  # an existing file keeps its mode otherwise
+        os.write(descriptor, (plaintext + "\n").encode("ascii"))
+    finally:
+        os.close(descriptor)
+    print(
+        f"First start: created an admin API key; it is in {path} (readable by its owner only)."
+        " Keep it safe and delete the file.",
+        file=sys.stderr,
+        flush=True,
     )
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 @db_app.command("upgrade")
@@ -105,8 +151,7 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")]
     """Bring the database schema up to date."""
     from ridercrm.migrate import current_revision
 
-    engine = build_engine(Settings())
-    upgrade(engine, revision)
+    engine = open_database(Settings(), may_create=True, revision=revision)
     console.print(f"database at revision {current_revision(engine)}")
 
 
@@ -203,4 +248,14 @@ app.command("demo")(demo_command)
 
 
 def main() -> None:
-    app()
+    """Run the command; a failure is one line on standard error (all of it with --debug)."""
+    try:
+        app()
+    except Exception as exc:
+        if _debug or os.environ.get("RIDERCRM_DEBUG", "").lower() in ("1", "true", "yes", "on"):
+            # Python's own traceback: Rich's costs seconds of CPU to highlight every frame.
+            traceback.print_exc()
+            sys.exit(1)
+        # Plain print: one line however wide the terminal is.
+        print(failure_line(exc), file=sys.stderr, flush=True)
+        sys.exit(1)

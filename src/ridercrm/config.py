@@ -24,6 +24,32 @@ class Settings(BaseSettings):
         default=1024 * 1024, ge=1, description="Largest request body (413 above)"
     )
     max_items: int = Field(default=200, ge=1, description="Most items in one request (413 above)")
+    max_header_bytes: int = Field(
+        default=16 * 1024,
+        ge=1024,
+        description="`serve`: largest request line and header block (431 above)",
+    )
+    max_headers: int = Field(
+        default=100, ge=1, description="`serve`: most header fields in one request (431 above)"
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="`serve`: a request's whole header block must arrive within this (408)",
+    )
+    body_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="`serve`: a request's whole body must arrive within this after its headers (408)",
+    )
+    admin_key_file: str = Field(
+        default="ridercrm-admin-key.txt",
+        min_length=1,
+        description=(
+            "`serve`: where the first-start admin key is written (owner-only) when standard"
+            " error is not a terminal"
+        ),
+    )
     idempotency_ttl_hours: float = Field(
         default=24.0, gt=0, description="How long Idempotency-Key replays last"
     )

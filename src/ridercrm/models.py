@@ -8,6 +8,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
+from ridercrm.transfer.models import ImportRun
 
 __all__ = [
     "ApiKey",
@@ -16,6 +17,7 @@ __all__ = [
     "AuditRecord",
     "Base",
     "IdempotencyRecord",
+    "ImportRun",
     "Person",
     "PersonKey",
     "Product",

@@ -22,12 +22,12 @@ def test_demo_loads_once_and_then_is_skipped(
 ) -> None:
     result = cli(db_url, "demo")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("loaded 14 products, 303 people")
-    assert result.output.splitlines()[0].endswith(" and 42 courses")
+    assert result.stdout.startswith("loaded 14 products, 303 people")
+    assert result.stdout.splitlines()[0].endswith(" and 42 courses")
     # The ids the README's examples use are printed.
     for known in (ANN, BEN, LIAM, BOOKED_COURSE, product_id("LAP-SOM")):
-        assert known in result.output
-    assert cli(db_url, "demo").output.strip() == "skipped: database already has people"
+        assert known in result.stdout
+    assert cli(db_url, "demo").stdout.strip() == "skipped: database already has people"
     assert load_demo(sessions) == "skipped: database already has people"
     stored = people(sessions)
     assert len(stored) == 303

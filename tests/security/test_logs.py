@@ -9,6 +9,7 @@ import io
 import json
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -155,14 +156,25 @@ def _around(text_: str, secret: str) -> str:
     return text_[max(0, at - 300) : at + 300]
 
 
-def test_serve_writes_no_access_log(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_writes_no_access_log(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """uvicorn's access log would print every request line, query strings included
     (``GET /admin/people?q=Quillon%20Zbyszewski``); ``serve`` turns it off."""
-    import uvicorn
+    from ridercrm.http import server
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.update(kwargs))
-    result = CliRunner().invoke(cli, ["serve"], env={"RIDERCRM_DATABASE_URL": db_url})
+    monkeypatch.setattr(
+        server, "run", lambda config, sock: (seen.update(config=config), sock.close())
+    )
+    result = CliRunner().invoke(
+        cli,
+        ["serve", "--port", "0"],
+        env={
+            "RIDERCRM_DATABASE_URL": db_url,
+            "RIDERCRM_ADMIN_KEY_FILE": str(tmp_path / "admin-key"),
+        },
+    )
     assert result.exit_code == 0, result.output
-    assert seen["access_log"] is False
-    assert seen["log_level"] == "warning"
+    assert seen["config"].access_log is False
+    assert seen["config"].log_level == "warning"

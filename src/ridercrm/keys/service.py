@@ -53,11 +53,13 @@ def list_keys(session: Session) -> Sequence[ApiKey]:
 
 
 def revoke_key(session: Session, *, ident: str) -> ApiKey:
-    """Revoke a key named by its id, its name or its displayed prefix."""
+    """Revoke a key named by its id, its name or its displayed prefix (``…`` or ``...`` included)."""
+    # `keys list` shows the prefix followed by an ellipsis; whoever copies it copies both.
+    prefix = ident.strip().removesuffix("…").removesuffix("...")
     candidates = [
         key
         for key in list_keys(session)
-        if ident in (str(key.id), key.name, key.prefix) and key.revoked_at is None
+        if (ident in (str(key.id), key.name) or prefix == key.prefix) and key.revoked_at is None
     ]
     if not candidates:
         raise KeyProblem(f"no active key {ident!r}")

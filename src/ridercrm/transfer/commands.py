@@ -23,17 +23,25 @@ from rich.progress import (
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory
-from ridercrm.migrate import upgrade
+from ridercrm.db import session_factory
+from ridercrm.startup import open_database
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
-from ridercrm.transfer.importer import BadRow, ImportFailed, count_lines, import_csv
+from ridercrm.transfer.importer import (
+    BadRow,
+    ImportFailed,
+    MatchedRow,
+    OnMatch,
+    count_lines,
+    import_csv,
+)
 
 import_app = typer.Typer(
     help="Import contacts, leads or products from CSV.",
-    epilog="Columns: our field names or a Salesforce export's, in any case. Exit code 0: "
-    "every row imported; 1: some rows were bad (the good ones are imported); 2: the file "
-    "could not be imported at all (nothing is).",
+    epilog="Columns: our field names or a Salesforce export's, in any case. Safe to re-run: "
+    "a row that matches a stored person is skipped (--on-match), and a file already imported "
+    "is refused (--force). Exit code 0: every row imported or matched; 1: some rows were bad "
+    "(the good ones are imported); 2: the file could not be imported at all (nothing is).",
     no_args_is_help=True,
 )
 # Reports are plain text: no markup, highlighting or wrapping of the messages.
@@ -43,6 +51,21 @@ errors = Console(stderr=True, highlight=False, soft_wrap=True)
 FileArgument = Annotated[Path, typer.Argument(help="The CSV file (UTF-8; header row first).")]
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Check every row and report, but write nothing.")
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Import even a file with the same content as one imported before."
+    ),
+]
+OnMatchOption = Annotated[
+    OnMatch,
+    typer.Option(
+        "--on-match",
+        help="A row that matches a stored person (by the matcher): skip it and report it,"
+        " update that person with the row's non-empty values, or add it as another person.",
+        case_sensitive=False,
+    ),
 ]
 
 
@@ -58,17 +81,18 @@ class Form(enum.StrEnum):
 
 
 @contextmanager
-def _database() -> Iterator[sessionmaker[Session]]:
+def _database(*, may_create: bool) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured database, brought up to date, closed afterwards."""
-    engine = build_engine(Settings())
+    engine = open_database(Settings(), may_create=may_create)
     try:
-        upgrade(engine)
         yield session_factory(engine)
     finally:
         engine.dispose()
 
 
-def _run_import(target: Target, path: Path, dry_run: bool) -> None:
+def _run_import(
+    target: Target, path: Path, dry_run: bool, *, force: bool, on_match: OnMatch = OnMatch.skip
+) -> None:
     """Import one file with a progress bar, print bad rows and a summary, exit with its code."""
     try:
         total = count_lines(path)
@@ -79,7 +103,7 @@ def _run_import(target: Target, path: Path, dry_run: bool) -> None:
         if names:
             out.print(f"ignored columns: {', '.join(names)}", markup=False)
 
-    def bad_row(row: BadRow) -> None:
+    def bad_row(row: BadRow | MatchedRow) -> None:
         progress.console.print(str(row), markup=False)
 
     def advance(lines: int) -> None:
@@ -95,7 +119,7 @@ def _run_import(target: Target, path: Path, dry_run: bool) -> None:
     verb = "checking" if dry_run else "importing"
     try:
         with (
-            _database() as sessions,
+            _database(may_create=True) as sessions,
             Progress(
                 *columns, console=out, transient=True, disable=not out.is_terminal
             ) as progress,
@@ -106,8 +130,11 @@ def _run_import(target: Target, path: Path, dry_run: bool) -> None:
                 target,
                 path,
                 dry_run=dry_run,
+                on_match=on_match,
+                force=force,
                 on_columns=ignored,
                 on_bad_row=bad_row,
+                on_matched=bad_row,
                 on_progress=advance,
             )
     except ImportFailed as exc:
@@ -118,21 +145,32 @@ def _run_import(target: Target, path: Path, dry_run: bool) -> None:
 
 
 @import_app.command("contacts")
-def import_contacts(file: FileArgument, dry_run: DryRun = False) -> None:
-    """Import contacts from a CSV file."""
-    _run_import(CONTACTS, file, dry_run)
+def import_contacts(
+    file: FileArgument,
+    dry_run: DryRun = False,
+    on_match: OnMatchOption = OnMatch.skip,
+    force: Force = False,
+) -> None:
+    """Import contacts from a CSV file; rows matching a stored contact are skipped by default."""
+    _run_import(CONTACTS, file, dry_run, force=force, on_match=on_match)
 
 
 @import_app.command("leads")
-def import_leads(file: FileArgument, dry_run: DryRun = False) -> None:
-    """Import leads from a CSV file (after the contacts that converted leads point to)."""
-    _run_import(LEADS, file, dry_run)
+def import_leads(
+    file: FileArgument,
+    dry_run: DryRun = False,
+    on_match: OnMatchOption = OnMatch.skip,
+    force: Force = False,
+) -> None:
+    """Import leads from a CSV file (after the contacts that converted leads point to);
+    rows matching a stored unconverted lead are skipped by default."""
+    _run_import(LEADS, file, dry_run, force=force, on_match=on_match)
 
 
 @import_app.command("products")
-def import_products(file: FileArgument, dry_run: DryRun = False) -> None:
+def import_products(file: FileArgument, dry_run: DryRun = False, force: Force = False) -> None:
     """Import products from a CSV file."""
-    _run_import(PRODUCTS, file, dry_run)
+    _run_import(PRODUCTS, file, dry_run, force=force)
 
 
 def export_command(
@@ -148,7 +186,7 @@ def export_command(
 ) -> None:
     """Write contacts, leads or products as CSV, id first; `ridercrm import` reads it back."""
     target = TARGETS[kind.value]
-    with _database() as sessions:
+    with _database(may_create=False) as sessions:
         if output is None:
             count = export_csv(sessions, target, sys.stdout, form=form.value)
             sys.stdout.flush()
@@ -189,5 +227,5 @@ def demo_command(
     """Load the demo data: the products of every course location and a few hundred people."""
     from ridercrm.demo import load_demo
 
-    with _database() as sessions:
+    with _database(may_create=True) as sessions:
         out.print(load_demo(sessions, only_if_empty=not force), markup=False)

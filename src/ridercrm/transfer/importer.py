@@ -33,6 +33,8 @@ from ridercrm.transfer.checks import (
     read_header,
 )
 from ridercrm.transfer.columns import HeaderProblem, Target, plan_columns
+from ridercrm.transfer.models import ImportRun
+from ridercrm.transfer.rerun import Matcher, OnMatch, earlier_run, file_digest
 from ridercrm.transfer.rows import (
     PEOPLE_TABLE,
     PERSON_KEYS_TABLE,
@@ -57,6 +59,20 @@ class BadRow:
         return f"line {self.line}: {'; '.join(self.reasons)}"
 
 
+@dataclass(frozen=True)
+class MatchedRow:
+    """A row that describes a person already stored: skipped, or written to that person."""
+
+    line: int
+    person_id: str
+    kind: str
+    updated: bool
+
+    def __str__(self) -> str:
+        done = "updated" if self.updated else "skipped"
+        return f"line {self.line}: matches {self.kind} {self.person_id}: {done}"
+
+
 @dataclass
 class ImportResult:
     """What an import did (or, in a dry run, would do)."""
@@ -66,6 +82,8 @@ class ImportResult:
     ignored_columns: tuple[str, ...]
     imported: int = 0
     bad_rows: int = 0
+    updated: int = 0  # rows that matched a stored person and were written to it
+    skipped: int = 0  # rows that matched a stored person and were left out
 
     @property
     def exit_code(self) -> int:
@@ -73,10 +91,15 @@ class ImportResult:
         return 1 if self.bad_rows else 0
 
     def summary(self) -> str:
-        """One line such as "imported 998 contacts, 2 bad rows"."""
+        """One line such as "imported 998 contacts, 2 bad rows" (matches said when any)."""
         verb = "would import" if self.dry_run else "imported"
-        bad = "1 bad row" if self.bad_rows == 1 else f"{self.bad_rows} bad rows"
-        return f"{verb} {self.target.count(self.imported)}, {bad}"
+        parts = [f"{verb} {self.target.count(self.imported)}"]
+        if self.updated:
+            parts.append(f"{self.updated} {'would be ' if self.dry_run else ''}updated")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped as already stored")
+        parts.append("1 bad row" if self.bad_rows == 1 else f"{self.bad_rows} bad rows")
+        return ", ".join(parts)
 
 
 def count_lines(path: Path) -> int:
@@ -94,18 +117,28 @@ def import_csv(
     path: Path,
     *,
     dry_run: bool = False,
+    on_match: OnMatch = OnMatch.skip,
+    force: bool = False,
     batch_size: int = BATCH_SIZE,
     workers: int | None = None,
     on_columns: Callable[[Sequence[str]], None] | None = None,
     on_bad_row: Callable[[BadRow], None] | None = None,
+    on_matched: Callable[[MatchedRow], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Import every good row of a CSV file; report the bad ones through ``on_bad_row``.
 
+    A row that matches a stored person is skipped or updates that person (``on_match``;
+    ``add`` stores it anyway) and is reported through ``on_matched``. A file with the
+    same bytes as one imported before into the same target is refused unless ``force``.
     ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
     reached after each batch. ``workers`` processes check rows (default: by file size
     and CPUs; 0 checks in this process). Raises ImportFailed when nothing was imported.
     """
+    try:
+        digest = file_digest(path)
+    except OSError as exc:
+        raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from None
     with _open(path) as handle, _no_cycle_collection():
         reader = csv.reader(handle)
         try:
@@ -123,11 +156,31 @@ def import_csv(
                 session_scope(sessions, write=not dry_run) as session,
                 _large_sqlite_cache(session),
             ):
-                run = _Run(session, target, result, on_bad_row)
+                earlier = earlier_run(session, target=target, digest=digest)
+                if earlier is not None and not force:
+                    raise ImportFailed(
+                        f"a file with the same content was imported into {target.name} on"
+                        f" {earlier.created_at:%Y-%m-%d %H:%M} UTC; nothing imported"
+                        " (--force imports it again)"
+                    )
+                matcher = Matcher(session, target, on_match)
+                run = _Run(session, target, result, on_bad_row, matcher, on_matched)
                 for batch in checked_batches(reader, spec, batch_size=batch_size, workers=workers):
                     run.batch(batch)
                     if on_progress is not None and batch:
                         on_progress(batch[-1].line)
+                if not dry_run:
+                    session.add(
+                        ImportRun(
+                            target=target.name,
+                            sha256=digest,
+                            file_name=str(path)[-500:],
+                            imported=result.imported,
+                            updated=result.updated,
+                            skipped=result.skipped,
+                            bad_rows=result.bad_rows,
+                        )
+                    )
         except IntegrityError as exc:
             raise ImportFailed(
                 f"the database refused a row ({exc.orig}); nothing imported"
@@ -189,8 +242,12 @@ class _Run:
         target: Target,
         result: ImportResult,
         on_bad_row: Callable[[BadRow], None] | None,
+        matcher: Matcher,
+        on_matched: Callable[[MatchedRow], None] | None,
     ) -> None:
         self.session = session
+        self.matcher = matcher
+        self.on_matched = on_matched
         self.target = target
         self.result = result
         self.on_bad_row = on_bad_row
@@ -214,22 +271,46 @@ class _Run:
         refused = self._refused_by_database(candidates)
         good: list[tuple[Any, ...]] = []
         keys: list[tuple[int, str]] = []
+        matched: list[MatchedRow] = []
         for row in candidates:
             if row.line in refused:
                 bad.append(BadRow(row.line, tuple(refused[row.line])))
-            else:
-                assert row.row is not None
-                assert row.record_id is not None
-                good.append(row.row)
-                keys.extend(row.keys)
+                continue
+            assert row.row is not None
+            assert row.record_id is not None
+            if self.matcher.active and (found := self._match(row, row.row)) is not None:
+                matched.append(found)
+                continue
+            good.append(row.row)
+            keys.extend(row.keys)
         if good and not self.result.dry_run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
+        if self.matcher.active:
+            self.matcher.added.update(row.record_id for row in candidates if row.record_id)
+        if self.on_matched is not None:
+            for found in matched:
+                self.on_matched(found)
         self.result.imported += len(good)
         self.result.bad_rows += len(bad)
         if self.on_bad_row is not None:
             for bad_row in sorted(bad, key=lambda bad_row: bad_row.line):
                 self.on_bad_row(bad_row)
+
+    def _match(self, row: Checked, stored: tuple[Any, ...]) -> MatchedRow | None:
+        """If the row describes a stored person: skip it or update that person, and say so."""
+        values = dict(zip(self.columns, stored, strict=True))
+        person = self.matcher.match(values)
+        if person is None:
+            return None
+        update = self.matcher.on_match is OnMatch.update
+        if update:
+            if not self.result.dry_run:
+                self.matcher.update(person, values)
+            self.result.updated += 1
+        else:
+            self.result.skipped += 1
+        return MatchedRow(row.line, person.id, person.kind, update)
 
     def _repeats(self, row: Checked) -> list[str]:
         """The row's own problems, plus an id, link or product code seen on an earlier line."""
@@ -295,6 +376,8 @@ __all__ = [
     "BadRow",
     "ImportFailed",
     "ImportResult",
+    "MatchedRow",
+    "OnMatch",
     "UnreadableFile",
     "count_lines",
     "import_csv",

@@ -1,0 +1,25 @@
+"""Import runs: which file went into which target, so an identical file is not imported twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ridercrm.db import Base, UTCDateTime, utcnow
+
+
+class ImportRun(Base):
+    __tablename__ = "import_runs"
+    __table_args__ = (Index("ix_import_runs_target_sha256", "target", "sha256"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    target: Mapped[str] = mapped_column(String(20))  # contacts, leads or products
+    sha256: Mapped[str] = mapped_column(String(64))  # of the file's bytes
+    file_name: Mapped[str] = mapped_column(String(500))  # as given, for the operator
+    imported: Mapped[int] = mapped_column(Integer)
+    updated: Mapped[int] = mapped_column(Integer)
+    skipped: Mapped[int] = mapped_column(Integer)
+    bad_rows: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
