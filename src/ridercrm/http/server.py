@@ -151,6 +151,10 @@ def server_config(settings: Settings, *, host: str, port: int, workers: int) -> 
         # uvicorn's access log would print every request line, query strings included.
         log_level="warning",
         access_log=False,
+        # A new worker process must answer the supervisor's ping within this; uvicorn's
+        # 5 s was too short for spawning and importing on a busy machine (workers were
+        # killed and restarted in a loop at load average 20 on 2 CPUs).
+        timeout_worker_healthcheck=30,
     )
 
 
