@@ -10,10 +10,10 @@ record is bench/matching over HTTP; this only makes iterating quick.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 import datetime as dt
+import sys
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -52,7 +52,9 @@ def identity(row: Any, number: int, *, licence: bool) -> Identity:
     )
 
 
-def run(loader: Any, model: Model, thresholds: score.Thresholds, *, licence: bool) -> dict[str, Any]:
+def run(
+    loader: Any, model: Model, thresholds: score.Thresholds, *, licence: bool
+) -> dict[str, Any]:
     frame = loader()
     originals: dict[str, Identity] = {}
     queries: list[tuple[str, Identity]] = []
@@ -60,7 +62,9 @@ def run(loader: Any, model: Model, thresholds: score.Thresholds, *, licence: boo
         if rec_id.endswith("-org"):
             originals[rec_id] = identity(row, number, licence=True)
         else:
-            queries.append((rec_id.split("-dup")[0] + "-org", identity(row, number + 100000, licence=licence)))
+            queries.append(
+                (rec_id.split("-dup")[0] + "-org", identity(row, number + 100000, licence=licence))
+            )
     index: dict[int, list[str]] = defaultdict(list)
     for rec_id, ident in originals.items():
         for key in stored_keys(ident):
@@ -75,7 +79,9 @@ def run(loader: Any, model: Model, thresholds: score.Thresholds, *, licence: boo
         stats["candidates"] += len(ids)
         if truth in ids:
             stats["pairs_complete"] += 1
-        verdicts = {i: score.evaluate(query, originals[i], model=model, thresholds=thresholds) for i in ids}
+        verdicts = {
+            i: score.evaluate(query, originals[i], model=model, thresholds=thresholds) for i in ids
+        }
         if truth in verdicts and verdicts[truth].levels["given_name"] in compare.GIVEN_OUTRIGHT:
             stats["given_outright"] += 1
         accepted = sorted((v.total, i) for i, v in verdicts.items() if v.accepted)[::-1]
@@ -127,9 +133,14 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
     data = generate(seed, 20000, 4000)
     stored = {
         p.id: Identity.of(
-            first_name=p.first_name, last_name=p.last_name, date_of_birth=p.date_of_birth,
-            email=p.email, phones=(p.mobile_phone, p.home_phone), drivers_license=p.drivers_license,
-            street=p.street, postcode=p.postcode,
+            first_name=p.first_name,
+            last_name=p.last_name,
+            date_of_birth=p.date_of_birth,
+            email=p.email,
+            phones=(p.mobile_phone, p.home_phone),
+            drivers_license=p.drivers_license,
+            street=p.street,
+            postcode=p.postcode,
         )
         for p in data.people
     }
@@ -142,18 +153,26 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
     for q in data.queries:
         d = q.person_data
         query = Identity.of(
-            first_name=d.get("first_name"), last_name=d.get("last_name"),
-            date_of_birth=_date_of(d.get("date_of_birth")), email=d.get("email"),
-            phones=(d.get("mobile_phone"),), drivers_license=d.get("drivers_license"),
-            street=d.get("street"), postcode=d.get("postcode"),
+            first_name=d.get("first_name"),
+            last_name=d.get("last_name"),
+            date_of_birth=_date_of(d.get("date_of_birth")),
+            email=d.get("email"),
+            phones=(d.get("mobile_phone"),),
+            drivers_license=d.get("drivers_license"),
+            street=d.get("street"),
+            postcode=d.get("postcode"),
         )
         ids: set[str] = set()
         for key in query_keys(query):
             ids.update(index.get(key, [])[:KEY_CAP])
         if "leads" in q.path:
             ids = {i for i in ids if kinds[i] == "lead"}
-        verdicts = {i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids}
-        accepted = sorted(((-v.total, kinds[i] != "contact", i) for i, v in verdicts.items() if v.accepted))
+        verdicts = {
+            i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids
+        }
+        accepted = sorted(
+            ((-v.total, kinds[i] != "contact", i) for i, v in verdicts.items() if v.accepted)
+        )
         answer = None
         if accepted:
             answer = accepted[0][2]
@@ -167,8 +186,14 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
     report = evaluate(data.queries, predictions)
     o = report.overall
     kinds_bad = {k: (s.fn, s.fp) for k, s in report.by_kind.items() if s.fn or s.fp}
-    return {"precision": o.precision, "recall": o.recall, "fp": o.fp, "fn": o.fn,
-            "family_merges": o.family_merges, "by_kind (fn, fp)": kinds_bad}
+    return {
+        "precision": o.precision,
+        "recall": o.recall,
+        "fp": o.fp,
+        "fn": o.fn,
+        "family_merges": o.family_merges,
+        "by_kind (fn, fp)": kinds_bad,
+    }
 
 
 def main() -> None:
@@ -177,7 +202,7 @@ def main() -> None:
     parser.add_argument("--model", help="a model JSON file (default: the shipped model)")
     parser.add_argument("--generated", type=int, help="also bench/matching's generator, this seed")
     args = parser.parse_args()
-    model = Model.from_json(open(args.model).read()) if args.model else default_model()
+    model = Model.from_json(Path(args.model).read_text()) if args.model else default_model()
     if args.generated:
         print("generated", run_generated(args.generated, model, score.Thresholds()))
     for loader in (load_febrl1, load_febrl2, load_febrl3):
