@@ -128,9 +128,9 @@ def test_each_field_adds_its_weight_to_the_total() -> None:
 
 
 def test_a_common_value_is_weaker_evidence_than_a_rare_one() -> None:
-    from ridercrm.matching.model import TermFrequencies
+    from ridercrm.matching.model import Model, TermFrequencies
 
-    model = default_model()
+    model = Model.from_json(default_model().to_json())  # a copy: the default is shared
     model.tf["family_name"] = TermFrequencies(values={"smith": 0.01}, rare=0.00001)
     assert model.weight("family_name", "exact", "smith") < model.weight(
         "family_name", "exact", "tschitrpig"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
 from ridercrm.matching.keys import Identity
-from ridercrm.matching.model import Model
+from ridercrm.matching.model import Model, default_model
 
 PERSONAL = ("given_name", "date_of_birth", "licence")
 # A course the person booked, named in the request (DESIGN §8: strong evidence).
@@ -83,11 +83,16 @@ def evaluate(
     query: Identity,
     stored: Identity,
     *,
-    model: Model,
-    thresholds: Thresholds,
+    model: Model | None = None,
+    thresholds: Thresholds | None = None,
     asset: bool = False,
 ) -> Verdict:
-    """Compare field by field, add up the weights and apply the decision rule."""
+    """Compare field by field, add up the weights and apply the decision rule.
+
+    Without a model or thresholds: the shipped default model and default thresholds.
+    """
+    model = model or default_model()
+    thresholds = thresholds or Thresholds()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
     if asset:
