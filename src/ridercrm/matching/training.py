@@ -41,11 +41,13 @@ TF_MIN_PEOPLE = 1000
 EM_ROUNDS = 25
 
 
-def train(identities: Sequence[Identity], *, seed: int = 0) -> Model:
+def train(
+    identities: Sequence[Identity], *, seed: int = 0, random_pairs: int = RANDOM_PAIRS
+) -> Model:
     """Estimate a model from stored people's identities."""
     prior = default_model()
     rng = random.Random(seed)
-    u = _estimate_u(identities, prior, rng)
+    u = _estimate_u(identities, prior, rng, random_pairs)
     m: dict[str, dict[str, float]] = {
         name: {level: mu[0] for level, mu in levels.items()}
         for name, levels in prior.levels.items()
@@ -79,13 +81,13 @@ def _pattern(query: Identity, stored: Identity) -> tuple[tuple[str, str], ...]:
 
 
 def _estimate_u(
-    identities: Sequence[Identity], prior: Model, rng: random.Random
+    identities: Sequence[Identity], prior: Model, rng: random.Random, random_pairs: int
 ) -> dict[str, dict[str, float]]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     n = len(identities)
     pairs = 0
     if n >= 2:
-        for _ in range(min(RANDOM_PAIRS, n * (n - 1) // 2)):
+        for _ in range(min(random_pairs, n * (n - 1) // 2)):
             a, b = rng.randrange(n), rng.randrange(n)
             if a == b:
                 continue
