@@ -48,6 +48,8 @@ def evaluate(query: Identity, stored: Identity) -> Verdict:
         ("Kristofer", "Christopher", "phonetic"),
         ("J", "John", "initial"),
         ("Wei", "Mei", "short_slip"),
+        ("Joh", "John", "close"),
+        ("Miaq", "Mia", "close"),
         ("Nguyen", "Ann", "swapped"),
         ("Jack", "Jake", "phonetic"),
         ("Ann", "Bob", "different"),

@@ -71,6 +71,10 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     # close: one slip in four letters or more, or Jaro-Winkler 0.92 in five or more
     if (shortest >= 4 and slips <= 1) or (shortest >= 5 and similarity >= 0.92):
         return "close"
+    if shortest >= 2 and slips <= 1 and abs(len(q) - len(s)) == 1:
+        # a letter added or dropped in a short name (Jo/Joe, Mia/Miaq, Luke/Lue); a letter
+        # replaced (Mei/Wei, Tom/Tim) is as likely another name: short_slip below
+        return "close"
     if _sounds_alike(q, s):
         return "phonetic"
     # near: two slips in seven letters or more, or Jaro-Winkler 0.88 in five or more
