@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select
+from sqlalchemy import TextClause, delete, event, insert, text
 from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.matching.keys import Identity, stored_keys
 from ridercrm.matching.models import PersonKey
 
-MAX_CANDIDATES = 200
+# At most this many people per key: a key shared by more (a common name pair at a
+# million people) is a weak one, and the others find the person.
+KEY_CAP = 50
 
 
 def identity_of(person: Any) -> Identity:
@@ -115,9 +118,17 @@ def write_pending_keys(session: Session) -> None:
         session.execute(insert(PersonKey), added)
 
 
-def candidate_ids(session: Session, keys: Collection[int]) -> Sequence[str]:
-    """Ids of the people stored under any of the keys (an index look-up, never a scan)."""
+@lru_cache(maxsize=64)
+def _lookup(count: int) -> TextClause:
+    """One statement for ``count`` keys, each key's people capped (built once per count)."""
+    part = "SELECT person_id FROM (SELECT person_id FROM person_keys WHERE key = :k{n} LIMIT :cap) AS p{n}"
+    return text(" UNION ALL ".join(part.format(n=n) for n in range(count)))
+
+
+def candidate_ids(session: Session, keys: Collection[int]) -> set[str]:
+    """Ids of the people stored under any of the keys, at most KEY_CAP a key (index look-ups)."""
     if not keys:
-        return []
-    query = select(PersonKey.person_id).where(PersonKey.key.in_(list(keys))).distinct()
-    return session.scalars(query.limit(MAX_CANDIDATES)).all()
+        return set()
+    params: dict[str, int] = {f"k{n}": key for n, key in enumerate(sorted(keys))}
+    params["cap"] = KEY_CAP
+    return set(session.scalars(_lookup(len(keys)), params).all())
