@@ -1,0 +1,287 @@
+"""The FEBRL benchmark's tables, its development report of misses, and the CRM rule's answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from bench.matching import damage
+from bench.matching.baseline import run_baseline
+from bench.matching.febrl_data import Ask, Asks, Store
+from bench.matching.generate import CONTACT, PEOPLE, Person, Query
+from bench.matching.metrics import Score, fmt
+from bench.report import code_version, machine, write_section
+
+SECTION = "## Matching quality: FEBRL"
+SECTION_HELD_OUT = "## Matching quality: FEBRL 4 (held out)"
+TARGET_PRECISION = 0.9995
+TARGET_RECALL_LICENCE = 0.985
+CEILING_SLACK = 0.01
+SAMPLE = 25  # misses and false positives shown per run in the development report
+
+Scorer = Callable[[Any, str, dict[int, str | None]], dict[str, Score]]
+
+
+def query_of(ask: Ask, expected: str | None, licence: bool) -> Query:
+    return Query(
+        number=ask.number,
+        kind="febrl",
+        endpoint=PEOPLE,
+        person_data=ask.person_data(licence),
+        expected=expected,
+        source=None,
+        relatives=frozenset(),
+        note=ask.record.rec_id,
+    )
+
+
+def baseline_answers(store: Store, asks: Asks, stored: set[str]) -> dict[int, str | None]:
+    """The CRM rule's answer to every query, from the originals the import stored."""
+    people = [
+        Person(
+            id=row["id"],
+            kind=CONTACT,
+            first_name=row["first_name"],
+            last_name=row["last_name"],
+            sex="",
+            group="",
+            date_of_birth=dt.date(1900, 1, 1),  # the rule does not look at it
+            email="",
+            postcode=row["postcode"],
+            city=row["city"],
+            state=row["state"],
+            street=row["street"],
+            mobile_phone=None,
+            home_phone=None,
+            drivers_license=row["drivers_license"],
+            license_type=None,
+            country=None,
+            lead_source=None,
+            opt_in=None,
+        )
+        for rec_id, row in zip(store.ids, store.rows, strict=True)
+        if rec_id in stored
+    ]
+    return run_baseline(people, [query_of(ask, None, False) for ask in asks.asks])
+
+
+def columns(matchers: list[Any]) -> list[tuple[str, str, str]]:
+    """(heading, matcher, run) of each system measured; the CRM rule last."""
+    found = []
+    for matcher in matchers:
+        for run in ("licence", "no licence"):
+            found.append((f"{matcher.name}, {run}", matcher.name, run))
+    found.append(("CRM rule", matchers[0].name, "crm"))
+    return found
+
+
+def all_scores(result: Any, matchers: list[Any], score: Scorer) -> dict[str, dict[str, Score]]:
+    scores = {}
+    for heading, name, run in columns(matchers):
+        predictions = result.baseline if run == "crm" else result.answers[name].by_run[run]
+        scores[heading] = score(result, name, predictions)
+    return scores
+
+
+def ceiling(result: Any, matcher: str) -> tuple[int, int]:
+    """(duplicates asked, of them the guard's ceiling cases) for ``matcher``."""
+    asked = cases = 0
+    for ask in result.asks.asks:
+        included, expected = result.expected(ask, matcher)
+        if included and expected is not None:
+            asked += 1
+            cases += damage.guard_ceiling_case(ask.found)
+    return asked, cases
+
+
+def _kind_order(label: str) -> tuple[int, str]:
+    if label == "all":
+        return (0, label)
+    if label.endswith("field") or label.endswith("fields"):
+        return (2, label)
+    return (3 if label == "stranger" else 1, label)
+
+
+def data_set_markdown(result: Any, matchers: list[Any], score: Scorer) -> str:
+    first = matchers[0].name
+    scores = all_scores(result, matchers, score)
+    heads = list(scores)
+    store = result.store
+    lines = [f"### FEBRL {result.number}", ""]
+    refused = "; ".join(
+        f"{m.name} matcher's import refused {len(result.answers[m.name].refused)} "
+        f"({_reasons(result.answers[m.name].refused)})"
+        for m in matchers
+    )
+    lines.append(
+        f"{result.originals:,} originals, {result.duplicates:,} duplicates. Store: "
+        f"{len(store.rows):,} originals written to the import file ({len(store.held_out)} held "
+        f"out as strangers; {store.blank_dates} invalid dates of birth and "
+        f"{store.blank_postcodes} invalid postcodes left blank; {store.blank_first} blank first "
+        f"names, {store.blank_last} blank last names); {refused}. Queries: "
+        f"{sum(not a.stranger for a in result.asks.asks):,} duplicates, "
+        f"{sum(a.stranger for a in result.asks.asks):,} strangers; not askable (a field the "
+        f"operation requires is missing or invalid): "
+        + (", ".join(f"{n} {why}" for why, n in result.asks.unaskable.most_common()) or "none")
+        + ". A duplicate whose original a matcher's import refused is left out of that "
+        "matcher's figures."
+    )
+    lines += [
+        "",
+        "| system | queries | P | R | F1 | FP | FN |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for head in heads:
+        s = scores[head]["all"]
+        lines.append(
+            f"| {head} | {s.queries:,} | {fmt(s.precision, 4)} | {fmt(s.recall, 4)} | "
+            f"{fmt(s.f1, 4)} | {s.fp} | {s.fn} |"
+        )
+    asked, cases = ceiling(result, first)
+    share = cases / asked if asked else 0.0
+    no_licence = scores[f"{first}, no licence"]["all"].recall or 0.0
+    lines += [
+        "",
+        f"Household-guard ceiling without licence: {cases} of {asked:,} duplicates "
+        f"({share:.4f}) had the given name replaced outright while surname, date of birth, "
+        f"postcode, street and suburb agree; ceiling recall {1 - share:.4f}, {first} matcher "
+        f"without licence {no_licence:.4f} ({(no_licence - (1 - share)) * 100:+.2f} points).",
+        "",
+        "Recall per kind of damage (a duplicate counts under each of its kinds; "
+        "`stranger`: false positives among queries for people not stored):",
+        "",
+        "| kind | queries | " + " | ".join(heads) + " |",
+        "|---|---:|" + "---:|" * len(heads),
+    ]
+    labels = sorted(scores[heads[0]], key=_kind_order)
+    for label in labels[1:]:
+        base = scores[heads[0]][label]
+        if label == "stranger":
+            cells = [f"FP {scores[h].get(label, Score()).fp}" for h in heads]
+        else:
+            cells = [fmt(scores[h].get(label, Score()).recall) for h in heads]
+        lines.append(f"| {label} | {base.queries} | " + " | ".join(cells) + " |")
+    lines += ["", "Targets:", "", *targets(scores, heads, first, 1 - share)]
+    return "\n".join(lines)
+
+
+def targets(
+    scores: dict[str, dict[str, Score]], heads: list[str], first: str, top: float
+) -> list[str]:
+    found = []
+    for head in heads:
+        if not head.startswith(first + ","):
+            continue
+        p = scores[head]["all"].precision
+        met = p is not None and p >= TARGET_PRECISION
+        found.append(f"- {head}: precision ≥ {TARGET_PRECISION}: {fmt(p, 4)} — {_met(met)}")
+    r = scores[f"{first}, licence"]["all"].recall or 0.0
+    found.append(
+        f"- {first}, licence: recall ≥ {TARGET_RECALL_LICENCE}: {r:.4f} — "
+        f"{_met(r >= TARGET_RECALL_LICENCE)}"
+    )
+    r = scores[f"{first}, no licence"]["all"].recall or 0.0
+    found.append(
+        f"- {first}, no licence: recall within one point of the ceiling {top:.4f}: {r:.4f} — "
+        f"{_met(r >= top - CEILING_SLACK)}"
+    )
+    return found
+
+
+def _met(met: bool) -> str:
+    return "met" if met else "**not met**"
+
+
+def _reasons(refused: dict[str, str]) -> str:
+    counts = Counter(refused.values())
+    return ", ".join(f"{n} x {why}" for why, n in counts.most_common(3)) or "none"
+
+
+def markdown(results: list[Any], matchers: list[Any], score: Scorer, args: Any) -> str:
+    held_out = bool(getattr(args, "held_out", False))
+    info = machine()
+    command = ".venv/bin/python -m bench.matching.febrl" + (" --held-out" if held_out else "")
+    if args.previous:
+        command += " --previous PREVIOUS/.venv/bin/ridercrm"
+    lines = [
+        SECTION_HELD_OUT if held_out else SECTION,
+        "",
+        f"Machine: {info['cpu']}, {info['nproc']} CPUs, shared with other work; "
+        f"{info['system']}, Python {info['python']}, SQLite {info['sqlite']}. "
+        f"Date: {dt.date.today().isoformat()}. Code: {code_version()}"
+        + (
+            " (new); previous: main at 1d85c3d, its own checkout and virtualenv"
+            if args.previous
+            else ""
+        )
+        + f". Command: `{command}` (seed {args.seed}).",
+        "",
+        "Each data set: the originals imported with `ridercrm import contacts` into a fresh "
+        "SQLite database per matcher, one `POST /crm/people/match` per duplicate against a "
+        "running `ridercrm serve` (e-mail never shared), with the licence "
+        "(`drivers_license` = `soc_sec_id`) and without; the CRM rule "
+        "(`bench/matching/baseline.py`) in-process on the same store and queries. P precision, "
+        "R recall over the duplicates whose original is stored, FP answers that are not the "
+        "true record (strangers included), FN duplicates not answered with their original.",
+    ]
+    for result in results:
+        lines += ["", data_set_markdown(result, matchers, score)]
+    return "\n".join(lines)
+
+
+def write_readme(text: str, held_out: bool) -> None:
+    write_section(text + "\n")
+
+
+# --- the development report ------------------------------------------------------------
+
+
+def verdict_of(explanation: Any, expected: str | None) -> str:
+    """What the matcher said about the true record, in one line."""
+    if not isinstance(explanation, dict):
+        return "no explanation"
+    for candidate in explanation.get("candidates") or []:
+        if isinstance(candidate, dict) and candidate.get("id") == expected:
+            for key in ("rule", "reason", "verdict", "decision"):
+                if candidate.get(key):
+                    return str(candidate[key])[:160]
+            reasons = candidate.get("reasons")
+            return json.dumps(reasons, ensure_ascii=False)[:160]
+    return "not among the explained candidates; decision: " + str(explanation.get("decision"))[:120]
+
+
+def misses(results: list[Any], score: Scorer) -> str:
+    """Our misses and false positives per run: counts of the true record's verdict and a sample."""
+    lines = ["## Development feedback: the new matcher's misses (FEBRL 1-3 only)"]
+    for result in results:
+        name = next(iter(result.answers))
+        answers = result.answers[name]
+        stored = {rec: row for rec, row in zip(result.store.ids, result.store.rows, strict=True)}
+        for run in ("licence", "no licence"):
+            predictions = answers.by_run[run]
+            explained = answers.explained.get(run, {})
+            verdicts: Counter[str] = Counter()
+            sample: list[str] = []
+            for ask in result.asks.asks:
+                asked, expected = result.expected(ask, name)
+                got = predictions.get(ask.number)
+                if not asked or got == expected:
+                    continue
+                kind = "false positive" if got is not None else "miss"
+                verdict = verdict_of(explained.get(ask.number), expected or got)
+                verdicts[f"{kind}: {verdict[:90]}"] += 1
+                if len(sample) < SAMPLE * 2:
+                    sample.append(
+                        f"- {kind} {ask.record.rec_id} [{', '.join(damage.kinds(ask.found))}]"
+                        f"{' stranger' if ask.stranger else ''}; answered {got}\n"
+                        f"  sent: {json.dumps(ask.person_data(run == 'licence'), ensure_ascii=False)}\n"
+                        f"  stored: {json.dumps(stored.get(ask.original), ensure_ascii=False)}\n"
+                        f"  true record's verdict: {verdict}"
+                    )
+            lines += ["", f"### FEBRL {result.number}, {run}: {sum(verdicts.values())} wrong", ""]
+            lines += [f"- {n} x {v}" for v, n in verdicts.most_common(15)]
+            lines += ["", "Sample:", "", *sample]
+    return "\n".join(lines)
