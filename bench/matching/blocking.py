@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from sqlalchemy import select
 
 from bench.matching import damage, febrl_data
 from bench.matching.febrl_data import Asks, Store
-from bench.report import code_version, machine
+from bench.report import code_version, machine, write_section
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.matching import repository
@@ -161,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sets", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
     parser.add_argument("--people", type=int, default=0, help="synthetic people besides")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--write", action="store_true", help="update bench/README.md")
     args = parser.parse_args(argv)
     data = {}
     for number in args.sets:
@@ -183,19 +185,38 @@ def main(argv: list[str] | None = None) -> None:
                 for run, blocked in measure(url, store, asks, stored).items():
                     rows.append((f"{size:,}", f"FEBRL {number}, {run}", blocked))
     info = machine()
-    print(
+    where = (
+        f"{args.people:,} synthetic people and the FEBRL originals"
+        if args.people
+        else "the FEBRL stores"
+    )
+    out = [
+        f"## Matching blocking: pairs completeness, {where}",
+        "",
+        "In-process on fresh SQLite files loaded by the importer; for each duplicate whose "
+        "original is stored, the candidate ids the matcher's blocking returns for its request "
+        "(as `find_match` asks them): pairs completeness is the share whose original is among "
+        "them, whatever the decision. Candidates per query include the strangers' queries.",
+        "",
         f"Machine: {info['cpu']}, {info['nproc']} CPUs (shared); Python {info['python']}, "
         f"SQLite {info['sqlite']}. Date: {dt.date.today().isoformat()}. Code: {code_version()}. "
         f"Command: `.venv/bin/python -m bench.matching.blocking"
         + (f" --people {args.people}" if args.people else "")
-        + "`.\n"
-    )
-    print(table(rows))
+        + f"`. Load average {os.getloadavg()[0]:.1f} at the end (shared machine).",
+        "",
+        table(rows),
+        "",
+        "The true record not a candidate, by kind of damage (most frequent):",
+        "",
+    ]
     for _size, label, blocked in rows:
         if blocked.missed_kinds:
             top = sorted(blocked.missed_kinds.items(), key=lambda item: -item[1])[:6]
-            print(f"\n{label}: true record not a candidate, by kind: "
-                  + ", ".join(f"{k} {n}" for k, n in top))  # fmt: skip
+            out.append(f"- {label}: " + ", ".join(f"{k} {n}" for k, n in top))
+    text = "\n".join(out)
+    print(text)
+    if args.write:
+        write_section(text + "\n")
 
 
 if __name__ == "__main__":
