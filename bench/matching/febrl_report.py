@@ -249,18 +249,21 @@ def write_readme(text: str, held_out: bool) -> None:
 # --- the development report ------------------------------------------------------------
 
 
-def verdict_of(explanation: Any, expected: str | None) -> str:
-    """What the matcher said about the true record, in one line."""
+def verdict_of(explanation: Any, expected: str | None) -> tuple[str, str]:
+    """What the matcher said about the true record: a one-line verdict and the detail
+    (the candidate's other fields, e.g. per-field weights)."""
     if not isinstance(explanation, dict):
-        return "no explanation"
+        return "no explanation", ""
     for candidate in explanation.get("candidates") or []:
         if isinstance(candidate, dict) and candidate.get("id") == expected:
-            for key in ("rule", "reason", "verdict", "decision"):
-                if candidate.get(key):
-                    return str(candidate[key])[:160]
-            reasons = candidate.get("reasons")
-            return json.dumps(reasons, ensure_ascii=False)[:160]
-    return "not among the explained candidates; decision: " + str(explanation.get("decision"))[:120]
+            short = next(
+                (str(candidate[k]) for k in ("rule", "reason", "verdict") if candidate.get(k)),
+                json.dumps(candidate.get("reasons"), ensure_ascii=False),
+            )
+            rest = {k: v for k, v in candidate.items() if k not in ("id", "kind", "rule")}
+            return short[:160], json.dumps(rest, ensure_ascii=False)[:700]
+    decision = str(explanation.get("decision"))[:120]
+    return f"not among the explained candidates; decision: {decision}", ""
 
 
 def misses(results: list[Any], score: Scorer) -> str:
@@ -281,7 +284,7 @@ def misses(results: list[Any], score: Scorer) -> str:
                 if not asked or got == expected:
                     continue
                 kind = "false positive" if got is not None else "miss"
-                verdict = verdict_of(explained.get(ask.number), expected or got)
+                verdict, detail = verdict_of(explained.get(ask.number), expected or got)
                 verdicts[f"{kind}: {verdict[:90]}"] += 1
                 if len(sample) < SAMPLE * 2:
                     sample.append(
@@ -290,6 +293,7 @@ def misses(results: list[Any], score: Scorer) -> str:
                         f"  sent: {json.dumps(ask.person_data(run == 'licence'), ensure_ascii=False)}\n"
                         f"  stored: {json.dumps(stored.get(ask.original), ensure_ascii=False)}\n"
                         f"  true record's verdict: {verdict}"
+                        + (f"\n  detail: {detail}" if detail else "")
                     )
             lines += ["", f"### FEBRL {result.number}, {run}: {sum(verdicts.values())} wrong", ""]
             lines += [f"- {n} x {v}" for v, n in verdicts.most_common(15)]
