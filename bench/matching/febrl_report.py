@@ -292,7 +292,7 @@ def misses(results: list[Any], score: Scorer) -> str:
                         f"{' stranger' if ask.stranger else ''}; answered {got}\n"
                         f"  sent: {json.dumps(ask.person_data(run == 'licence'), ensure_ascii=False)}\n"
                         f"  stored: {json.dumps(stored.get(ask.original), ensure_ascii=False)}\n"
-                        f"  true record's verdict: {verdict}"
+                        f"  {'true' if expected else 'answered'} record's verdict: {verdict}"
                         + (f"\n  detail: {detail}" if detail else "")
                     )
             lines += ["", f"### FEBRL {result.number}, {run}: {sum(verdicts.values())} wrong", ""]
