@@ -17,7 +17,9 @@ from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.ratelimit import build_rate_limiter
 from ridercrm.http.runtime import Services, services_of
 from ridercrm.logs import configure_logging
+from ridercrm.matching import service as matching_service
 from ridercrm.matching.endpoints import router as matching_router
+from ridercrm.matching.score import Thresholds
 from ridercrm.people.endpoints import crm_router as people_crm_router
 from ridercrm.people.endpoints import router as people_router
 from ridercrm.products.endpoints import router as products_router
@@ -80,6 +82,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
     engine = build_engine(settings)
+    matching_service.configure(
+        Thresholds(
+            match=settings.match_threshold,
+            personal=settings.match_personal_threshold,
+            ambiguity=settings.match_ambiguity_margin,
+        )
+    )
     app = FastAPI(
         title="ridercrm",
         version=__version__,

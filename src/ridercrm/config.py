@@ -82,6 +82,28 @@ class Settings(BaseSettings):
         min_length=1,
         description="Prefix of the rate-limit keys in Redis; one per deployment sharing a Redis",
     )
+    match_threshold: float = Field(
+        default=18.0,
+        description=(
+            "Matching: the least total match weight (bits, the sum of the per-field weights)"
+            " a candidate needs to be the answer"
+        ),
+    )
+    match_personal_threshold: float = Field(
+        default=1.0,
+        description=(
+            "Matching: the least weight given name, date of birth and licence together must"
+            " carry, so that a household's shared surname and contact details never match alone"
+        ),
+    )
+    match_ambiguity_margin: float = Field(
+        default=6.0,
+        ge=0,
+        description=(
+            "Matching: two accepted candidates within this many bits that look like different"
+            " people give no answer"
+        ),
+    )
 
     @field_validator("base_path")
     @classmethod

@@ -190,8 +190,12 @@ def test_explain_returns_candidates_and_the_audit_keeps_them(
     assert body["ID"] == ann
     candidate = body["match"]["candidates"][0]
     assert candidate["id"] == ann
-    assert candidate["reasons"]["given_name"] == "nickname (anne ~ ann)"
-    assert candidate["score"] > 0
+    assert candidate["reasons"]["given_name"] == "nickname"
+    # the waterfall: every field's weight, adding up to the total
+    assert candidate["weights"]["given_name"] > 0
+    assert candidate["weights"]["date_of_birth"] > 0
+    assert candidate["total"] == pytest.approx(sum(candidate["weights"].values()), abs=0.05)
+    assert candidate["score"] == candidate["total"]
     record = client.get(f"/admin/audit/{body['audit_ID']}", headers=admin_headers).json()
     assert record["outcomes"]["candidates"][0]["id"] == ann
     plain = matcher.ask(PEOPLE, query())

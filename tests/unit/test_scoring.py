@@ -1,12 +1,16 @@
 import datetime as dt
+import itertools
 from typing import Any
 
 import pytest
 
 from ridercrm.matching import compare
 from ridercrm.matching.keys import Identity, query_keys, stored_keys
+from ridercrm.matching.model import default_model
 from ridercrm.matching.nicknames import same_name_family
-from ridercrm.matching.score import evaluate
+from ridercrm.matching.normalize import name_tokens
+from ridercrm.matching.score import Thresholds, Verdict
+from ridercrm.matching.score import evaluate as evaluate_with
 
 ANN: dict[str, Any] = {
     "first_name": "Ann",
@@ -18,6 +22,7 @@ ANN: dict[str, Any] = {
     "street": "12 Main St",
     "postcode": "3064",
 }
+MODEL = default_model()
 
 
 def person(**changes: Any) -> Identity:
@@ -25,156 +30,197 @@ def person(**changes: Any) -> Identity:
     return Identity.of(**values)
 
 
+def evaluate(query: Identity, stored: Identity) -> Verdict:
+    return evaluate_with(query, stored, model=MODEL, thresholds=Thresholds())
+
+
 @pytest.mark.parametrize(
-    ("query", "stored", "reason"),
+    ("query", "stored", "level"),
     [
         ("William", "william", "exact"),
-        ("Bill", "William", "nickname (bill ~ william)"),
-        ("Kate", "Katherine", "nickname (kate ~ katherine)"),
-        ("Katherine", "Kathrine", "typo"),
-        ("Micheal", "Michael", "typo"),
+        ("Bill", "William", "nickname"),
+        ("Kate", "Katherine", "nickname"),
+        ("Katherine", "Kathrine", "close"),
+        ("Micheal", "Michael", "close"),
+        ("Mary Ann", "Mary", "nickname"),
+        ("Satte Rley", "Satterley", "exact"),
+        ("Jakob", "Jacob", "close"),
+        ("Kristofer", "Christopher", "phonetic"),
         ("J", "John", "initial"),
-        ("Mary Ann", "Mary", "same first word"),
-        ("Jack", "Jake", "differs"),
-        ("Ann", "Bob", "differs"),
+        ("Wei", "Mei", "short_slip"),
+        ("Nguyen", "Ann", "swapped"),
+        ("Jack", "Jake", "phonetic"),
+        ("Ann", "Bob", "different"),
+        ("", "Bob", "missing"),
     ],
 )
-def test_given_names(query: str, stored: str, reason: str) -> None:
-    from ridercrm.matching.normalize import name_tokens
-
-    assert compare.given_names(name_tokens(query), name_tokens(stored)).reason == reason
+def test_given_name_levels(query: str, stored: str, level: str) -> None:
+    assert compare.given_name(name_tokens(query), name_tokens(stored), ("nguyen",)) == level
 
 
 @pytest.mark.parametrize(
-    ("query", "stored", "reason"),
+    ("query", "stored", "level"),
     [
-        ("Nguyen", "NGUYEN", "exact"),
-        ("Ngyuen", "Nguyen", "typo"),
-        ("Nguyen", "Nguyen-Tran", "part of a compound name"),
-        ("Smyth", "Smith", "typo"),
-        ("Smith", "Jones", "differs"),
+        ("Nguyen", "nguyen", "exact"),
+        ("Ngyuen", "Nguyen", "close"),
+        ("Nguyen-Tran", "Nguyen", "part"),
+        ("Tompson", "Thompson", "close"),
+        ("Smyth", "Smith", "close"),
+        ("Ann", "Nguyen", "swapped"),
+        ("Smith", "Jones", "different"),
     ],
 )
-def test_family_names(query: str, stored: str, reason: str) -> None:
-    from ridercrm.matching.normalize import name_tokens
-
-    assert compare.family_names(name_tokens(query), name_tokens(stored)).reason == reason
+def test_family_name_levels(query: str, stored: str, level: str) -> None:
+    assert compare.family_name(name_tokens(query), name_tokens(stored), ("ann",)) == level
 
 
 @pytest.mark.parametrize(
-    ("query", "reason"),
+    ("query", "level"),
     [
         (dt.date(1999, 4, 12), "exact"),
-        (dt.date(1999, 12, 4), "day and month swapped"),
-        (dt.date(1998, 4, 12), "one digit differs"),
-        (dt.date(1999, 4, 13), "one digit differs"),
-        (dt.date(1987, 4, 12), "differs"),
+        (dt.date(1999, 12, 4), "day_month_swapped"),
+        (dt.date(1999, 4, 13), "one_digit"),
+        (dt.date(1998, 4, 12), "one_digit"),
+        (dt.date(2000, 4, 12), "year_off"),
+        (dt.date(1999, 5, 22), "two_digits"),
+        (dt.date(1975, 1, 1), "different"),
+        (None, "missing"),
     ],
 )
-def test_birth_dates(query: dt.date, reason: str) -> None:
-    assert compare.birth_dates(query, dt.date(1999, 4, 12)).reason == reason
+def test_birth_date_levels(query: dt.date | None, level: str) -> None:
+    assert compare.birth_date(query, dt.date(1999, 4, 12)) == level
 
 
-def test_nickname_groups() -> None:
-    assert same_name_family("bill", "william")
-    assert same_name_family("liz", "elizabeth")
-    assert not same_name_family("christopher", "christine")
-    assert not same_name_family("bill", "bob")
+def test_identifier_levels() -> None:
+    assert compare.one_digit("L1234567", "L1234567") == "exact"
+    assert compare.one_digit("L1234568", "L1234567") == "one_digit"
+    assert compare.one_digit("Q7712000", "L1234567") == "different"
+    assert compare.one_digit("3064", "3046") == "one_digit"
+    assert compare.street("6 meredith c ircuit", "6 meredith circuit") == "close"
+    assert compare.street("biffin sreet", "biffin street") == "close"
+    assert compare.street("meredith circuit", "6 meredith circuit") == "close"
+    assert compare.street("1 main street", "99 other road") == "different"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("bill", "william"), ("davo", "david"), ("shazza", "sharon"), ("gazza", "gary"),
+     ("bazza", "barry"), ("robbo", "robert"), ("lachie", "lachlan"), ("jono", "jonathan")],
+)  # fmt: skip
+def test_nicknames_from_the_data_set_and_australian_diminutives(first: str, second: str) -> None:
+    assert same_name_family(first, second)
+    assert same_name_family(second, first)
+
+
+def test_unrelated_names_are_no_nicknames() -> None:
+    assert not same_name_family("ann", "bob")
+    assert not same_name_family("gary", "sharon")
+
+
+def test_each_field_adds_its_weight_to_the_total() -> None:
+    verdict = evaluate(person(first_name="Anne"), person())
+    assert verdict.levels["given_name"] == "nickname"
+    assert verdict.total == pytest.approx(sum(verdict.weights.values()), abs=0.05)
+    assert verdict.weights["date_of_birth"] > 0
+    damaged = evaluate(person(date_of_birth=dt.date(1975, 1, 1)), person())
+    assert damaged.weights["date_of_birth"] < 0
+    assert damaged.total < verdict.total
+
+
+def test_a_common_value_is_weaker_evidence_than_a_rare_one() -> None:
+    from ridercrm.matching.model import TermFrequencies
+
+    model = default_model()
+    model.tf["family_name"] = TermFrequencies(values={"smith": 0.01}, rare=0.00001)
+    assert model.weight("family_name", "exact", "smith") < model.weight(
+        "family_name", "exact", "tschitrpig"
+    )
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        person(),
         person(first_name="Anne"),
+        person(first_name="A"),
         person(last_name="Ngyuen"),
         person(first_name="Nguyen", last_name="Ann"),
         person(date_of_birth=dt.date(1999, 12, 4)),
+        person(date_of_birth=dt.date(2000, 4, 12)),
         person(email="new@example.com"),
         person(phones=()),
         person(street="99 Other Rd", postcode="4000"),
         person(first_name="ANN", last_name="nguyen", phones=("+61 412 345 678",)),
+        # a family name replaced outright, the rest agreeing
+        person(last_name="Smith", email="new@example.com"),
+        # two fields damaged at once
+        person(last_name="Ngyuen", date_of_birth=dt.date(1999, 4, 21), email="x@example.com"),
     ],
 )
-def test_single_corruptions_are_accepted(query: Identity) -> None:
+def test_damaged_queries_are_accepted(query: Identity) -> None:
     verdict = evaluate(query, person())
     assert verdict.accepted, verdict
 
 
-@pytest.mark.parametrize(
-    ("query", "why"),
-    [
-        (person(first_name="Tom", date_of_birth=dt.date(2010, 6, 1)), "names do not agree"),
-        (person(first_name="Tom"), "names do not agree"),
-        (person(date_of_birth=dt.date(1975, 1, 1)), "date of birth differs"),
-        (
-            person(email="x@example.com", phones=(), drivers_license=None, street=None, postcode="4000"),
-            "no identifier backs the names and date of birth",
-        ),
-        (
-            person(date_of_birth=dt.date(1999, 12, 4), email="x@example.com", phones=(), drivers_license=None, street=None),
-            "a slipped date of birth needs a strong identifier",
-        ),
-    ],
-)  # fmt: skip
-def test_refusals_say_why(query: Identity, why: str) -> None:
-    verdict = evaluate(query, person())
+def test_a_replaced_given_name_needs_an_agreeing_licence() -> None:
+    replaced = person(first_name="Chloe", email="x@example.com", phones=())
+    assert evaluate(replaced, person()).accepted
+    verdict = evaluate(person(first_name="Chloe", drivers_license=None), person())
     assert not verdict.accepted
-    assert verdict.rule == why
+    assert verdict.rule == "the given name differs and no licence agrees (household guard)"
 
 
 def test_a_parent_and_child_sharing_every_contact_detail_are_two_people() -> None:
-    parent = person()
-    child = person(first_name="Tom", date_of_birth=dt.date(2012, 3, 9))
+    parent = person(drivers_license=None)
+    child = person(first_name="Tom", date_of_birth=dt.date(2012, 3, 9), drivers_license=None)
     assert not evaluate(child, parent).accepted
     assert not evaluate(parent, child).accepted
+    # a father and son of one name: the shared household fields alone never match
+    son = person(first_name="Ann", date_of_birth=dt.date(2012, 3, 9), drivers_license="X99")
+    assert not evaluate(son, person()).accepted
 
 
-def test_a_corrupted_field_leaves_a_shared_blocking_key() -> None:
-    stored = stored_keys(person())
-    for query in (
-        person(last_name="Ngyuen", email="other@example.com"),
-        person(date_of_birth=dt.date(1999, 12, 4), phones=()),
-        person(email="new@example.com", phones=(), drivers_license=None),
-        person(first_name="Nguyen", last_name="Ann", email="n@example.com", phones=()),
-    ):
-        assert query_keys(query) & stored
-
-
-def test_a_slip_in_a_short_name_needs_everything_else() -> None:
-    stored = person(first_name="Dan", last_name="Li")
-    # the other name and date exact, e-mail and phone agree: accepted
-    assert evaluate(person(first_name="Dan", last_name="Il"), stored).accepted
-    assert evaluate(person(first_name="Dna", last_name="Li"), stored).accepted
-    # only one identifier behind it: refused
-    lone = person(first_name="Dna", last_name="Li", phones=(), drivers_license=None, street=None)
-    verdict = evaluate(lone, stored)
-    assert not verdict.accepted
-    assert (
-        verdict.rule
-        == "a slip in a short name needs the other name, the date of birth and two identifiers"
-    )
-    # a slipped date as well: refused
-    assert not evaluate(
-        person(first_name="Dna", last_name="Li", date_of_birth=dt.date(1999, 12, 4)), stored
-    ).accepted
-
-
-@pytest.mark.parametrize(
-    ("query", "stored"),
-    [("Lachie", "Lachlan"), ("Josh", "Joshua"), ("Cat", "Catherine"), ("Jono", "Jonathan")],
-)
-def test_australian_diminutives(query: str, stored: str) -> None:
-    assert evaluate(person(first_name=query), person(first_name=stored)).accepted
+def test_a_stranger_is_refused() -> None:
+    stranger = Identity.of(
+        first_name="Bob", last_name="Jones", date_of_birth=dt.date(1980, 1, 1),
+        email="bob@example.com", phones=(), drivers_license=None, street="1 High St",
+        postcode="2000",
+    )  # fmt: skip
+    assert not evaluate(stranger, person()).accepted
 
 
 def test_an_unstored_twin_with_a_near_name_and_own_licence_is_not_merged() -> None:
     mei = person(first_name="Mei", last_name="Li", drivers_license="U50432")
     wei = person(first_name="Wei", last_name="Li", drivers_license="Q77120")
-    verdict = evaluate(wei, mei)
-    assert not verdict.accepted
-    assert verdict.rule == "the given name only nearly agrees and the licence differs"
-    # the same slip with the same licence is Mei mistyped
-    assert evaluate(
-        person(first_name="Wei", last_name="Li", drivers_license="U50432"), mei
+    assert not evaluate(wei, mei).accepted
+    # without licences, one letter apart in a short name is as likely a twin
+    assert not evaluate(
+        person(first_name="Wei", last_name="Li", drivers_license=None),
+        person(first_name="Mei", last_name="Li", drivers_license=None),
     ).accepted
+    # the same slip with the same licence is Mei mistyped
+    assert evaluate(person(first_name="Wei", last_name="Li", drivers_license="U50432"), mei).accepted
+
+
+def _damaged(field: str) -> dict[str, Any]:
+    return {
+        "first_name": {"first_name": "Zebedee"},
+        "last_name": {"last_name": "Oyelaran"},
+        "date_of_birth": {"date_of_birth": dt.date(1961, 10, 30)},
+        "postcode": {"postcode": "7250"},
+        "street": {"street": "77 Quorn Parade"},
+        "licence": {"drivers_license": "Z9999999"},
+    }[field]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    list(itertools.combinations(
+        ("first_name", "last_name", "date_of_birth", "postcode", "street", "licence"), 2
+    )),
+)  # fmt: skip
+def test_any_two_damaged_fields_leave_a_shared_blocking_key(fields: tuple[str, str]) -> None:
+    # E-mail and phone are never shared here: the keys must come from the rest.
+    changes: dict[str, Any] = {"email": "other@example.com", "phones": ()}
+    for field in fields:
+        changes.update(_damaged(field))
+    assert query_keys(person(**changes)) & stored_keys(person())

@@ -1,122 +1,182 @@
-"""Field comparisons that tolerate the ways real data goes wrong. Pure functions.
+"""Comparison levels: how far two values of one field agree. Pure functions.
 
-Each returns a Comparison: a score from 0 to 1 and a short reason for the audit trail.
+Each function returns the name of a level, best first in ``LEVELS``; the model
+(``matching.model``) gives every level of every field a match weight. Reasons in the
+explanation are these level names, never the values compared.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 import jellyfish
 from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
 
 from ridercrm.matching.nicknames import same_name_family
 
+MISSING = "missing"
+DIFFERENT = "different"
 
-@dataclass(frozen=True)
-class Comparison:
-    score: float
-    reason: str
+LEVELS: dict[str, tuple[str, ...]] = {
+    "given_name": (
+        "exact", "nickname", "close", "phonetic", "near", "initial", "swapped", "short_slip",
+        DIFFERENT, MISSING,
+    ),
+    "family_name": ("exact", "close", "part", "phonetic", "near", "swapped", DIFFERENT, MISSING),
+    "date_of_birth": (
+        "exact", "day_month_swapped", "one_digit", "year_off", "two_digits", DIFFERENT, MISSING,
+    ),
+    "email": ("exact", "close", DIFFERENT, MISSING),
+    "phone": ("exact", DIFFERENT, MISSING),
+    "licence": ("exact", "one_digit", DIFFERENT, MISSING),
+    "street": ("exact", "close", DIFFERENT, MISSING),
+    "postcode": ("exact", "one_digit", DIFFERENT, MISSING),
+}  # fmt: skip
 
-    @property
-    def agrees(self) -> bool:
-        return self.score > 0
+# A given name that differs outright (not a slip, nickname or initial), or by one slip in
+# a name of two or three letters (Mei, Wei: as likely a twin as a typo): the household guard.
+GIVEN_OUTRIGHT = (DIFFERENT, "short_slip")
 
 
-MISSING = Comparison(0.0, "missing")
-DIFFERS = Comparison(0.0, "differs")
+def _slips(first: str, second: str, most: int) -> int:
+    return DamerauLevenshtein.distance(first, second, score_cutoff=most)
 
 
-def _typo_distance(first: str, second: str) -> int:
-    """How many single-character slips (Damerau: transpositions count one) a typo may be."""
+def _is_close(first: str, second: str) -> bool:
+    """One slip in a name of four letters or more, or a Jaro-Winkler of 0.92."""
     shortest = min(len(first), len(second))
-    if shortest < 4:
-        return 0
-    return 2 if shortest >= 9 else 1
+    if shortest >= 4 and _slips(first, second, 1) <= 1:
+        return True
+    return shortest >= 5 and JaroWinkler.similarity(first, second) >= 0.92
 
 
-def _is_typo(first: str, second: str) -> bool:
-    allowed = _typo_distance(first, second)
-    return (
-        allowed > 0 and DamerauLevenshtein.distance(first, second, score_cutoff=allowed) <= allowed
+def _is_near(first: str, second: str) -> bool:
+    """Two slips in a name of seven letters or more, or a Jaro-Winkler of 0.88."""
+    shortest = min(len(first), len(second))
+    if shortest >= 7 and _slips(first, second, 2) <= 2:
+        return True
+    return shortest >= 5 and JaroWinkler.similarity(first, second) >= 0.88
+
+
+def _sounds_alike(first: str, second: str) -> bool:
+    if min(len(first), len(second)) < 3:
+        return False
+    return jellyfish.metaphone(first) == jellyfish.metaphone(second) or (
+        jellyfish.nysiis(first) == jellyfish.nysiis(second)
     )
 
 
-SHORT_TYPO = "typo in a short name"
-
-
-def _is_short_typo(first: str, second: str) -> bool:
-    """One slip in a name too short for the ordinary typo rule (Li/Il, Dan/Dna, Pham/Pam)."""
-    return (
-        min(len(first), len(second)) < 4
-        and DamerauLevenshtein.distance(first, second, score_cutoff=1) <= 1
-    )
-
-
-def given_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
-    """Given names: exact, a nickname of each other, an initial, a middle name, or a typo."""
-    if not query or not stored:
-        return MISSING
+def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool) -> str:
     q, s = "".join(query), "".join(stored)
     if q == s:
-        return Comparison(1.0, "exact")
-    if query[0] == stored[0]:
-        return Comparison(0.93, "same first word")
-    if same_name_family(query[0], stored[0]):
-        return Comparison(0.92, f"nickname ({query[0]} ~ {stored[0]})")
-    if _is_typo(q, s):
-        return Comparison(0.88, "typo")
-    if len(query[0]) == 1 and stored[0].startswith(query[0]):
-        return Comparison(0.75, "initial")
-    if len(stored[0]) == 1 and query[0].startswith(stored[0]):
-        return Comparison(0.75, "initial")
-    if _is_short_typo(q, s):
-        return Comparison(0.7, SHORT_TYPO)
-    return DIFFERS
+        return "exact"
+    if given and same_name_family(query[0], stored[0]):
+        return "nickname"
+    if len(query) != len(stored) and (set(query) <= set(stored) or set(stored) <= set(query)):
+        # a middle name or one part of a compound surname left out
+        return "close" if given else "part"
+    if _is_close(q, s):
+        return "close"
+    if _sounds_alike(q, s):
+        return "phonetic"
+    if _is_near(q, s):
+        return "near"
+    if given and (len(query[0]) == 1 or len(stored[0]) == 1) and query[0][0] == stored[0][0]:
+        return "initial"
+    if given and _slips(q, s, 1) <= 1:
+        return "short_slip"
+    return DIFFERENT
 
 
-def family_names(query: tuple[str, ...], stored: tuple[str, ...]) -> Comparison:
-    """Family names: exact, part of a compound name, a typo, or the same sound."""
+def given_name(
+    query: tuple[str, ...], stored: tuple[str, ...], stored_family: tuple[str, ...]
+) -> str:
+    """The query's given name against the stored given name (or, swapped, family name)."""
     if not query or not stored:
         return MISSING
-    q, s = "".join(query), "".join(stored)
-    if q == s:
-        return Comparison(1.0, "exact")
-    if _is_typo(q, s):
-        return Comparison(0.9, "typo")
-    query_words, stored_words = set(query), set(stored)
-    if query_words <= stored_words or stored_words <= query_words:
-        return Comparison(0.88, "part of a compound name")
-    if jellyfish.metaphone(q) == jellyfish.metaphone(s) and JaroWinkler.similarity(q, s) >= 0.85:
-        return Comparison(0.86, "sounds the same")
-    if _is_short_typo(q, s):
-        return Comparison(0.7, SHORT_TYPO)
-    return DIFFERS
+    level = _name_level(query, stored, given=True)
+    if level == DIFFERENT and stored_family and _swapped(query, stored_family):
+        return "swapped"
+    return level
 
 
-def birth_dates(query: dt.date | None, stored: dt.date | None) -> Comparison:
-    """Dates of birth: exact, day and month swapped, or one digit wrong."""
+def family_name(
+    query: tuple[str, ...], stored: tuple[str, ...], stored_given: tuple[str, ...]
+) -> str:
+    """The query's family name against the stored family name (or, swapped, given name)."""
+    if not query or not stored:
+        return MISSING
+    level = _name_level(query, stored, given=False)
+    if level == DIFFERENT and stored_given and _swapped(query, stored_given):
+        return "swapped"
+    return level
+
+
+def _swapped(query: tuple[str, ...], other_field: tuple[str, ...]) -> bool:
+    q, s = "".join(query), "".join(other_field)
+    return q == s or _is_close(q, s)
+
+
+def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
+    """Dates of birth: exact, day and month swapped, one or two digits off, a year off."""
     if query is None or stored is None:
         return MISSING
     if query == stored:
-        return Comparison(1.0, "exact")
-    if query.day == stored.month and query.month == stored.day:
-        return Comparison(0.8, "day and month swapped")
+        return "exact"
+    if query.day == stored.month and query.month == stored.day and query.year == stored.year:
+        return "day_month_swapped"
     q, s = query.strftime("%Y%m%d"), stored.strftime("%Y%m%d")
-    if sum(a != b for a, b in zip(q, s, strict=True)) == 1:
-        return Comparison(0.8, "one digit differs")
-    return DIFFERS
+    digits = sum(a != b for a, b in zip(q, s, strict=True))
+    if digits == 1:
+        return "one_digit"
+    if query.month == stored.month and query.day == stored.day and abs(query.year - stored.year) == 1:
+        return "year_off"
+    if digits == 2:
+        return "two_digits"
+    return DIFFERENT
 
 
-def same_value(query: str | None, stored: str | None) -> Comparison:
+def exact(query: str | None, stored: str | None) -> str:
     """Identifiers that either are the same (after normalisation) or are not."""
     if not query or not stored:
         return MISSING
-    return Comparison(1.0, "same") if query == stored else DIFFERS
+    return "exact" if query == stored else DIFFERENT
 
 
-def any_same(query: frozenset[str], stored: frozenset[str]) -> Comparison:
+def email(query: str | None, stored: str | None) -> str:
     if not query or not stored:
         return MISSING
-    return Comparison(1.0, "same") if query & stored else DIFFERS
+    if query == stored:
+        return "exact"
+    return "close" if _slips(query, stored, 1) <= 1 else DIFFERENT
+
+
+def phones(query: frozenset[str], stored: frozenset[str]) -> str:
+    if not query or not stored:
+        return MISSING
+    return "exact" if query & stored else DIFFERENT
+
+
+def one_digit(query: str | None, stored: str | None) -> str:
+    """Licences and postcodes: exact, one character changed, added, dropped or transposed."""
+    if not query or not stored:
+        return MISSING
+    if query == stored:
+        return "exact"
+    return "one_digit" if _slips(query, stored, 1) <= 1 else DIFFERENT
+
+
+def street(query: str | None, stored: str | None) -> str:
+    """Street addresses: exact, or close (typos, a missing number, a split word)."""
+    if not query or not stored:
+        return MISSING
+    if query == stored:
+        return "exact"
+    q, s = query.replace(" ", ""), stored.replace(" ", "")
+    if q == s or JaroWinkler.similarity(q, s) >= 0.9:
+        return "close"
+    q_words = {w for w in query.split() if not w.isdigit()}
+    s_words = {w for w in stored.split() if not w.isdigit()}
+    if q_words and q_words == s_words:
+        return "close"
+    return DIFFERENT

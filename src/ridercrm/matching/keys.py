@@ -2,11 +2,11 @@
 
 Every person stores a handful of 64-bit keys, each the hash of one identifying
 value or combination: e-mail; each phone; licence; family-name sound with date of
-birth (and given-name sound with date of birth, for swapped names); date of birth
-with postcode; family-name sound with postcode; both name sounds, in either order,
-with postcode. A query computes the same keys
-(plus its date of birth with day and month swapped) and looks them up in one
-indexed query. A single corrupted field leaves other keys intact.
+birth and given-name sound with date of birth; date of birth with postcode; date of
+birth with the street's name; both name sounds in either order; family-name sound
+with postcode; the street's name with postcode. A query computes the same keys (plus
+its date of birth with day and month swapped) and looks them up in one indexed
+query. Any two damaged fields leave a key intact (tests/unit/test_blocking.py).
 """
 
 from __future__ import annotations
@@ -79,7 +79,22 @@ def _sound(tokens: tuple[str, ...]) -> str | None:
     return jellyfish.metaphone(joined) if joined else None
 
 
+_STREET_NOISE = frozenset(("unit", "flat", "shop", "level", "lot", "street", "road"))
+
+
+def _street_word(identity: Identity) -> str | None:
+    """The sound of the street's name (its first real word): survives a typo in the rest."""
+    if not identity.street:
+        return None
+    for word in identity.street.split():
+        if len(word) >= 3 and word.isalpha() and word not in _STREET_NOISE:
+            return jellyfish.metaphone(word) or None
+    return None
+
+
 def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
+    # Any two damaged fields among given name, family name, date of birth, postcode and
+    # street leave at least one key whole: every three of those fields hold a key.
     texts: set[str] = set()
     if identity.email:
         texts.add("e|" + identity.email)
@@ -87,21 +102,26 @@ def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
     if identity.licence:
         texts.add("l|" + identity.licence)
     last, first = _sound(identity.last), _sound(identity.first)
+    street = _street_word(identity)
+    postcode = identity.postcode
     for date in dates:
         iso = date.isoformat()
         if last:
             texts.add(f"nd|{last}|{iso}")
         if first:
             texts.add(f"nd|{first}|{iso}")
-        if identity.postcode:
-            texts.add(f"dp|{iso}|{identity.postcode}")
-    if identity.postcode:
+        if postcode:
+            texts.add(f"dp|{iso}|{postcode}")
+        if street:
+            texts.add(f"ds|{iso}|{street}")
+    if first and last:
+        # Both sounds, in either order (swapped names); common pairs are capped at lookup.
+        texts.add(f"nn|{'|'.join(sorted((first, last)))}")
+    if postcode:
         if last:
-            texts.add(f"np|{last}|{identity.postcode}")
-        if first and last:
-            # Both sounds, in either order: swapped names at a known postcode. A given
-            # name alone with a postcode is too common a key at a million people.
-            texts.add(f"nn|{'|'.join(sorted((first, last)))}|{identity.postcode}")
+            texts.add(f"np|{last}|{postcode}")
+        if street:
+            texts.add(f"sp|{street}|{postcode}")
     return texts
 
 

@@ -1,202 +1,88 @@
-"""Given names that are the same person's name: formal names, nicknames, spellings.
+"""Given names that are the same person's name: formal names and their nicknames.
 
-Each group is one family of names; two names are nickname-equivalent when some
-group holds both. Names are lower-case ASCII, as ``normalize.name`` makes them.
+The families come from the `nicknames` package (Old Dominion University's maintained
+list of English given names and their diminutives), plus the Australian diminutives
+and a few common multicultural short forms it lacks. Names are lower-case ASCII, as
+``normalize.name`` makes them.
 """
 
 from __future__ import annotations
 
-GROUPS: tuple[tuple[str, ...], ...] = (
-    ("william", "bill", "billy", "will", "willy", "liam", "wil"),
-    ("robert", "bob", "bobby", "rob", "robbie", "bert"),
-    ("richard", "rick", "ricky", "dick", "rich", "richie"),
-    ("elizabeth", "liz", "lizzie", "beth", "betty", "eliza", "libby", "lisa", "elisabeth", "bess"),
-    (
-        "katherine",
-        "kate",
-        "kathy",
-        "katie",
-        "kat",
-        "catherine",
-        "cathy",
-        "kathryn",
-        "katharine",
-        "cate",
-        "kitty",
-    ),
-    ("michael", "mike", "mick", "mikey", "mickey", "mitch"),
-    ("jennifer", "jen", "jenny", "jenn"),
-    ("christopher", "chris", "kit", "topher"),
-    ("christine", "chris", "chrissy", "tina", "christina", "kristina", "kristine"),
-    ("alexander", "alex", "al", "xander", "sandy", "alec", "lex"),
-    ("alexandra", "alex", "alexa", "sandra", "sandy", "lexi", "alexis"),
-    ("thomas", "tom", "tommy"),
-    ("margaret", "maggie", "peggy", "meg", "marge", "margie", "greta", "madge"),
-    ("james", "jim", "jimmy", "jamie", "jem"),
-    ("john", "jack", "johnny", "jon", "jonathan"),
-    ("jonathan", "jon", "jonny", "nathan"),
-    ("joseph", "joe", "joey", "jo"),
-    ("josephine", "jo", "josie", "jose"),
-    ("daniel", "dan", "danny"),
-    ("danielle", "dani", "elle"),
-    ("david", "dave", "davey", "davy"),
-    ("matthew", "matt", "matty"),
-    ("andrew", "andy", "drew"),
-    ("anthony", "tony", "ant"),
-    ("benjamin", "ben", "benny", "benji"),
-    ("samuel", "sam", "sammy"),
-    ("samantha", "sam", "sammy", "sami"),
-    ("nicholas", "nick", "nicky", "nic", "nico", "nicolas"),
-    ("nicole", "nikki", "nicky", "nic", "colette"),
-    ("patrick", "pat", "paddy"),
-    ("patricia", "pat", "patty", "trish", "tricia"),
-    ("edward", "ed", "eddie", "ted", "teddy", "ned"),
-    ("charles", "charlie", "chuck", "chas", "chaz"),
-    ("charlotte", "charlie", "lottie", "lotte"),
-    ("stephen", "steve", "stevie", "steven", "stephan"),
-    ("timothy", "tim", "timmy"),
-    ("peter", "pete"),
-    ("gregory", "greg"),
-    ("jeffrey", "jeff", "geoffrey", "geoff"),
-    ("kenneth", "ken", "kenny"),
-    ("ronald", "ron", "ronnie"),
-    ("donald", "don", "donnie"),
-    ("douglas", "doug"),
-    ("lawrence", "larry", "laurence", "laurie"),
-    ("raymond", "ray"),
-    ("gerald", "gerry", "jerry"),
-    ("philip", "phil", "phillip", "pip"),
-    ("frederick", "fred", "freddie", "freddy"),
-    ("harold", "harry", "hal"),
-    ("henry", "harry", "hank", "hal"),
-    ("vincent", "vince", "vinnie"),
-    ("zachary", "zach", "zack"),
-    ("nathaniel", "nate", "nathan", "nat"),
-    ("oliver", "ollie", "olly"),
-    ("olivia", "liv", "livvy", "ollie"),
-    ("isabella", "bella", "izzy", "isabel", "isobel", "belle"),
-    ("rebecca", "becky", "becca", "bec"),
-    ("victoria", "vicky", "vic", "tori", "tory"),
-    ("jessica", "jess", "jessie"),
-    ("amanda", "mandy", "manda"),
-    ("deborah", "deb", "debbie", "debra"),
-    ("susan", "sue", "susie", "suzanne", "suzy"),
-    ("barbara", "barb", "babs"),
-    ("dorothy", "dot", "dottie", "dolly"),
-    ("abigail", "abby", "abbie", "gail"),
-    ("gabrielle", "gabby", "gabi", "brie"),
-    ("madeleine", "maddie", "madeline", "maddy"),
-    ("stephanie", "steph", "stevie"),
-    ("jacqueline", "jackie", "jacqui"),
-    ("alison", "ali", "allie", "allison"),
-    ("ann", "anne", "anna", "annie", "hannah", "nan", "nancy"),
-    ("mary", "molly", "polly", "mae", "maria", "marie"),
-    ("sarah", "sara", "sally", "sadie"),
-    ("emily", "em", "emmy", "emma"),
-    ("eleanor", "ellie", "nell", "nellie", "elle", "nora", "elenor"),
-    ("helen", "nell", "lena"),
-    ("theodore", "theo", "ted", "teddy"),
-    ("francis", "frank", "frankie", "fran"),
-    ("frances", "fran", "frankie", "fanny"),
-    ("leonard", "leo", "len", "lenny"),
-    ("louis", "lou", "louie", "lewis"),
-    ("louise", "lou", "lulu", "louisa"),
-    ("mohammed", "muhammad", "mohammad", "mohamed", "mohamad", "muhammed", "mo"),
-    ("ahmed", "ahmad"),
-    ("hussein", "husein", "hussain"),
-    ("yusuf", "youssef", "yousef", "joseph"),
-    ("ibrahim", "abraham"),
-    ("sulaiman", "suleiman", "solomon"),
-    ("dimitrios", "jim", "jimmy", "dimitri", "mitch", "takis"),
-    ("konstantinos", "con", "costa", "kostas", "dean", "gus", "constantine"),
-    ("georgios", "george", "giorgos", "yiorgos"),
-    ("ioannis", "john", "yiannis", "giannis", "yanni"),
-    ("panagiotis", "peter", "panos", "takis"),
-    ("vasilios", "bill", "billy", "vasili", "basil", "vasilis"),
-    ("giuseppe", "joe", "pino", "beppe", "joseph"),
-    ("giovanni", "john", "gianni", "johnny"),
-    ("salvatore", "sam", "sal", "toto", "turi"),
-    ("francesco", "frank", "franco", "cesco"),
-    ("vincenzo", "vince", "enzo", "vincent"),
-    ("antonio", "tony", "anthony", "toni"),
-    ("lachlan", "lachie", "lachy", "lockie", "lachi"),
-    ("joshua", "josh", "joshy"),
-    ("kimberley", "kim", "kimberly", "kimmy"),
-    ("zachary", "zac", "zak", "zach", "zack", "zachariah"),
-    ("natalie", "nat", "nattie", "talia"),
-    ("natasha", "tash", "tasha", "nat"),
-    ("susan", "suzie", "susie", "suzy", "sue"),
-    ("catherine", "cat", "cath", "cate"),
-    ("katherine", "kat", "kath"),
-    ("jonathan", "jono", "jon"),
-    ("giovanni", "nino", "gianni"),
-    ("giuseppe", "peppe", "pino", "beppe"),
-    ("konstantinos", "kosta", "con", "kostas", "costa"),
-    ("constantine", "con", "kosta", "costa", "dean"),
-    ("jacob", "jake", "jakey", "coby"),
-    ("angus", "gus"),
-    ("augustus", "gus", "augie"),
-    ("hugh", "hughie", "hugo"),
-    ("fergus", "fergie", "gus"),
-    ("jasmine", "jas", "jaz", "jazz", "jazzy", "jasmin"),
-    ("madison", "maddy", "maddie", "madi"),
-    ("caitlin", "cait", "katie", "caitlyn", "kaitlyn"),
-    ("bridget", "bridie", "biddy", "bree"),
-    ("georgina", "georgie", "gina"),
-    ("georgia", "georgie"),
-    ("harriet", "hattie", "harry"),
-    ("benjamin", "benno", "benjy"),
-    ("daniel", "dano"),
-    ("matthew", "matt", "matty", "matti"),
-    ("mitchell", "mitch"),
-    ("cameron", "cam", "cammy"),
-    ("campbell", "cam"),
-    ("brendan", "bren"),
-    ("bradley", "brad"),
-    ("gabriel", "gabe", "gabby"),
-    ("isaac", "ike", "zac"),
-    ("emmanuel", "manny", "manuel"),
-    ("maximilian", "max", "maxi"),
-    ("maxwell", "max"),
-    ("thomas", "thommo", "tommo"),
-    ("tobias", "toby"),
-    ("archibald", "archie", "archer"),
-    ("frederick", "freddo"),
-    ("penelope", "penny", "pen", "nell"),
-    ("veronica", "ronnie", "nikki", "vera"),
-    ("rosalind", "ros", "roz", "rosie"),
-    ("rosemary", "rose", "rosie", "romy"),
-    ("annabelle", "anna", "bella", "annie", "belle"),
-    ("kirsten", "kirsty", "kirstie"),
-    ("shannon", "shan"),
-    ("sebastian", "seb", "bastian"),
-    ("dominic", "dom"),
-    ("jeremy", "jez", "jerry"),
-    ("terence", "terry", "tel"),
-    ("beverley", "bev", "beverly"),
-    ("valerie", "val"),
-    ("gwendolyn", "gwen", "wendy"),
-    ("cornelius", "neil", "connie"),
-    ("cornelia", "connie", "nell"),
-    ("trinh", "trin"),
-    ("thanh", "tanh"),
-    ("duc", "duke"),
-    ("wei", "way"),
-    ("xiaoming", "ming"),
-    ("rajesh", "raj"),
-    ("venkatesh", "venky", "venkat"),
-    ("srinivas", "srini", "cheenu"),
-    ("lakshmi", "laxmi"),
-    ("priyanka", "priya"),
-)
+from functools import lru_cache
 
-_INDEX: dict[str, frozenset[int]] = {}
-for _number, _group in enumerate(GROUPS):
-    for _name in _group:
-        _INDEX[_name] = _INDEX.get(_name, frozenset()) | {_number}
+from nicknames import NickNamer
+
+# Formal name -> diminutives the nicknames package does not know (checked against
+# version 1.0.1: none of these pairs is in it).
+AUSTRALIAN: dict[str, tuple[str, ...]] = {
+    "david": ("davo",),
+    "lachlan": ("lachie", "lachy", "lockie"),
+    "joshua": ("josh",),
+    "catherine": ("cat",),
+    "sharon": ("shazza", "shaz"),
+    "gary": ("gazza", "gaz"),
+    "garry": ("gazza", "gaz"),
+    "barry": ("bazza", "baz"),
+    "robert": ("robbo",),
+    "thomas": ("thommo", "tommo"),
+    "john": ("johnno", "jonno"),
+    "jonathan": ("jono", "jonno"),
+    "stephen": ("stevo",),
+    "steven": ("stevo",),
+    "damien": ("damo",),
+    "dean": ("deano",),
+    "kerry": ("kezza",),
+    "terry": ("tezza",),
+    "terence": ("tezza", "tel"),
+    "warren": ("wazza", "waz"),
+    "harry": ("hazza",),
+    "lauren": ("lozza",),
+    "laura": ("lozza",),
+    "maurice": ("mozza", "mo"),
+    "nicholas": ("nicko", "nico"),
+    "benjamin": ("benno",),
+    "mark": ("marko",),
+    "michael": ("macca", "micko"),
+    "sarah": ("sazza",),
+    "karen": ("kazza",),
+    "darren": ("dazza",),
+    "daryl": ("dazza",),
+    "carol": ("cazza",),
+    "christopher": ("chrisso",),
+    "jeremy": ("jez",),
+    "kirsten": ("kirsty", "kirstie"),
+    "maxwell": ("max",),
+    "tobias": ("toby",),
+    "annabelle": ("anna", "bella", "belle"),
+    "sebastian": ("seb",),
+    "rajesh": ("raj",),
+    "venkatesh": ("venky", "venkat"),
+    "srinivas": ("srini",),
+    "priyanka": ("priya",),
+    "xiaoming": ("ming",),
+    "lakshmi": ("laxmi",),
+}
+
+_NAMER = NickNamer()
+_EXTRA: dict[str, set[str]] = {}
+for _formal, _short in AUSTRALIAN.items():
+    for _name in _short:
+        _EXTRA.setdefault(_formal, set()).add(_name)
+        _EXTRA.setdefault(_name, set()).add(_formal)
+
+
+@lru_cache(maxsize=65536)
+def _family(name: str) -> frozenset[str]:
+    """The name, its formal names and their diminutives."""
+    formal = {name} | _NAMER.canonicals_of(name) | _EXTRA.get(name, set())
+    family = set(formal)
+    for each in formal:
+        family |= _NAMER.nicknames_of(each) | _EXTRA.get(each, set())
+    return frozenset(family)
 
 
 def same_name_family(first: str, second: str) -> bool:
-    """Whether two normalised given names belong to one nickname group."""
-    groups = _INDEX.get(first)
-    return bool(groups and groups & _INDEX.get(second, frozenset()))
+    """Whether one normalised given name is a nickname or formal form of the other."""
+    if first == second:
+        return True
+    return second in _family(first) or first in _family(second)

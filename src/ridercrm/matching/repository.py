@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select
+from sqlalchemy import delete, event, insert, select, union_all
 from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.matching.keys import Identity, stored_keys
 from ridercrm.matching.models import PersonKey
 
-MAX_CANDIDATES = 200
+# At most this many people per key: a key shared by more (a common name pair at a
+# million people) is a weak one, and the others find the person.
+KEY_CAP = 50
 
 
 def identity_of(person: Any) -> Identity:
@@ -115,9 +117,13 @@ def write_pending_keys(session: Session) -> None:
         session.execute(insert(PersonKey), added)
 
 
-def candidate_ids(session: Session, keys: Collection[int]) -> Sequence[str]:
-    """Ids of the people stored under any of the keys (an index look-up, never a scan)."""
+def candidate_ids(session: Session, keys: Collection[int]) -> set[str]:
+    """Ids of the people stored under any of the keys, at most KEY_CAP a key (index look-ups)."""
     if not keys:
-        return []
-    query = select(PersonKey.person_id).where(PersonKey.key.in_(list(keys))).distinct()
-    return session.scalars(query.limit(MAX_CANDIDATES)).all()
+        return set()
+    parts = [
+        select(PersonKey.person_id).where(PersonKey.key == key).limit(KEY_CAP).subquery()
+        for key in sorted(keys)
+    ]
+    query = union_all(*(select(part.c.person_id) for part in parts))
+    return set(session.scalars(query).all())

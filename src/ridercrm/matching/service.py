@@ -10,11 +10,19 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
-from ridercrm.matching import repository, score
+from ridercrm.matching import model_store, repository, score
 from ridercrm.matching.keys import Identity, query_keys
 from ridercrm.people.models import CONTACT, LEAD, Person
 
 EXPLAINED_CANDIDATES = 10
+
+_thresholds = score.Thresholds()
+
+
+def configure(thresholds: score.Thresholds) -> None:
+    """Use these thresholds from now on (the app sets them from its settings)."""
+    global _thresholds
+    _thresholds = thresholds
 
 
 @dataclass
@@ -24,11 +32,13 @@ class MatchResult:
     person: Person | None
     candidates: list[dict[str, Any]] = field(default_factory=list)
     decision: str = ""
+    model_version: int = 0
 
     def explanation(self) -> dict[str, Any]:
         return {
             "decision": self.decision,
             "id": self.person.id if self.person else None,
+            "model_version": self.model_version,
             "candidates": self.candidates,
         }
 
@@ -37,11 +47,16 @@ def find_match(
     session: Session, *, query: Identity, assets: list[str], leads_only: bool
 ) -> MatchResult:
     """Find the one stored person the query describes; ties and households give no guess."""
-    ids = set(repository.candidate_ids(session, query_keys(query)))
+    model = model_store.current(session)
+    ids = repository.candidate_ids(session, query_keys(query))
     asset_owners = _asset_owners(session, assets)
     ids |= asset_owners
     if not ids:
-        return MatchResult(person=None, decision="no candidates share a key with the request")
+        return MatchResult(
+            person=None,
+            decision="no candidates share a key with the request",
+            model_version=model.version,
+        )
     people = session.scalars(select(Person).where(Person.id.in_(ids))).all()
     scored: list[tuple[Person, Identity, score.Verdict]] = []
     for person in people:
@@ -50,45 +65,50 @@ def find_match(
         if leads_only and person.kind != LEAD:
             continue
         identity = repository.identity_of(person)
-        verdict = score.evaluate(query, identity, asset=person.id in asset_owners)
+        verdict = score.evaluate(
+            query, identity, model=model, thresholds=_thresholds, asset=person.id in asset_owners
+        )
         scored.append((person, identity, verdict))
     scored.sort(key=lambda entry: _rank(entry[0], entry[2]))
-    candidates = [
-        {
-            "id": person.id,
-            "kind": person.kind,
-            "score": verdict.score,
-            "accepted": verdict.accepted,
-            "rule": verdict.rule,
-            "reasons": verdict.reasons,
-        }
-        for person, _identity, verdict in scored[:EXPLAINED_CANDIDATES]
-    ]
+    candidates = [_candidate(person, verdict) for person, _identity, verdict in scored]
+    candidates = candidates[:EXPLAINED_CANDIDATES]
+    result = MatchResult(person=None, candidates=candidates, model_version=model.version)
     accepted = [entry for entry in scored if entry[2].accepted]
     if not accepted:
-        return MatchResult(
-            person=None, candidates=candidates, decision="no candidate passes the rule"
-        )
+        result.decision = "no candidate passes the rule"
+        return result
     best_person, best_identity, best_verdict = accepted[0]
     for person, identity, verdict in accepted[1:]:
-        if best_verdict.score - verdict.score >= score.AMBIGUITY_MARGIN:
+        if best_verdict.total - verdict.total >= _thresholds.ambiguity:
             break
-        if not score.same_person_signature(best_identity, identity):
-            return MatchResult(
-                person=None,
-                candidates=candidates,
-                decision=f"ambiguous: {best_person.id} and {person.id} both fit and look like different people",
+        if not score.same_person(best_identity, identity):
+            result.decision = (
+                f"ambiguous: {best_person.id} and {person.id} both fit and look like different people"
             )
-    return MatchResult(
-        person=best_person, candidates=candidates, decision=f"matched: {best_verdict.rule}"
-    )
+            return result
+    result.person = best_person
+    result.decision = f"matched: {best_verdict.rule}"
+    return result
+
+
+def _candidate(person: Person, verdict: score.Verdict) -> dict[str, Any]:
+    return {
+        "id": person.id,
+        "kind": person.kind,
+        "score": verdict.total,
+        "accepted": verdict.accepted,
+        "rule": verdict.rule,
+        "reasons": verdict.reasons,
+        "weights": verdict.weights,
+        "total": verdict.total,
+    }
 
 
 def _rank(person: Person, verdict: score.Verdict) -> tuple[Any, ...]:
-    """Higher score, then contact before lead, then most recently updated, then id."""
+    """Higher weight, then contact before lead, then most recently updated, then id."""
     return (
         not verdict.accepted,
-        -verdict.score,
+        -verdict.total,
         person.kind != CONTACT,
         -person.updated_at.timestamp(),
         person.id,

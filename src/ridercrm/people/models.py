@@ -37,7 +37,7 @@ class Person(Base):
 
     id: Mapped[str] = mapped_column(String(18), primary_key=True)
     kind: Mapped[str] = mapped_column(String(7))
-    first_name: Mapped[str] = mapped_column(String(80))
+    first_name: Mapped[str | None] = mapped_column(String(80))
     last_name: Mapped[str] = mapped_column(String(80))
     date_of_birth: Mapped[dt.date | None] = mapped_column(Date)
     email: Mapped[str | None] = mapped_column(String(254))
