@@ -205,14 +205,29 @@ def size(found: dict[str, str]) -> str:
     return "1 field" if count == 1 else ("2 fields" if count == 2 else "3+ fields")
 
 
-def guard_ceiling_case(found: dict[str, str]) -> bool:
+ADDRESS = ("postcode", "street", "suburb")
+SLIGHT = {"spaces", "1 slip", "2+ slips", "typo", "number missing", "number changed"}
+SLIGHT_DATE = {"1 digit", "transposed", "day and month swapped"}
+CEILINGS = ("strict", "slips allowed", "any")
+
+
+def guard_ceiling_case(found: dict[str, str], reading: str = "strict") -> bool:
     """Given name replaced outright while surname, date of birth and address agree: such a
-    duplicate cannot be told from a stored person's unstored twin without the licence."""
-    address = ("postcode", "street", "suburb")
+    duplicate cannot be told from a stored person's unstored twin without the licence.
+
+    ``reading``: "strict", the other fields exactly equal; "slips allowed", surname and
+    address within slips and the date within one digit, a transposition or a day/month
+    swap (a twin's record with a typo); "any", whatever else changed, the surname not
+    replaced (then it is an unstored relative: a twin, or a sibling when the date differs).
+    """
+    if found.get("given_name") != "replaced" or "names" in found:
+        return False
+    if reading == "strict":
+        return not any(field in found for field in ("surname", "date_of_birth", *ADDRESS))
+    if reading == "any":
+        return found.get("surname") not in ("replaced", "missing")
     return (
-        found.get("given_name") == "replaced"
-        and "surname" not in found
-        and "names" not in found
-        and "date_of_birth" not in found
-        and not any(field in found for field in address)
+        found.get("surname", "spaces") in SLIGHT
+        and found.get("date_of_birth", "1 digit") in SLIGHT_DATE
+        and all(found.get(field, "typo") in SLIGHT for field in ADDRESS)
     )
