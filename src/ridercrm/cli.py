@@ -197,6 +197,26 @@ def audit_purge(
     console.print(f"purged {count} audit record(s) older than {older_than:g} day(s)")
 
 
+match_app = typer.Typer(help="The matcher's model.", no_args_is_help=True)
+app.add_typer(match_app, name="match")
+
+
+@match_app.command("train")
+def match_train(
+    seed: Annotated[
+        int, typer.Option(help="Seed of the random pairs (same data, same model).")
+    ] = 0,
+) -> None:
+    """Train the matching model on the stored people; every worker uses it within seconds."""
+    from ridercrm.matching.training import train_store
+
+    with session_scope(_sessions(), write=True) as session:
+        model = train_store(session, seed=seed)
+        console.print(
+            f"trained model version {model.version} on {model.people} people ({model.trained_at})"
+        )
+
+
 app.add_typer(import_app, name="import")
 app.command("export")(export_command)
 app.command("demo")(demo_command)

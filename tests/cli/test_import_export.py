@@ -470,3 +470,33 @@ def test_worker_processes_give_the_same_result(
     assert result.summary() == "imported 38 contacts, 2 bad rows"
     assert len(people(sessions)) == 38
     assert_match_keys_in_step(sessions)
+
+
+def test_rows_without_a_first_name_are_imported_and_found(
+    db_url: str,
+    tmp_path: Path,
+    sessions: sessionmaker[Session],
+    client: TestClient,
+    admin_headers: dict[str, str],
+) -> None:
+    # Issue 11: a CRM export holds contacts and leads with only a last name.
+    header = ["first_name", "last_name", "date_of_birth", "email", "postcode", "drivers_license"]
+    rows = [["", "Waller", "1981-12-09", "", "4011", "6988048"]]
+    for kind in ("contacts", "leads"):
+        result = cli(db_url, "import", kind, str(write_csv(tmp_path / f"{kind}.csv", header, rows)))
+        assert result.exit_code == 0, result.output
+    stored = people(sessions)
+    assert [p["first_name"] for p in stored.values()] == [None, None]
+    assert_match_keys_in_step(sessions)
+    answer = client.post(
+        "/crm/leads/match",
+        json={
+            "person_data": {
+                "first_name": "Kayla", "last_name": "Waller", "date_of_birth": "1981-12-09",
+                "email": "kayla@example.com", "postcode": "4011", "lead_source": "Web",
+                "drivers_license": "6988048",
+            }
+        },
+        headers=admin_headers,
+    ).json()  # fmt: skip
+    assert answer["receipt"] == "Lead found."

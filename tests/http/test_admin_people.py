@@ -1,3 +1,4 @@
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.factories import create_person, person_body
@@ -59,15 +60,27 @@ def test_invalid_person_names_each_bad_field_and_stores_nothing(
     assert found["people"] == []
 
 
-def test_missing_name_and_unknown_field_are_refused(
+def test_missing_last_name_and_unknown_field_are_refused(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
     response = client.post(
-        "/admin/leads", json={"last_name": "Lee", "shoe_size": 9}, headers=admin_headers
+        "/admin/leads", json={"first_name": "Lee", "shoe_size": 9}, headers=admin_headers
     )
     assert response.status_code == 400
-    assert "first_name: is required" in response.json()["errors"]
+    assert "last_name: is required" in response.json()["errors"]
     assert "shoe_size: is not a known field" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("kind", ["contacts", "leads"])
+def test_a_person_needs_only_a_last_name(
+    client: TestClient, admin_headers: dict[str, str], kind: str
+) -> None:
+    # Issue 11: a CRM export's contact may have only a last name (the old test required both).
+    response = client.post(f"/admin/{kind}", json={"last_name": "Lee"}, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    stored = client.get(f"/admin/people/{response.json()['id']}", headers=admin_headers).json()
+    assert stored["first_name"] is None
+    assert stored["last_name"] == "Lee"
 
 
 def test_search_by_name_email_and_phone(client: TestClient, admin_headers: dict[str, str]) -> None:

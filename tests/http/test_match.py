@@ -182,6 +182,30 @@ def test_assets_are_evidence_for_their_contact(
     assert matcher.ask(PEOPLE, {**changed, "assets": [booked["asset_id"]]})["ID"] == ann
 
 
+@pytest.mark.parametrize("kind", ["contacts", "leads"])
+def test_a_person_stored_without_a_first_name_is_found(
+    matcher: Matcher, client: TestClient, admin_headers: dict[str, str], kind: str
+) -> None:
+    nguyen = create_person(client, admin_headers, kind=kind, first_name=None)
+    body = matcher.ask(PEOPLE, query(), explain=True)
+    assert body["ID"] == nguyen
+    assert body["match"]["candidates"][0]["reasons"]["given_name"] == "missing"
+    if kind == "leads":
+        assert matcher.ask(LEADS, query(lead_source="Web"))["ID"] == nguyen
+
+
+def test_a_household_is_never_merged_however_much_it_shares(
+    matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # Same surname, address, e-mail and phone; another given name and date of birth.
+    create_person(client, admin_headers, street="12 Main St", drivers_license="L1234567")
+    child = query(first_name="Tom", date_of_birth="2012-03-09", street="12 Main St")
+    assert matcher.ask(PEOPLE, child)["delivery"] == "false"
+    # the given name replaced but the licence agreeing: the same person, renamed
+    renamed = query(first_name="Chloe", street="12 Main St", drivers_license="L1234567")
+    assert matcher.ask(PEOPLE, renamed)["delivery"] == "true"
+
+
 def test_explain_returns_candidates_and_the_audit_keeps_them(
     matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
 ) -> None:

@@ -198,7 +198,9 @@ def test_an_unstored_twin_with_a_near_name_and_own_licence_is_not_merged() -> No
         person(first_name="Mei", last_name="Li", drivers_license=None),
     ).accepted
     # the same slip with the same licence is Mei mistyped
-    assert evaluate(person(first_name="Wei", last_name="Li", drivers_license="U50432"), mei).accepted
+    assert evaluate(
+        person(first_name="Wei", last_name="Li", drivers_license="U50432"), mei
+    ).accepted
 
 
 def _damaged(field: str) -> dict[str, Any]:

@@ -129,7 +129,11 @@ def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
     digits = sum(a != b for a, b in zip(q, s, strict=True))
     if digits == 1:
         return "one_digit"
-    if query.month == stored.month and query.day == stored.day and abs(query.year - stored.year) == 1:
+    if (
+        query.month == stored.month
+        and query.day == stored.day
+        and abs(query.year - stored.year) == 1
+    ):
         return "year_off"
     if digits == 2:
         return "two_digits"

@@ -4,7 +4,7 @@ Every person stores a handful of 64-bit keys, each the hash of one identifying
 value or combination: e-mail; each phone; licence; family-name sound with date of
 birth and given-name sound with date of birth; date of birth with postcode; date of
 birth with the street's name; both name sounds in either order; family-name sound
-with postcode; the street's name with postcode. A query computes the same keys (plus
+with postcode and with the street's name; the street's name with postcode. A query computes the same keys (plus
 its date of birth with day and month swapped) and looks them up in one indexed
 query. Any two damaged fields leave a key intact (tests/unit/test_blocking.py).
 """
@@ -117,6 +117,9 @@ def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
     if first and last:
         # Both sounds, in either order (swapped names); common pairs are capped at lookup.
         texts.add(f"nn|{'|'.join(sorted((first, last)))}")
+    if last and street:
+        # date of birth and postcode both damaged: the family name at the same street
+        texts.add(f"ns|{last}|{street}")
     if postcode:
         if last:
             texts.add(f"np|{last}|{postcode}")

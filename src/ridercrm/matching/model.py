@@ -1,4 +1,4 @@
-"""The Fellegi–Sunter model: m and u per comparison level, term frequencies, weights.
+"""The Fellegi-Sunter model: m and u per comparison level, term frequencies, weights.
 
 A level's match weight is log2(m / u): m is how often a true duplicate's field falls
 in that level, u how often two different people's does. For an exact agreement on a
@@ -19,6 +19,7 @@ from ridercrm.matching.compare import LEVELS, MISSING
 TF_FIELDS = ("given_name", "family_name", "postcode")
 # No level may move the total by more than this: one field never decides alone.
 MAX_WEIGHT = 24.0
+PARTIAL_BELOW_EXACT = 1.0
 
 
 @dataclass
@@ -44,10 +45,12 @@ class Model:
         self.weights = {}
         for name, levels in self.levels.items():
             weights = {level: _log2_ratio(m, u) for level, (m, u) in levels.items()}
-            # A partial agreement is never better evidence than an exact one (a level
-            # seen a handful of times in training can have a tiny u).
-            ceiling = weights.get("exact", MAX_WEIGHT)
-            self.weights[name] = {level: min(w, ceiling) for level, w in weights.items()}
+            # A partial agreement is weaker evidence than an exact one, whatever a level
+            # seen a handful of times among the random pairs makes of its u.
+            ceiling = weights.get("exact", MAX_WEIGHT) - PARTIAL_BELOW_EXACT
+            self.weights[name] = {
+                level: w if level == "exact" else min(w, ceiling) for level, w in weights.items()
+            }
         for name in LEVELS:
             self.weights.setdefault(name, {}).setdefault(MISSING, 0.0)
 

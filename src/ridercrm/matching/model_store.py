@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -12,12 +11,8 @@ from ridercrm.db import utcnow
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.models import MatchModel
 
-# How long a worker trusts its model before reading the newest version number again
-# (one indexed max() a few times a minute, not per request).
-CHECK_SECONDS = 10.0
-
 _lock = threading.Lock()
-_cache: dict[str, tuple[float, int, Model]] = {}
+_cache: dict[tuple[str, int], Model] = {}
 
 
 def save(session: Session, model: Model) -> Model:
@@ -35,27 +30,29 @@ def save(session: Session, model: Model) -> Model:
 
 
 def current(session: Session) -> Model:
-    """The newest stored model (the shipped default if none), re-checked every few seconds."""
-    key = str(session.get_bind().engine.url)
-    now = time.monotonic()
-    with _lock:
-        cached = _cache.get(key)
-    if cached and now - cached[0] < CHECK_SECONDS:
-        return cached[2]
+    """The newest stored model (the shipped default if none).
+
+    Each call reads only the newest version number (the primary key's last entry); the
+    model itself is read and parsed once per version and worker.
+    """
     newest = session.scalar(select(func.max(MatchModel.version))) or 0
-    if cached and cached[1] == newest:
-        model = cached[2]
-    elif newest:
-        text = session.scalar(select(MatchModel.model).where(MatchModel.version == newest))
-        model = Model.from_json(text) if text else default_model()
-    else:
-        model = default_model()
+    key = (str(session.get_bind().engine.url), newest)
     with _lock:
-        _cache[key] = (now, newest, model)
+        model = _cache.get(key)
+    if model is not None:
+        return model
+    text = None
+    if newest:
+        text = session.scalar(select(MatchModel.model).where(MatchModel.version == newest))
+    model = Model.from_json(text) if text else default_model()
+    with _lock:
+        if len(_cache) > 16:
+            _cache.clear()
+        _cache[key] = model
     return model
 
 
 def forget() -> None:
-    """Drop the cached models (tests, and after training in this process)."""
+    """Drop the cached models (a database recreated under the same URL)."""
     with _lock:
         _cache.clear()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select, union_all
+from sqlalchemy import TextClause, delete, event, insert, text
 from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.matching.keys import Identity, stored_keys
@@ -117,13 +118,17 @@ def write_pending_keys(session: Session) -> None:
         session.execute(insert(PersonKey), added)
 
 
+@lru_cache(maxsize=64)
+def _lookup(count: int) -> TextClause:
+    """One statement for ``count`` keys, each key's people capped (built once per count)."""
+    part = "SELECT person_id FROM (SELECT person_id FROM person_keys WHERE key = :k{n} LIMIT :cap) AS p{n}"
+    return text(" UNION ALL ".join(part.format(n=n) for n in range(count)))
+
+
 def candidate_ids(session: Session, keys: Collection[int]) -> set[str]:
     """Ids of the people stored under any of the keys, at most KEY_CAP a key (index look-ups)."""
     if not keys:
         return set()
-    parts = [
-        select(PersonKey.person_id).where(PersonKey.key == key).limit(KEY_CAP).subquery()
-        for key in sorted(keys)
-    ]
-    query = union_all(*(select(part.c.person_id) for part in parts))
-    return set(session.scalars(query).all())
+    params: dict[str, int] = {f"k{n}": key for n, key in enumerate(sorted(keys))}
+    params["cap"] = KEY_CAP
+    return set(session.scalars(_lookup(len(keys)), params).all())

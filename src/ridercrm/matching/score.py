@@ -66,9 +66,7 @@ def levels(query: Identity, stored: Identity) -> dict[str, str]:
     }
 
 
-def field_weights(
-    model: Model, query: Identity, stored_levels: dict[str, str]
-) -> dict[str, float]:
+def field_weights(model: Model, query: Identity, stored_levels: dict[str, str]) -> dict[str, float]:
     """The match weight of each field's level, term-frequency adjusted where exact."""
     values = {
         "given_name": "".join(query.first),

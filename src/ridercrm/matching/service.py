@@ -82,9 +82,7 @@ def find_match(
         if best_verdict.total - verdict.total >= _thresholds.ambiguity:
             break
         if not score.same_person(best_identity, identity):
-            result.decision = (
-                f"ambiguous: {best_person.id} and {person.id} both fit and look like different people"
-            )
+            result.decision = f"ambiguous: {best_person.id} and {person.id} both fit and look like different people"
             return result
     result.person = best_person
     result.decision = f"matched: {best_verdict.rule}"

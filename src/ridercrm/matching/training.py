@@ -4,7 +4,7 @@
   random people are almost never one person).
 - Term frequencies: the share of people holding each common given name, family name
   and postcode.
-- m: expectation–maximisation over blocked pairs, as Splink does it: pairs sharing a
+- m: expectation-maximisation over blocked pairs, as Splink does it: pairs sharing a
   date of birth and postcode estimate m for the other fields, pairs sharing both name
   sounds estimate m for the rest; the blocked-on fields are left out of each run
   (they agree by construction). u stays fixed.
@@ -22,6 +22,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 import jellyfish
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from ridercrm.matching import score
 from ridercrm.matching.compare import LEVELS, MISSING
@@ -144,7 +146,7 @@ def _em(
     total = sum(patterns.values())
     share = 0.01
     for _ in range(EM_ROUNDS):
-        expected: dict[str, Counter[str]] = {name: Counter() for name in fields}
+        expected: dict[str, dict[str, float]] = {name: defaultdict(float) for name in fields}
         matches = 0.0
         for pattern, count in patterns.items():
             log_ratio = math.log(share / (1 - share))
@@ -188,3 +190,24 @@ def _term_frequencies(identities: Sequence[Identity]) -> dict[str, TermFrequenci
         )
     return tf
 
+
+def stored_identities(session: Session) -> list[Identity]:
+    """The identities of every stored person, read in one pass of the needed columns."""
+    from ridercrm.matching.repository import identity_of
+    from ridercrm.people.models import Person
+
+    columns = select(
+        Person.first_name, Person.last_name, Person.date_of_birth, Person.email,
+        Person.mobile_phone, Person.home_phone, Person.drivers_license, Person.street,
+        Person.postcode,
+    )  # fmt: skip
+    rows = session.execute(columns.execution_options(yield_per=10_000))
+    return [identity_of(row) for row in rows]
+
+
+def train_store(session: Session, *, seed: int = 0) -> Model:
+    """Train on the stored people and store the model as the newest version."""
+    from ridercrm.matching import model_store
+
+    model = train(stored_identities(session), seed=seed)
+    return model_store.save(session, model)

@@ -11,11 +11,14 @@ from ridercrm import fields
 
 
 class PersonCreate(BaseModel):
-    """A new contact or lead. First and last name are required; the rest is optional."""
+    """A new contact or lead. The last name is required; the rest is optional.
+
+    A CRM export's contact may have no first name (Salesforce requires only the last).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    first_name: fields.Name
+    first_name: fields.Name = None
     last_name: fields.Name
     date_of_birth: fields.BirthDate = None
     email: fields.Email = None
@@ -31,7 +34,7 @@ class PersonCreate(BaseModel):
     lead_source: fields.LeadSource = None
     opt_in: fields.Flag = None
 
-    @field_validator("first_name", "last_name")
+    @field_validator("last_name")
     @classmethod
     def _required_name(cls, value: str | None) -> str:
         if not value:
@@ -42,7 +45,7 @@ class PersonCreate(BaseModel):
 class PersonRead(BaseModel):
     id: str
     kind: str
-    first_name: str
+    first_name: str | None
     last_name: str
     date_of_birth: dt.date | None
     email: str | None
@@ -170,11 +173,11 @@ DocFlag = Annotated[
 
 
 class NewPerson(BaseModel):
-    """A new contact or lead (admin API). First and last name are required."""
+    """A new contact or lead (admin API). The last name is required; the first may be absent."""
 
     model_config = ConfigDict(extra="forbid")
 
-    first_name: Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 80})]
+    first_name: DocName = None
     last_name: Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 80})]
     date_of_birth: DocBirthDate = None
     email: DocEmail = None

@@ -114,7 +114,7 @@ CONTACTS = Target(
     record_kind=RecordKind.CONTACT,
     person_kind=CONTACT,
     fields=PERSON_FIELDS,
-    required=("first_name", "last_name"),
+    required=("last_name",),
     salesforce=_SALESFORCE_CONTACT,
     aliases=_ADDRESS_ALIASES,
 )
@@ -124,7 +124,7 @@ LEADS = Target(
     record_kind=RecordKind.LEAD,
     person_kind=LEAD,
     fields=(*PERSON_FIELDS, "converted_contact_id"),
-    required=("first_name", "last_name"),
+    required=("last_name",),
     salesforce=_SALESFORCE_LEAD,
     aliases=_MAILING_ALIASES,
 )
