@@ -117,7 +117,7 @@ def import_store(store: Store, directory: Path, env: dict[str, str], command: st
 
 
 def ask_matcher(
-    matcher: Matcher, store: Store, asks: Asks, directory: Path, explain: bool
+    matcher: Matcher, store: Store, asks: Asks, directory: Path, explain: bool, train: bool
 ) -> Answers:
     """Load the store into a fresh database for ``matcher`` and ask every query twice."""
     result = Answers()
@@ -127,6 +127,8 @@ def ask_matcher(
         ["db", "upgrade"], env, timeout=service.COMMAND_TIMEOUT_S, command=matcher.command
     )
     result.stored, result.refused = import_store(store, directory, env, matcher.command)
+    if train and matcher.command is None:  # the previous matcher has nothing to train
+        serve.run_cli(["match", "train"], env, timeout=service.COMMAND_TIMEOUT_S)
     output = serve.run_cli(
         ["keys", "create", "--name", "bench", "--scope", "admin"],
         env,
@@ -156,7 +158,9 @@ def ask_matcher(
     return result
 
 
-def run_data_set(number: int, matchers: list[Matcher], seed: int, explain: bool) -> DataSetResult:
+def run_data_set(
+    number: int, matchers: list[Matcher], seed: int, explain: bool, train: bool
+) -> DataSetResult:
     originals, duplicates = febrl_data.load(number)
     store = febrl_data.make_store(originals, seed)
     asks = febrl_data.make_asks(originals, duplicates, store, seed)
@@ -168,7 +172,7 @@ def run_data_set(number: int, matchers: list[Matcher], seed: int, explain: bool)
     for matcher in matchers:
         with tempfile.TemporaryDirectory(prefix="ridercrm-febrl-") as tmp:
             answers[matcher.name] = ask_matcher(
-                matcher, store, asks, Path(tmp), explain and matcher is matchers[0]
+                matcher, store, asks, Path(tmp), explain and matcher is matchers[0], train
             )
         got = answers[matcher.name]
         log(
@@ -212,6 +216,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
     parser.add_argument("--figures", type=Path, default=None, help="write a development report")
     parser.add_argument("--no-explain", action="store_true", help="don't re-ask our misses")
+    parser.add_argument(
+        "--train", action="store_true", help="`ridercrm match train` after the import (new only)"
+    )
     return parser.parse_args(argv)
 
 
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         matchers.append(Matcher("previous", args.previous))
     sets = [HELD_OUT_SET] if args.held_out else args.sets
     explain = not args.no_explain and not args.held_out
-    results = [run_data_set(n, matchers, args.seed, explain) for n in sets]
+    results = [run_data_set(n, matchers, args.seed, explain, args.train) for n in sets]
     text = febrl_report.markdown(results, matchers, score, args)
     print(text)
     if args.figures and not args.held_out:

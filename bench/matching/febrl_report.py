@@ -229,6 +229,8 @@ def markdown(results: list[Any], matchers: list[Any], score: Scorer, args: Any) 
     held_out = bool(getattr(args, "held_out", False))
     info = machine()
     command = ".venv/bin/python -m bench.matching.febrl" + (" --held-out" if held_out else "")
+    if args.train:
+        command += " --train"
     if args.previous:
         command += " --previous PREVIOUS/.venv/bin/ridercrm"
     lines = [
@@ -246,7 +248,9 @@ def markdown(results: list[Any], matchers: list[Any], score: Scorer, args: Any) 
         "",
         "Each data set: the originals imported with `ridercrm import contacts` into a fresh "
         "SQLite database per matcher, one `POST /crm/people/match` per duplicate against a "
-        "running `ridercrm serve` (e-mail never shared), with the licence "
+        "running `ridercrm serve` (e-mail never shared; "
+        + ("after `ridercrm match train`" if args.train else "the shipped default model, untrained")
+        + "), with the licence "
         "(`drivers_license` = `soc_sec_id`) and without; the CRM rule "
         "(`bench/matching/baseline.py`) in-process on the same store and queries. P precision, "
         "R recall over the duplicates whose original is stored, FP answers that are not the "
