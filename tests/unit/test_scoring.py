@@ -188,6 +188,16 @@ def test_a_stranger_is_refused() -> None:
     assert not evaluate(stranger, person()).accepted
 
 
+def test_a_licence_with_one_slip_agrees_and_swapped_names_are_no_twin() -> None:
+    renamed = person(first_name="Caitlin", drivers_license="L1243567", email="x@example.com")
+    assert evaluate(renamed, person()).accepted
+    swapped = person(first_name="Nguyen", last_name="Ann", drivers_license="Z9999999")
+    assert evaluate(swapped, person()).accepted
+    # a given name replaced and another licence: a sibling, not a typo
+    sibling = person(first_name="Caitlin", drivers_license="Z9999999")
+    assert not evaluate(sibling, person()).accepted
+
+
 def test_an_unstored_twin_with_a_near_name_and_own_licence_is_not_merged() -> None:
     mei = person(first_name="Mei", last_name="Li", drivers_license="U50432")
     wei = person(first_name="Wei", last_name="Li", drivers_license="Q77120")
