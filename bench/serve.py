@@ -43,10 +43,13 @@ def ridercrm_command() -> str:
     return str(script)
 
 
-def run_cli(args: list[str], env: dict[str, str], *, timeout: float) -> str:
-    """Run ``ridercrm ARGS``; its standard output, or BenchError with the output's tail."""
+def run_cli(
+    args: list[str], env: dict[str, str], *, timeout: float, command: str | None = None
+) -> str:
+    """Run ``ridercrm ARGS`` (``command``: another build's ridercrm); its standard output,
+    or BenchError with the output's tail."""
     done = subprocess.run(
-        [ridercrm_command(), *args],
+        [command or ridercrm_command(), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -62,13 +65,16 @@ def run_cli(args: list[str], env: dict[str, str], *, timeout: float) -> str:
 
 
 @contextmanager
-def running_server(env: dict[str, str], port: int, log_path: Path) -> Iterator[tuple[str, int]]:
-    """Start `ridercrm serve` on ``port`` with exactly ``env``, its output in ``log_path``;
-    wait for /healthz, yield its URL and pid, stop it at the end."""
+def running_server(
+    env: dict[str, str], port: int, log_path: Path, command: str | None = None
+) -> Iterator[tuple[str, int]]:
+    """Start `ridercrm serve` (``command``: another build's ridercrm) on ``port`` with
+    exactly ``env``, its output in ``log_path``; wait for /healthz, yield its URL and pid,
+    stop it at the end."""
     base_url = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [command or ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

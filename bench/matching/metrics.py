@@ -84,17 +84,22 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def comparison_table(ours: Report | None, baseline: Report) -> str:
-    """A Markdown table: per kind and overall, ours beside the baseline."""
+def comparison_table(ours: Report | None, baseline: Report, previous: Report | None = None) -> str:
+    """A Markdown table: per kind and overall, ours beside the previous matcher (when
+    measured) and the baseline."""
+    systems = ["ours"] + (["prev"] if previous is not None else []) + ["base"]
     header = (
-        "| kind | queries | ours P | ours R | ours F1 | ours FP | base P | base R | base F1 "
-        "| base FP |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| kind | queries | "
+        + " | ".join(f"{s} {m}" for s in systems for m in ("P", "R", "F1", "FP"))
+        + " |\n|---|---:|"
+        + "---:|" * (4 * len(systems))
     )
     rows = [header]
 
-    def line(label: str, mine: Score | None, base: Score) -> str:
+    def line(label: str, mine: Score | None, base: Score, prev: Score | None) -> str:
         cells = [label, str(base.queries)]
-        for score in (mine, base):
+        scores = (mine, prev, base) if previous is not None else (mine, base)
+        for score in scores:
             if score is None:
                 cells += ["—"] * 4
                 continue
@@ -106,6 +111,14 @@ def comparison_table(ours: Report | None, baseline: Report) -> str:
         if base is None or base.queries == 0:
             continue
         mine = ours.by_kind.get(kind) if ours else None
-        rows.append(line(f"`{kind}`", mine, base))
-    rows.append(line("**all**", ours.overall if ours else None, baseline.overall))
+        prev = previous.by_kind.get(kind) if previous else None
+        rows.append(line(f"`{kind}`", mine, base, prev))
+    rows.append(
+        line(
+            "**all**",
+            ours.overall if ours else None,
+            baseline.overall,
+            previous.overall if previous else None,
+        )
+    )
     return "\n".join(rows)

@@ -37,8 +37,9 @@ def environment(database: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(args: list[str], env: dict[str, str]) -> str:
-    return serve.run_cli(args, env, timeout=COMMAND_TIMEOUT_S)
+def run_cli(args: list[str], env: dict[str, str], command: str | None = None) -> str:
+    """``ridercrm ARGS`` of this build, or of another build's ``command``."""
+    return serve.run_cli(args, env, timeout=COMMAND_TIMEOUT_S, command=command)
 
 
 def write_csv(people: Sequence[Person], path: Path) -> None:
@@ -56,7 +57,9 @@ class Loaded:
     seconds: float
 
 
-def load_store(people: Sequence[Person], directory: Path, env: dict[str, str]) -> Loaded:
+def load_store(
+    people: Sequence[Person], directory: Path, env: dict[str, str], command: str | None = None
+) -> Loaded:
     """Write contacts.csv and leads.csv and import them with the service's own command."""
     contacts = [p for p in people if p.kind == CONTACT]
     leads = [p for p in people if p.kind == LEAD]
@@ -64,7 +67,7 @@ def load_store(people: Sequence[Person], directory: Path, env: dict[str, str]) -
     for name, rows in (("contacts", contacts), ("leads", leads)):
         path = directory / f"{name}.csv"
         write_csv(rows, path)
-        output = run_cli(["import", name, str(path)], env)
+        output = run_cli(["import", name, str(path)], env, command)
         summary = output.strip().splitlines()[-1] if output.strip() else ""
         expected = f"imported {len(rows)} {name if len(rows) != 1 else name[:-1]}, 0 bad rows"
         if summary != expected:
@@ -81,9 +84,9 @@ def stored_key_rows(database: Path) -> int | None:
             return None
 
 
-def create_key(env: dict[str, str]) -> str:
-    run_cli(["db", "upgrade"], env)  # `keys create` makes no new database
-    output = run_cli(["keys", "create", "--name", "bench", "--scope", "admin"], env)
+def create_key(env: dict[str, str], command: str | None = None) -> str:
+    run_cli(["db", "upgrade"], env, command)  # `keys create` makes no new database
+    output = run_cli(["keys", "create", "--name", "bench", "--scope", "admin"], env, command)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     if not lines:
         raise BenchError("ridercrm keys create printed no key")
@@ -94,9 +97,11 @@ def create_key(env: dict[str, str]) -> str:
 
 
 @contextmanager
-def running_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
+def running_server(
+    env: dict[str, str], log_path: Path, command: str | None = None
+) -> Iterator[str]:
     """Start `ridercrm serve` on a free port, wait for /healthz, stop it on the way out."""
-    with serve.running_server(env, serve.free_port(), log_path) as (base_url, _pid):
+    with serve.running_server(env, serve.free_port(), log_path, command) as (base_url, _pid):
         yield base_url
 
 
