@@ -15,6 +15,7 @@ from rich.table import Table
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.migrate import upgrade
@@ -83,6 +84,8 @@ def serve(
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ridercrm-metrics-")
     base = settings.base_path or ""
     console.print(f"serving on http://{host}:{port}{base} with {workers} worker(s)")
+    # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
+    stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
     uvicorn.run(
         "ridercrm.app:create_app",
         factory=True,
@@ -92,6 +95,8 @@ def serve(
         log_level="warning",
         access_log=False,
     )
+    if stop_deliverer is not None:
+        stop_deliverer()
 
 
 def _safe_url(url: str) -> str:
@@ -198,6 +203,8 @@ def audit_purge(
 
 
 app.add_typer(import_app, name="import")
+app.add_typer(webhooks_app, name="webhooks")
+app.command("deliver")(deliver_command)
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 
