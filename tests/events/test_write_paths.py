@@ -17,7 +17,7 @@ from ridercrm.events.models import Delivery, Event
 from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from ridercrm.people import service as people
-from ridercrm.people.models import CONTACT
+from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
@@ -171,20 +171,28 @@ def test_no_event_for_a_rolled_back_savepoint_or_transaction(
 ) -> None:
     register(client, admin_headers, receiver.url, "person.created", "person.updated")
     data = PersonCreate.model_validate(person_body())
-    with session_scope(sessions, write=True) as session:
-        kept = people.create_person(session, kind=CONTACT, data=data)
-        # An item savepoint that rolls back (as operations 1 and 2 do for a bad item).
-        with pytest.raises(_Undo), session.begin_nested():
+
+    def savepoint_rolled_back(session: Session, kept: Person) -> None:
+        # An item savepoint that rolls back, as operations 1 and 2 do for a bad item.
+        with session.begin_nested():
             people.create_person(session, kind=CONTACT, data=data)
             people.apply_changes(session, kept, {"city": "Undone"})
             session.flush()
             raise _Undo
+
+    def transaction_rolled_back() -> None:
+        with session_scope(sessions, write=True) as session:
+            people.create_person(session, kind=CONTACT, data=data)
+            session.flush()
+            raise _Undo
+
+    with session_scope(sessions, write=True) as session:
+        kept = people.create_person(session, kind=CONTACT, data=data)
+        with pytest.raises(_Undo):
+            savepoint_rolled_back(session, kept)
     assert _counts(sessions) == (1, 1)
-    # A whole transaction that rolls back.
-    with pytest.raises(_Undo), session_scope(sessions, write=True) as session:
-        people.create_person(session, kind=CONTACT, data=data)
-        session.flush()
-        raise _Undo
+    with pytest.raises(_Undo):
+        transaction_rolled_back()
     assert _counts(sessions) == (1, 1)
     with session_scope(sessions) as session:
         (payload,) = session.scalars(select(Event.payload)).all()
