@@ -52,6 +52,8 @@ class Receiver:
     requests: list[Received] = field(default_factory=list)
     plan: deque[tuple[int, dict[str, str]]] = field(default_factory=deque)
     delay: float = 0.0
+    # Answers chosen by the body (None: follow the plan), for races between subjects.
+    by_body: Callable[[bytes], int | None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer(self, *answers: int | tuple[int, dict[str, str]]) -> None:
@@ -84,7 +86,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             if receiver.delay:
                 time.sleep(receiver.delay)
             with receiver.lock:
-                status, headers = receiver.plan.popleft() if receiver.plan else (200, {})
+                chosen = receiver.by_body(body) if receiver.by_body else None
+                if chosen is not None:
+                    status, headers = chosen, {}
+                else:
+                    status, headers = receiver.plan.popleft() if receiver.plan else (200, {})
                 receiver.requests.append(
                     Received(
                         path=self.path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -11,7 +12,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
@@ -79,19 +79,14 @@ def webhooks_add(
 
 @webhooks_app.command("list")
 def webhooks_list() -> None:
-    """List endpoints (never their secrets)."""
-    table = Table("id", "url", "events", "enabled", "disabled because", "description")
+    """List endpoints, one a line: id, enabled, event types, URL, why disabled (never secrets)."""
     with _work(Settings()) as session:
         for endpoint in manage.list_endpoints(session):
-            table.add_row(
-                endpoint.id,
-                endpoint.url,
-                ",".join(endpoint.event_types),
-                "yes" if endpoint.enabled else "no",
-                endpoint.disabled_reason or "",
-                endpoint.description,
+            state = "enabled" if endpoint.enabled else f"disabled ({endpoint.disabled_reason})"
+            console.print(
+                f"{endpoint.id}  {state}  {','.join(endpoint.event_types)}  {endpoint.url}"
+                + (f"  {endpoint.description}" if endpoint.description else "")
             )
-    console.print(table)
 
 
 @webhooks_app.command("rotate")
@@ -142,27 +137,11 @@ def webhooks_deliveries(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 50,
 ) -> None:
-    """List an endpoint's deliveries: status, response code, latency and next attempt."""
-    table = Table(
-        "id", "event", "type", "status", "attempts", "code", "ms", "next attempt", "error"
-    )
+    """List an endpoint's deliveries as JSON lines: status, response code, latency, next attempt."""
     with _work(Settings()) as session:
-        for delivery, event_type in manage.list_deliveries(
-            session, endpoint_id=endpoint_id, limit=limit, status=status
-        ):
-            entry = manage.delivery_json(delivery, event_type)
-            table.add_row(
-                str(entry["id"]),
-                entry["event_id"],
-                event_type,
-                entry["status"],
-                str(entry["attempts"]),
-                str(entry["response_code"] or ""),
-                str(entry["latency_ms"] if entry["latency_ms"] is not None else ""),
-                entry["next_attempt_at"] or "",
-                entry["error"] or "",
-            )
-    console.print(table)
+        rows = manage.list_deliveries(session, endpoint_id=endpoint_id, limit=limit, status=status)
+        for delivery, event_type in rows:
+            print(json.dumps(manage.delivery_json(delivery, event_type)), flush=True)
 
 
 @webhooks_app.command("replay")

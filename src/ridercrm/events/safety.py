@@ -90,14 +90,16 @@ def _refusal(address: IPAddress) -> str | None:
         address = address.ipv4_mapped
     if address.is_loopback:
         return "loopback"
+    if address.is_multicast or address.is_unspecified:
+        return "not a unicast"
     if address.is_link_local:
         return "link-local (cloud metadata)"
     if any(address in net for net in METADATA):
         return "cloud metadata"
     if address.is_private:
         return "private"
-    if address.is_multicast or address.is_unspecified or address.is_reserved:
-        return "not a unicast"
+    if address.is_reserved:
+        return "reserved"
     if not address.is_global:
         return "not public"
     return None
