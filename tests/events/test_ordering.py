@@ -3,6 +3,7 @@ two deliverers sharing the work (DESIGN §15)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -93,7 +94,7 @@ def test_events_of_one_course_and_one_person_arrive_in_commit_order(
     statuses = [r.payload["data"] for r in got if r.type == "course.status_changed"]
     # Each change starts where the previous one ended: commit order, nothing missing.
     assert [(s["from"], s["to"]) for s in statuses] == [tuple(h) for h in history[1:]]
-    for before, after in zip(statuses, statuses[1:], strict=False):
+    for before, after in itertools.pairwise(statuses):
         assert after["from"] == before["to"]
     # The person's events arrive in the order they were stored (under the person's lock).
     assert [r.webhook_id for r in got if r.type == "person.updated"] == list(stored)
