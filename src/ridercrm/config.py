@@ -113,7 +113,7 @@ class Settings(BaseSettings):
         default=0.25, gt=0, le=60, description="How often an idle deliverer looks for events"
     )
     webhook_concurrency: int = Field(
-        default=8, ge=1, le=256, description="Webhook requests one deliverer sends at once"
+        default=16, ge=1, le=256, description="Webhook requests one deliverer sends at once"
     )
     webhook_secret_grace_hours: float = Field(
         default=24.0,

@@ -50,6 +50,7 @@ class Receiver:
 
     url: str = ""
     requests: list[Received] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)  # perf_counter() of each request
     plan: deque[tuple[int, dict[str, str]]] = field(default_factory=deque)
     delay: float = 0.0
     # Answers chosen by the body (None: follow the plan), for races between subjects.
@@ -85,7 +86,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             if receiver.delay:
                 time.sleep(receiver.delay)
+            arrived = time.perf_counter()
             with receiver.lock:
+                receiver.arrivals.append(arrived)
                 chosen = receiver.by_body(body) if receiver.by_body else None
                 if chosen is not None:
                     status, headers = chosen, {}

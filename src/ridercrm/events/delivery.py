@@ -50,6 +50,7 @@ log = logging.getLogger("ridercrm.webhooks")
 RESPONSE_CAP = 4096  # bytes of a receiver's answer that are read (and then dropped)
 MAX_RETRY_AFTER = dt.timedelta(hours=24)
 GAUGE_SECONDS = 2.0  # how often the queue gauges are refreshed
+GATHER_SECONDS = 0.01
 
 
 def parse_schedule(text: str) -> tuple[float, ...]:
@@ -153,34 +154,51 @@ class Deliverer:
     # --- The loops -----------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Deliver until ``stop`` is set, keeping up to ``concurrency`` requests under way."""
+        """Deliver until ``stop`` is set, keeping up to ``concurrency`` requests under way.
+
+        Each round is one write transaction that stores the outcomes of the requests
+        that finished and claims new work, so a busy deliverer commits once per round,
+        not twice per delivery.
+        """
         log.info("webhook deliverer started")
+        inflight: dict[Future[Answer], Job] = {}
+        finished: list[tuple[Job, Answer]] = []
         while not stop.is_set():
             try:
-                claimed = self._fill()
+                jobs = self._round(finished, inflight)
             except Exception:
-                log.exception("webhook deliverer could not claim deliveries")
-                claimed = 0
+                # Outcomes not stored: their leases run out and they are sent again.
+                log.exception("webhook deliverer round failed")
+                jobs = []
+            finished = []
+            for job in jobs:
+                inflight[self.pool.submit(self.send_safely, job)] = job
             self._refresh_gauges()
-            if self._inflight:
+            if inflight:
                 done, _ = wait(
-                    list(self._inflight),
+                    list(inflight),
                     timeout=self.settings.webhook_poll_seconds,
                     return_when=FIRST_COMPLETED,
                 )
-                for future in done:
-                    self._inflight.pop(future, None)
-            elif not claimed:
+                if inflight.keys() - done:
+                    # A moment more gathers the answers arriving together into one round.
+                    more, _ = wait(list(inflight.keys() - done), timeout=GATHER_SECONDS)
+                    done |= more
+                finished = [(inflight.pop(future), future.result()) for future in done]
+            else:
                 stop.wait(self.settings.webhook_poll_seconds)
-        wait(list(self._inflight))
-        self._inflight.clear()
+        for future, job in inflight.items():
+            finished.append((job, future.result()))
+        if finished:
+            self.settle(finished)
         log.info("webhook deliverer stopped")
 
     def run_once(self) -> int:
-        """Claim what is due now, deliver it, wait for the outcomes; return how many."""
+        """Claim what is due now, deliver it, store the outcomes; return how many."""
         jobs = self.claim(self.concurrency)
-        for future in [self.pool.submit(self.deliver, job) for job in jobs]:
-            future.result()
+        answers = list(self.pool.map(self.send_safely, jobs))
+        if jobs:
+            self.settle(list(zip(jobs, answers, strict=True)))
         return len(jobs)
 
     def run_until_idle(self, timeout: float = 30.0) -> None:
@@ -190,19 +208,24 @@ class Deliverer:
             if time.monotonic() > deadline:
                 raise TimeoutError("deliveries still due after the timeout")
 
-    def _fill(self) -> int:
-        free = self.concurrency - len(self._inflight)
-        if free <= 0:
-            return 0
+    def _round(
+        self, finished: list[tuple[Job, Answer]], inflight: dict[Future[Answer], Job]
+    ) -> list[Job]:
+        free = self.concurrency - len(inflight)
         # An endpoint gets at most half the slots: a slow one cannot hold back the rest.
         share = max(1, self.concurrency // 2)
-        busy = {e for e in self._inflight.values()}
-        counts = {e: list(self._inflight.values()).count(e) for e in busy}
-        full = {e for e, count in counts.items() if count >= share}
-        jobs = self.claim(free, skip_endpoints=full, per_endpoint=share, counts=counts)
-        for job in jobs:
-            self._inflight[self.pool.submit(self.deliver, job)] = job.endpoint_id
-        return len(jobs)
+        counts: dict[str, int] = {}
+        for job in inflight.values():
+            counts[job.endpoint_id] = counts.get(job.endpoint_id, 0) + 1
+        full = {endpoint for endpoint, count in counts.items() if count >= share}
+        if not finished and (free <= 0 or not self._anything_due(full)):
+            return []
+        with session_scope(self.sessions, write=True) as session:
+            for job, answer in finished:
+                self._settle_one(session, job, answer)
+            if free <= 0:
+                return []
+            return self._claim(session, free, full, share, counts)
 
     # --- Claims -----------------------------------------------------------------------
 
@@ -238,48 +261,49 @@ class Deliverer:
             query = query.where(Delivery.endpoint_id.not_in(skip_endpoints))
         return query
 
-    def claim(
-        self,
-        limit: int,
-        *,
-        skip_endpoints: set[str] | None = None,
-        per_endpoint: int | None = None,
-        counts: dict[str, int] | None = None,
-    ) -> list[Job]:
-        """Claim up to ``limit`` due deliveries for this deliverer (a lease each)."""
-        skip = skip_endpoints or set()
+    def _anything_due(self, skip: set[str]) -> bool:
+        # A look without the write lock: an idle SQLite deliverer never queues behind
+        # the service's writers.
         with session_scope(self.sessions) as session:
-            # A look without the write lock first: an idle SQLite deliverer never queues
-            # behind the service's writers.
-            if not session.execute(self._due(utcnow(), 1, skip)).first():
-                return []
+            return session.execute(self._due(utcnow(), 1, skip)).first() is not None
+
+    def claim(self, limit: int) -> list[Job]:
+        """Claim up to ``limit`` due deliveries for this deliverer (a lease each)."""
+        if not self._anything_due(set()):
+            return []
         with session_scope(self.sessions, write=True) as session:
-            now = utcnow()
-            query = self._due(now, limit * 2, skip)
-            if session.get_bind().dialect.name == "postgresql":
-                query = query.with_for_update(of=Delivery, skip_locked=True)
-            taken = dict(counts or {})
-            rows = []
-            for row in session.execute(query):
-                if per_endpoint is not None and taken.get(row.endpoint_id, 0) >= per_endpoint:
-                    continue
-                taken[row.endpoint_id] = taken.get(row.endpoint_id, 0) + 1
-                rows.append(row)
-                if len(rows) == limit:
-                    break
-            if not rows:
-                return []
-            session.execute(
-                update(Delivery)
-                .where(Delivery.id.in_([row.id for row in rows]))
-                .values(
-                    status=SENDING, attempts=Delivery.attempts + 1, lease_until=now + self.lease
-                )
-            )
-            wanted = select(Event.id, Event.payload).where(
-                Event.id.in_({row.event_id for row in rows})
-            )
-            payloads = {event.id: event.payload for event in session.execute(wanted)}
+            return self._claim(session, limit, set(), None, {})
+
+    def _claim(
+        self,
+        session: Session,
+        limit: int,
+        skip: set[str],
+        per_endpoint: int | None,
+        counts: dict[str, int],
+    ) -> list[Job]:
+        now = utcnow()
+        query = self._due(now, limit * 2, skip)
+        if session.get_bind().dialect.name == "postgresql":
+            query = query.with_for_update(of=Delivery, skip_locked=True)
+        taken = dict(counts)
+        rows = []
+        for row in session.execute(query):
+            if per_endpoint is not None and taken.get(row.endpoint_id, 0) >= per_endpoint:
+                continue
+            taken[row.endpoint_id] = taken.get(row.endpoint_id, 0) + 1
+            rows.append(row)
+            if len(rows) == limit:
+                break
+        if not rows:
+            return []
+        session.execute(
+            update(Delivery)
+            .where(Delivery.id.in_([row.id for row in rows]))
+            .values(status=SENDING, attempts=Delivery.attempts + 1, lease_until=now + self.lease)
+        )
+        wanted = select(Event.id, Event.payload).where(Event.id.in_({row.event_id for row in rows}))
+        payloads = {event.id: event.payload for event in session.execute(wanted)}
         return [
             Job(
                 delivery_id=row.id,
@@ -295,18 +319,13 @@ class Deliverer:
 
     # --- One delivery -------------------------------------------------------------------
 
-    def deliver(self, job: Job) -> None:
-        """Send one claimed delivery and record its outcome."""
+    def send_safely(self, job: Job) -> Answer:
+        """Send one claimed delivery; a bug in sending is an error answer, not a lost claim."""
         try:
-            answer = self.send(job)
-        except Exception as exc:  # never lose the claim's outcome to a bug in sending
+            return self.send(job)
+        except Exception as exc:
             log.exception("webhook send failed unexpectedly", extra={"delivery": job.delivery_id})
-            answer = Answer(code=None, latency_ms=0, error=f"internal error: {type(exc).__name__}")
-        try:
-            self.record(job, answer)
-        except Exception:
-            # The lease runs out and the delivery is sent again: at least once.
-            log.exception("webhook outcome not recorded", extra={"delivery": job.delivery_id})
+            return Answer(code=None, latency_ms=0, error=f"internal error: {type(exc).__name__}")
 
     def send(self, job: Job) -> Answer:
         """POST the signed event to the endpoint's checked address."""
@@ -356,38 +375,46 @@ class Deliverer:
             return None
         return dt.timedelta(seconds=self.schedule[attempt - 1] * random.uniform(0.8, 1.2))
 
-    def record(self, job: Job, answer: Answer) -> None:
-        """Store the attempt's outcome, if the claim is still ours."""
+    def settle(self, outcomes: list[tuple[Job, Answer]]) -> None:
+        """Store attempts' outcomes in one transaction."""
         with session_scope(self.sessions, write=True) as session:
-            delivery = session.get(Delivery, job.delivery_id, with_for_update=True)
-            if delivery is None or delivery.status != SENDING or delivery.attempts != job.attempt:
-                return  # the lease ran out and another deliverer took it over
-            now = utcnow()
-            delivery.response_code = answer.code
-            delivery.latency_ms = answer.latency_ms
-            delivery.error = answer.error or (None if answer.ok else f"HTTP {answer.code}")
-            delivery.lease_until = None
-            if answer.ok:
-                delivery.status = DELIVERED
-                delivery.finished_at = now
-                metrics.DELIVERIES.labels("delivered").inc()
-                return
-            delay = self.retry_delay(job.attempt)
-            if answer.code == 410 or delay is None:
-                delivery.status = FAILED
-                delivery.finished_at = now
-                metrics.DELIVERIES.labels("failed").inc()
-                if answer.code == 410:
-                    reason, label = "the endpoint answered 410 Gone", "gone"
-                else:
-                    reason, label = f"failed all {job.attempt} attempts of a delivery", "exhausted"
-                _disable(session, job.endpoint_id, reason, label, now)
-                return
-            if answer.retry_after is not None:
-                delay = max(delay, answer.retry_after)
-            delivery.status = PENDING
-            delivery.next_attempt_at = now + delay
-            metrics.DELIVERIES.labels("retry").inc()
+            for job, answer in outcomes:
+                self._settle_one(session, job, answer)
+
+    def record(self, job: Job, answer: Answer) -> None:
+        """Store one attempt's outcome, if the claim is still ours."""
+        self.settle([(job, answer)])
+
+    def _settle_one(self, session: Session, job: Job, answer: Answer) -> None:
+        delivery = session.get(Delivery, job.delivery_id, with_for_update=True)
+        if delivery is None or delivery.status != SENDING or delivery.attempts != job.attempt:
+            return  # the lease ran out and another deliverer took it over
+        now = utcnow()
+        delivery.response_code = answer.code
+        delivery.latency_ms = answer.latency_ms
+        delivery.error = answer.error or (None if answer.ok else f"HTTP {answer.code}")
+        delivery.lease_until = None
+        if answer.ok:
+            delivery.status = DELIVERED
+            delivery.finished_at = now
+            metrics.DELIVERIES.labels("delivered").inc()
+            return
+        delay = self.retry_delay(job.attempt)
+        if answer.code == 410 or delay is None:
+            delivery.status = FAILED
+            delivery.finished_at = now
+            metrics.DELIVERIES.labels("failed").inc()
+            if answer.code == 410:
+                reason, label = "the endpoint answered 410 Gone", "gone"
+            else:
+                reason, label = f"failed all {job.attempt} attempts of a delivery", "exhausted"
+            _disable(session, job.endpoint_id, reason, label, now)
+            return
+        if answer.retry_after is not None:
+            delay = max(delay, answer.retry_after)
+        delivery.status = PENDING
+        delivery.next_attempt_at = now + delay
+        metrics.DELIVERIES.labels("retry").inc()
 
     def _refresh_gauges(self) -> None:
         if time.monotonic() - self._gauges_at < GAUGE_SECONDS:

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
 
@@ -72,9 +72,6 @@ class Delivery(Base):
     error: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-
-    # Tells the unit of work to insert the event before its deliveries.
-    event: Mapped[Event] = relationship(lazy="raise_on_sql")
 
     __table_args__ = (
         # The deliverer's claim: open deliveries by when they are due.

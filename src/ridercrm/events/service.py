@@ -1,9 +1,11 @@
 """Write events into the outbox, in the transaction of the change they describe.
 
 The services that change people and courses call these functions where they change
-the rows, so an event is stored exactly when its change commits: a rolled-back
-transaction or item savepoint takes its events (flushed ORM rows) with it. Each event
-gets one delivery row per enabled endpoint that wants its type, in the same transaction.
+the rows, so an event is stored exactly when its change commits. Events are kept with
+the session and inserted in bulk just before the transaction commits, still under the
+rows' locks; an item savepoint that rolls back discards the events recorded in it, and
+a transaction that rolls back writes none. Each event gets one delivery row per enabled
+endpoint that wants its type, in the same transaction.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from sqlalchemy import Table, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Table, event, select
+from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
@@ -55,6 +58,17 @@ COURSE_STATE_FIELDS = (
 )
 
 _SUBSCRIBERS = "ridercrm.webhook_subscribers"
+_PENDING = "ridercrm.pending_events"
+EVENT_COLUMNS = ("id", "type", "subject", "payload", "created_at")
+DELIVERY_COLUMNS = (
+    "event_id",
+    "endpoint_id",
+    "subject",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "created_at",
+)
 EVENTS_TABLE = cast(Table, Event.__table__)
 DELIVERIES_TABLE = cast(Table, Delivery.__table__)
 
@@ -109,22 +123,78 @@ def forget_subscribers(session: Session) -> None:
     session.info.pop(_SUBSCRIBERS, None)
 
 
-def record(session: Session, *, event_type: str, subject: str, data: dict[str, Any]) -> Event:
-    """Store one event and its deliveries in the session's transaction."""
+@dataclass
+class _Pending:
+    """An event recorded in this transaction, not yet inserted, and the (nested)
+    transactions it was recorded in: a rollback of any of them discards it."""
+
+    row: tuple[Any, ...]
+    within: tuple[SessionTransaction, ...]
+
+
+def _enclosing(session: Session) -> tuple[SessionTransaction, ...]:
+    chain = []
+    transaction = session.get_transaction()
+    nested = session.get_nested_transaction()
+    current = nested if nested is not None else transaction
+    while current is not None:
+        chain.append(current)
+        current = current.parent
+    return tuple(chain)
+
+
+def record(session: Session, *, event_type: str, subject: str, data: dict[str, Any]) -> str:
+    """Record one event in the session's transaction; return its id.
+
+    Events are inserted together, with their deliveries, when the transaction commits
+    (two multi-row inserts instead of two per event: a 200-item booking records about
+    700); an event recorded in a savepoint that rolls back is discarded with it.
+    """
     now = utcnow()
-    event = Event(
-        id=new_event_id(),
-        type=event_type,
-        subject=subject,
-        payload=_envelope(event_type, data, now),
-        created_at=now,
+    event_id = new_event_id()
+    session.info.setdefault(_PENDING, []).append(
+        _Pending(
+            row=(event_id, event_type, subject, _envelope(event_type, data, now), now),
+            within=_enclosing(session),
+        )
     )
-    session.add(event)
-    session.add_all(
-        Delivery(event=event, endpoint_id=endpoint_id, subject=subject, next_attempt_at=now)
-        for endpoint_id in subscribers(session, event_type)
-    )
-    return event
+    return event_id
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _discard_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
+    pending = session.info.get(_PENDING)
+    if pending:
+        session.info[_PENDING] = [p for p in pending if previous_transaction not in p.within]
+
+
+@event.listens_for(Session, "before_commit")
+def _insert_pending(session: Session) -> None:
+    # before_commit also fires for a savepoint's release; events wait for the outer commit.
+    if session.in_nested_transaction():
+        return
+    pending = session.info.pop(_PENDING, None)
+    if pending:
+        write_events(session, [p.row for p in pending])
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_transaction(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_PENDING, None)
+        session.info.pop(_SUBSCRIBERS, None)
+
+
+def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert events (id, type, subject, payload, created_at) and their deliveries now."""
+    deliveries: list[tuple[Any, ...]] = []
+    for event_id, event_type, subject, _payload, created_at in rows:
+        deliveries.extend(
+            (event_id, endpoint_id, subject, PENDING, 0, created_at, created_at)
+            for endpoint_id in subscribers(session, event_type)
+        )
+    bulk_insert(session, EVENTS_TABLE, EVENT_COLUMNS, rows)
+    bulk_insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
 
 
 def person_created(session: Session, person: Any) -> None:
@@ -197,32 +267,17 @@ def course_status_changed(session: Session, asset: Any, *, from_status: str, aud
 
 def people_imported(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     """person.created for each imported row, written in bulk beside the rows."""
-    if not rows:
-        return
     now = utcnow()
-    endpoints = subscribers(session, PERSON_CREATED)
-    events: list[tuple[Any, ...]] = []
-    deliveries: list[tuple[Any, ...]] = []
-    for values in rows:
-        event_id = new_event_id()
-        subject = f"person:{values['id']}"
-        data = {"person": person_state(values)}
-        events.append(
-            (event_id, PERSON_CREATED, subject, _envelope(PERSON_CREATED, data, now), now)
-        )
-        deliveries.extend((event_id, e, subject, PENDING, 0, now, now) for e in endpoints)
-    bulk_insert(session, EVENTS_TABLE, ("id", "type", "subject", "payload", "created_at"), events)
-    bulk_insert(
+    write_events(
         session,
-        DELIVERIES_TABLE,
-        (
-            "event_id",
-            "endpoint_id",
-            "subject",
-            "status",
-            "attempts",
-            "next_attempt_at",
-            "created_at",
-        ),
-        deliveries,
+        [
+            (
+                new_event_id(),
+                PERSON_CREATED,
+                f"person:{values['id']}",
+                _envelope(PERSON_CREATED, {"person": person_state(values)}, now),
+                now,
+            )
+            for values in rows
+        ],
     )
