@@ -80,9 +80,6 @@ def upgrade() -> None:
         "webhook_deliveries",
         ["endpoint_id", "subject", "id"],
     )
-    op.create_index(
-        "ix_webhook_deliveries_endpoint_id", "webhook_deliveries", ["endpoint_id", "id"]
-    )
 
 
 def downgrade() -> None:
