@@ -54,6 +54,7 @@ RATE = 100
 SECONDS = 10
 PAIRS = 7
 ITEMS = 200
+PARTS = ("throughput", "latency", "cost")
 
 
 def fresh_database(kind: str, workdir: Path) -> tuple[str, Any]:
@@ -242,19 +243,24 @@ def load_average() -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument(
+        "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="What to measure."
+    )
     args = parser.parse_args(argv)
     print(f"code {code_version()}; cpu {cpu_model()} x{os.cpu_count()}; load {load_average():.1f}")
     results = {}
-    for part in ("throughput", "latency", "cost"):
+    for part in args.parts:
         with tempfile.TemporaryDirectory(prefix="events-bench-") as tmp, receiving() as receiver:
             url, drop = fresh_database(args.db, Path(tmp))
             try:
                 if part == "throughput":
                     results[part] = f"{throughput(url, receiver):.0f} events/s"
                 elif part == "latency":
-                    median, p99, count = latency(url, receiver, Path(tmp))
+                    median, p99, median_req, p99_req, count = latency(url, receiver, Path(tmp))
                     results[part] = (
-                        f"median {median:.0f} ms, p99 {p99:.0f} ms ({count} events at {RATE}/s)"
+                        f"from the answer: median {median:.0f} ms, p99 {p99:.0f} ms; from the"
+                        f" request: median {median_req:.0f} ms, p99 {p99_req:.0f} ms"
+                        f" ({count} events at {RATE}/s)"
                     )
                 else:
                     on, off = booking_cost(url, receiver)
