@@ -11,6 +11,8 @@ from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
+from ridercrm.events.endpoints import install_webhooks
+from ridercrm.events.endpoints import router as webhooks_router
 from ridercrm.http import docs_pages, handlers, metrics, openapi
 from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.ratelimit import build_rate_limiter
@@ -116,10 +118,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         products_router,
         people_router,
         audit_router,
+        webhooks_router,
     ):
         api.include_router(router)
     app.include_router(api)
     app.include_router(health)
+    install_webhooks(app)
     handlers.install(app)
     openapi.install(app)
     docs_pages.install(app)

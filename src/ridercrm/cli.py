@@ -18,6 +18,7 @@ from rich.table import Table
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
+from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.startup import StartupProblem, failure_line, open_database
@@ -118,7 +119,13 @@ def serve(
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = settings.base_path or ""
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
-    server.run(config, sock)
+    # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
+    stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
+    try:
+        server.run(config, sock)
+    finally:
+        if stop_deliverer is not None:
+            stop_deliverer()
 
 
 def _hand_over_admin_key(plaintext: str, settings: Settings) -> None:
@@ -263,6 +270,8 @@ def match_train(
 
 
 app.add_typer(import_app, name="import")
+app.add_typer(webhooks_app, name="webhooks")
+app.command("deliver")(deliver_command)
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -155,6 +155,48 @@ class Settings(BaseSettings):
         ),
     )
 
+    webhook_allowed_hosts: str = Field(
+        default="",
+        description=(
+            "Webhook endpoints that may be on loopback, private or link-local addresses:"
+            " comma-separated host names or CIDR ranges, e.g. 127.0.0.1,10.0.0.0/8,hooks.lan"
+        ),
+    )
+    webhook_retry_schedule: str = Field(
+        default="5,300,1800,7200,18000,36000,36000",
+        description=(
+            "Seconds to wait before each retry of a failed webhook delivery, comma-separated"
+            " (each with ±20% jitter; Retry-After may lengthen a wait); after the last the"
+            " delivery fails and its endpoint is disabled"
+        ),
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="Time a webhook receiver has to answer"
+    )
+    webhook_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "A claimed delivery is sent again by any deliverer after this long without an"
+            " outcome (its deliverer died); keep it above the timeout"
+        ),
+    )
+    webhook_poll_seconds: float = Field(
+        default=0.25, gt=0, le=60, description="How often an idle deliverer looks for events"
+    )
+    webhook_concurrency: int = Field(
+        default=16, ge=1, le=256, description="Webhook requests one deliverer sends at once"
+    )
+    webhook_secret_grace_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="After a secret rotation, how long the old secret also signs",
+    )
+    webhook_deliverer: bool = Field(
+        default=True,
+        description="`ridercrm serve` runs a webhook deliverer beside the server",
+    )
+
     @field_validator("base_path")
     @classmethod
     def _normalise_base_path(cls, value: str) -> str:
@@ -173,6 +215,22 @@ class Settings(BaseSettings):
     @classmethod
     def _check_rate_limit_storage(cls, value: str) -> str:
         return check_storage(value)
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _check_allowed_hosts(cls, value: str) -> str:
+        from ridercrm.events.safety import AllowList
+
+        AllowList.parse(value)
+        return value.strip()
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _check_retry_schedule(cls, value: str) -> str:
+        from ridercrm.events.delivery import parse_schedule
+
+        parse_schedule(value)
+        return value.strip()
 
     @property
     def is_sqlite(self) -> bool:

@@ -3,6 +3,7 @@
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
+from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
@@ -16,9 +17,12 @@ __all__ = [
     "AssetStatusChange",
     "AuditRecord",
     "Base",
+    "Delivery",
+    "Event",
     "IdempotencyRecord",
     "ImportRun",
     "Person",
     "PersonKey",
     "Product",
+    "WebhookEndpoint",
 ]

@@ -25,6 +25,9 @@ BUSINESS_TABLES = (
     "asset_status_history",
     "idempotency_records",
     "api_keys",
+    "events",
+    "webhook_endpoints",
+    "webhook_deliveries",
 )
 
 Rows = list[tuple[Any, ...]]

@@ -43,7 +43,16 @@ SCOPE_OF: dict[tuple[str, str], str] = {
     ("GET", "/admin/assets/{asset_id}"): "admin",
     ("GET", "/admin/audit"): "admin",
     ("GET", "/admin/audit/{audit_id}"): "admin",
+    ("POST", "/admin/webhooks"): "admin",
+    ("GET", "/admin/webhooks"): "admin",
+    ("GET", "/admin/webhooks/{webhook_id}"): "admin",
+    ("POST", "/admin/webhooks/{webhook_id}/disable"): "admin",
+    ("POST", "/admin/webhooks/{webhook_id}/enable"): "admin",
+    ("POST", "/admin/webhooks/{webhook_id}/rotate"): "admin",
+    ("GET", "/admin/webhooks/{webhook_id}/deliveries"): "admin",
+    ("POST", "/admin/webhooks/{webhook_id}/replay"): "admin",
 }
+WEBHOOK = {"url": "https://93.184.216.34/hook", "event_types": ["person.created"]}
 
 
 def app_routes(client: TestClient) -> set[tuple[str, str]]:
@@ -64,7 +73,12 @@ def test_every_route_is_in_the_table(client: TestClient) -> None:
 def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]]:
     """A request to the route that would do its work (and write, for a POST) if let in."""
     audit_id = world.client.get("/admin/audit", params={"limit": 1}, headers=world.headers)
+    webhook_id = ""
+    if "{webhook_id}" in route:
+        created = world.client.post("/admin/webhooks", json=WEBHOOK, headers=world.headers)
+        webhook_id = created.json()["id"]
     path = route.format(
+        webhook_id=webhook_id,
         person_id=world.contact,
         product_id=world.product,
         asset_id=world.asset,
@@ -79,6 +93,11 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         and {"first_name": "A", "last_name": "B"},
         "/admin/leads": {"first_name": "A", "last_name": "B"},
         "/admin/products": world.valid_item(PRODUCTS),
+        "/admin/webhooks": WEBHOOK,
+        "/admin/webhooks/{webhook_id}/disable": {},
+        "/admin/webhooks/{webhook_id}/enable": {},
+        "/admin/webhooks/{webhook_id}/rotate": {},
+        "/admin/webhooks/{webhook_id}/replay": {"since": "2026-01-01T00:00:00Z"},
     }
     kwargs: dict[str, Any] = {}
     if method == "POST":

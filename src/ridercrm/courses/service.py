@@ -20,6 +20,7 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
+from ridercrm.events import service as events
 from ridercrm.fields import error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import service as people
@@ -305,6 +306,7 @@ def _book_new(
         )
     )
     session.flush()
+    events.course_booked(session, asset)
     _fill(result, asset, contact)
     result.delivery = True
     result.receipt = "Course booked; lead converted to contact." if converted else "Course booked."
@@ -326,6 +328,7 @@ def _update(
     problem = rules.feedback_error(target, feedback)
     if problem:
         raise ItemRejected(problem)
+    before = {name: getattr(asset, name) for name in events.COURSE_STATE_FIELDS}
     for name in COURSE_FIELDS:
         value = getattr(item, name)
         if value is not None:
@@ -343,6 +346,17 @@ def _update(
             )
         )
     session.flush()
+    # The status, and the feedback that goes with a new status, are course.status_changed's.
+    reported = ("course_status", "course_feedback") if target != current else ("course_status",)
+    changed = [
+        name
+        for name, value in before.items()
+        if name not in reported and getattr(asset, name) != value
+    ]
+    if changed:
+        events.course_updated(session, asset, changed)
+    if target != current:
+        events.course_status_changed(session, asset, from_status=current, audit_id=audit_id)
     if target != current:
         return f"Course status changed from {current} to {target}."
     return "Course updated."

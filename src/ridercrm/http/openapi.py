@@ -374,6 +374,7 @@ def document(app: FastAPI) -> dict[str, Any]:
         openapi_version=app.openapi_version,
         description=DESCRIPTION,
         routes=app.routes,
+        webhooks=app.webhooks.routes,
         tags=app.openapi_tags,
         servers=app.servers,
     )

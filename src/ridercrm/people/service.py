@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.matching.repository import note_new_person, note_person_change
 from ridercrm.people import repository
@@ -24,6 +25,7 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     session.add(person)
     session.flush()
     note_new_person(session, person.id)
+    events.person_created(session, person)
     return person
 
 
@@ -68,8 +70,9 @@ def apply_changes(session: Session, person: Person, changes: Mapping[str, object
     """Write field values to a person; return how many were supplied and written.
 
     Every write path to a person's fields goes through here, so what is derived from
-    them (updated_at, matching keys) stays in step. Values equal to the stored ones
-    change nothing: no row update, no key writes, so a retried request touches no rows.
+    them (updated_at, matching keys, the person.updated event) stays in step. Values
+    equal to the stored ones change nothing: no row update, no key writes, no event, so
+    a retried request touches no rows.
     """
     differing = {name: value for name, value in changes.items() if getattr(person, name) != value}
     if differing:
@@ -77,6 +80,7 @@ def apply_changes(session: Session, person: Person, changes: Mapping[str, object
         for name, value in differing.items():
             setattr(person, name, value)
         person.updated_at = utcnow()
+        events.person_updated(session, person, differing)
     return len(changes)
 
 
@@ -152,4 +156,6 @@ def convert_lead(session: Session, lead: Person) -> Person:
     lead.converted_contact = contact
     lead.updated_at = utcnow()
     note_new_person(session, contact.id)
+    events.person_created(session, contact)
+    events.lead_converted(session, lead, contact)
     return contact

@@ -1,7 +1,7 @@
 """Import runs: the content hash of each imported file, to refuse an identical re-run.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-22
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,207 @@
+"""The `ridercrm webhooks ...` and `ridercrm deliver` commands."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.events import manage
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.safety import AllowList, UnsafeUrl
+from ridercrm.events.service import KNOWN_TYPES
+from ridercrm.migrate import upgrade
+
+webhooks_app = typer.Typer(help="Webhook endpoints that receive events.", no_args_is_help=True)
+# No Rich markup: URLs and descriptions are printed as written.
+console = Console(markup=False, highlight=False, soft_wrap=True)
+errors = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+EndpointId = Annotated[str, typer.Argument(help="The endpoint's id (ep_...).")]
+
+
+def _sessions(settings: Settings) -> sessionmaker[Session]:
+    engine = build_engine(settings)
+    upgrade(engine)
+    return session_factory(engine)
+
+
+@contextmanager
+def _work(settings: Settings, *, write: bool = False) -> Iterator[Session]:
+    """A unit of work; a refused request exits 2 with its reason."""
+    try:
+        with session_scope(_sessions(settings), write=write) as session:
+            yield session
+    except manage.NoSuchEndpoint as exc:
+        errors.print(f"error: no webhook endpoint {exc.args[0]}")
+        raise typer.Exit(2) from None
+    except (UnsafeUrl, manage.EndpointProblem) as exc:
+        errors.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+
+
+@webhooks_app.command("add")
+def webhooks_add(
+    url: Annotated[str, typer.Argument(help="Where to POST events (http:// or https://).")],
+    event: Annotated[
+        list[str],
+        typer.Option(
+            "--event", help=f"Event type to send; repeat for several: {', '.join(KNOWN_TYPES)}."
+        ),
+    ],
+    description: Annotated[str, typer.Option(help="What the endpoint is for.")] = "",
+) -> None:
+    """Register an endpoint. Its signing secret is printed once, alone on the last line."""
+    settings = Settings()
+    with _work(settings, write=True) as session:
+        endpoint, secret = manage.create_endpoint(
+            session,
+            url=url,
+            event_types=event,
+            description=description,
+            allow=AllowList.parse(settings.webhook_allowed_hosts),
+        )
+        console.print(
+            f"created webhook endpoint {endpoint.id} for {', '.join(endpoint.event_types)}"
+        )
+    print(secret, flush=True)
+
+
+@webhooks_app.command("list")
+def webhooks_list() -> None:
+    """List endpoints, one a line: id, enabled, event types, URL, why disabled (never secrets)."""
+    with _work(Settings()) as session:
+        for endpoint in manage.list_endpoints(session):
+            state = "enabled" if endpoint.enabled else f"disabled ({endpoint.disabled_reason})"
+            console.print(
+                f"{endpoint.id}  {state}  {','.join(endpoint.event_types)}  {endpoint.url}"
+                + (f"  {endpoint.description}" if endpoint.description else "")
+            )
+
+
+@webhooks_app.command("rotate")
+def webhooks_rotate(
+    endpoint_id: EndpointId,
+    grace_hours: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="How long the old secret also signs (default RIDERCRM_WEBHOOK_SECRET_GRACE_HOURS).",
+        ),
+    ] = None,
+) -> None:
+    """Give an endpoint a new secret, printed alone on the last line; the old one signs too for a while."""
+    settings = Settings()
+    hours = settings.webhook_secret_grace_hours if grace_hours is None else grace_hours
+    with _work(settings, write=True) as session:
+        endpoint, secret = manage.rotate_secret(
+            session, endpoint_id=endpoint_id, grace=dt.timedelta(hours=hours)
+        )
+        console.print(
+            f"rotated the secret of {endpoint.id}; the old one also signs for {hours:g} hour(s)"
+        )
+    print(secret, flush=True)
+
+
+@webhooks_app.command("disable")
+def webhooks_disable(endpoint_id: EndpointId) -> None:
+    """Disable an endpoint: its deliveries wait until it is enabled."""
+    with _work(Settings(), write=True) as session:
+        manage.set_enabled(session, endpoint_id=endpoint_id, enabled=False)
+    console.print(f"disabled {endpoint_id}")
+
+
+@webhooks_app.command("enable")
+def webhooks_enable(endpoint_id: EndpointId) -> None:
+    """Enable an endpoint: its waiting deliveries are sent."""
+    with _work(Settings(), write=True) as session:
+        manage.set_enabled(session, endpoint_id=endpoint_id, enabled=True)
+    console.print(f"enabled {endpoint_id}")
+
+
+@webhooks_app.command("deliveries")
+def webhooks_deliveries(
+    endpoint_id: EndpointId,
+    status: Annotated[
+        str | None, typer.Option(help="Only pending, sending, delivered or failed.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 50,
+) -> None:
+    """List an endpoint's deliveries as JSON lines: status, response code, latency, next attempt."""
+    with _work(Settings()) as session:
+        rows = manage.list_deliveries(session, endpoint_id=endpoint_id, limit=limit, status=status)
+        for delivery, event_type in rows:
+            print(json.dumps(manage.delivery_json(delivery, event_type)), flush=True)
+
+
+@webhooks_app.command("replay")
+def webhooks_replay(
+    endpoint_id: EndpointId,
+    event: Annotated[str | None, typer.Option("--event", help="One event id (msg_...).")] = None,
+    since: Annotated[
+        dt.datetime | None,
+        typer.Option(
+            help="Every event of the endpoint's types since this time (UTC unless given).",
+            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"],
+        ),
+    ] = None,
+) -> None:
+    """Send one event, or every event since a time, to an endpoint again."""
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=dt.UTC)
+    with _work(Settings(), write=True) as session:
+        count = manage.replay(session, endpoint_id=endpoint_id, event_id=event, since=since)
+    console.print(f"replaying {count} event(s) to {endpoint_id}")
+
+
+def start_deliverer(settings: Settings) -> Callable[[], None]:
+    """Run a deliverer in a background thread of this process; return what stops it."""
+    deliverer = Deliverer(settings)
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=deliverer.run, args=(stop,), name="ridercrm-deliverer", daemon=True
+    )
+    thread.start()
+
+    def stop_it() -> None:
+        stop.set()
+        thread.join(timeout=settings.webhook_timeout_seconds + 5)
+        deliverer.close()
+
+    return stop_it
+
+
+def deliver_command(
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+    ] = None,
+) -> None:
+    """Deliver webhooks until stopped (SIGINT or SIGTERM); run as many as you like."""
+    from ridercrm.logs import configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level, as_json=settings.log_json)
+    upgrade(build_engine(settings))
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr="127.0.0.1")
+    deliverer = Deliverer(settings)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    console.print("delivering webhooks; stop with Ctrl-C")
+    try:
+        deliverer.run(stop)
+    finally:
+        deliverer.close()

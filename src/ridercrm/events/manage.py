@@ -1,0 +1,202 @@
+"""Webhook endpoints: register, list, rotate secrets, disable and enable, log, replay."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from ridercrm.db import utcnow
+from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
+from ridercrm.events.safety import AllowList, resolve
+from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
+
+
+class EndpointProblem(ValueError):
+    """A request about endpoints that cannot be carried out; the message says why."""
+
+
+class NoSuchEndpoint(LookupError):
+    """No endpoint has this id."""
+
+
+def new_secret() -> str:
+    """A fresh signing secret in the Standard Webhooks form (whsec_ + base64 of 24 bytes)."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode("ascii")
+
+
+def check_event_types(event_types: Sequence[str]) -> list[str]:
+    """The types, de-duplicated, in order; EndpointProblem if one is unknown or none given."""
+    if not event_types:
+        raise EndpointProblem("event_types: name at least one event type")
+    unknown = [name for name in event_types if name not in KNOWN_TYPES]
+    if unknown:
+        raise EndpointProblem(
+            f"event_types: unknown {', '.join(map(str, unknown))}; known: {', '.join(KNOWN_TYPES)}"
+        )
+    return list(dict.fromkeys(event_types))
+
+
+def create_endpoint(
+    session: Session, *, url: str, event_types: Sequence[str], description: str, allow: AllowList
+) -> tuple[WebhookEndpoint, str]:
+    """Register an endpoint; return it and its secret (shown once)."""
+    resolve(url, allow)  # raises UnsafeUrl
+    endpoint = WebhookEndpoint(
+        id="ep_" + secrets.token_hex(8),
+        url=url,
+        description=description,
+        event_types=check_event_types(event_types),
+        secret=new_secret(),
+        enabled=True,
+        created_at=utcnow(),
+    )
+    session.add(endpoint)
+    session.flush()
+    forget_subscribers(session)
+    return endpoint, endpoint.secret
+
+
+def list_endpoints(session: Session) -> Sequence[WebhookEndpoint]:
+    """Every endpoint, oldest first."""
+    return session.scalars(select(WebhookEndpoint).order_by(WebhookEndpoint.created_at)).all()
+
+
+def get_endpoint(session: Session, endpoint_id: str, *, lock: bool = False) -> WebhookEndpoint:
+    """The endpoint with this id; NoSuchEndpoint otherwise."""
+    endpoint = session.get(WebhookEndpoint, endpoint_id, with_for_update=lock or None)
+    if endpoint is None:
+        raise NoSuchEndpoint(endpoint_id)
+    return endpoint
+
+
+def rotate_secret(
+    session: Session, *, endpoint_id: str, grace: dt.timedelta
+) -> tuple[WebhookEndpoint, str]:
+    """Give the endpoint a new secret; the old one also signs until the grace time ends."""
+    endpoint = get_endpoint(session, endpoint_id, lock=True)
+    if grace > dt.timedelta(0):
+        endpoint.previous_secret = endpoint.secret
+        endpoint.previous_secret_until = utcnow() + grace
+    else:
+        endpoint.previous_secret = None
+        endpoint.previous_secret_until = None
+    endpoint.secret = new_secret()
+    return endpoint, endpoint.secret
+
+
+def set_enabled(session: Session, *, endpoint_id: str, enabled: bool) -> WebhookEndpoint:
+    """Disable an endpoint (its deliveries wait) or enable it (they are due at once)."""
+    endpoint = get_endpoint(session, endpoint_id, lock=True)
+    if enabled and not endpoint.enabled:
+        endpoint.enabled = True
+        endpoint.disabled_reason = None
+        endpoint.disabled_at = None
+        session.execute(
+            update(Delivery)
+            .where(Delivery.endpoint_id == endpoint.id, Delivery.status == PENDING)
+            .values(next_attempt_at=utcnow())
+        )
+    elif not enabled and endpoint.enabled:
+        endpoint.enabled = False
+        endpoint.disabled_reason = "disabled by an operator"
+        endpoint.disabled_at = utcnow()
+    forget_subscribers(session)
+    return endpoint
+
+
+def list_deliveries(
+    session: Session,
+    *,
+    endpoint_id: str,
+    limit: int,
+    status: str | None = None,
+    before: int | None = None,
+) -> list[tuple[Delivery, str]]:
+    """An endpoint's deliveries, newest first, each with its event's type."""
+    get_endpoint(session, endpoint_id)
+    query = (
+        select(Delivery, Event.type)
+        .join(Event, Event.id == Delivery.event_id)
+        .where(Delivery.endpoint_id == endpoint_id)
+        .order_by(Delivery.id.desc())
+        .limit(limit)
+    )
+    if status is not None:
+        query = query.where(Delivery.status == status)
+    if before is not None:
+        query = query.where(Delivery.id < before)
+    return [(row[0], row[1]) for row in session.execute(query)]
+
+
+def replay(
+    session: Session,
+    *,
+    endpoint_id: str,
+    event_id: str | None = None,
+    since: dt.datetime | None = None,
+) -> int:
+    """Send one event, or every event of the endpoint's types since a time, again; return how many."""
+    endpoint = get_endpoint(session, endpoint_id)
+    if (event_id is None) == (since is None):
+        raise EndpointProblem("name either event_id or since")
+    query = select(Event.id, Event.subject, Event.type).order_by(Event.created_at, Event.id)
+    if event_id is not None:
+        query = query.where(Event.id == event_id)
+    else:
+        query = query.where(Event.created_at >= since, Event.type.in_(endpoint.event_types))
+    rows = session.execute(query).all()
+    if event_id is not None:
+        if not rows:
+            raise EndpointProblem(f"event_id: no event {event_id}")
+        if rows[0].type not in endpoint.event_types:
+            # Its payload may hold personal fields the endpoint never asked for.
+            raise EndpointProblem(f"event_id: the endpoint does not receive {rows[0].type} events")
+    now = utcnow()
+    session.add_all(
+        Delivery(event_id=row.id, endpoint_id=endpoint.id, subject=row.subject, next_attempt_at=now)
+        for row in rows
+    )
+    session.flush()
+    return len(rows)
+
+
+def endpoint_json(endpoint: WebhookEndpoint) -> dict[str, Any]:
+    """An endpoint as the admin API shows it: never its secrets."""
+    return {
+        "id": endpoint.id,
+        "url": endpoint.url,
+        "description": endpoint.description,
+        "event_types": list(endpoint.event_types),
+        "enabled": endpoint.enabled,
+        "disabled_reason": endpoint.disabled_reason,
+        "disabled_at": _iso(endpoint.disabled_at),
+        "previous_secret_until": _iso(endpoint.previous_secret_until),
+        "created_at": _iso(endpoint.created_at),
+    }
+
+
+def delivery_json(delivery: Delivery, event_type: str) -> dict[str, Any]:
+    """A delivery log entry: ids, status, response code, latency and times; no payload."""
+    return {
+        "id": delivery.id,
+        "event_id": delivery.event_id,
+        "event_type": event_type,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "response_code": delivery.response_code,
+        "latency_ms": delivery.latency_ms,
+        "error": delivery.error,
+        "next_attempt_at": _iso(delivery.next_attempt_at) if delivery.status == PENDING else None,
+        "created_at": _iso(delivery.created_at),
+        "finished_at": _iso(delivery.finished_at),
+    }
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None

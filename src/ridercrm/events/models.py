@@ -1,0 +1,84 @@
+"""The outbox (events), the endpoints that receive them and the delivery log."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
+
+PENDING = "pending"  # waiting for its next attempt (or for the endpoint to be enabled)
+SENDING = "sending"  # claimed by a deliverer until lease_until; then pending again
+DELIVERED = "delivered"
+FAILED = "failed"  # gave up: 410, or the whole retry schedule failed
+OPEN_STATUSES = (PENDING, SENDING)
+
+
+class Event(Base):
+    """One change, written in the transaction that made it (the outbox)."""
+
+    __tablename__ = "events"
+
+    # The Standard Webhooks message id ("msg_..."), sent as webhook-id.
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    type: Mapped[str] = mapped_column(String(40))
+    # "person:<id>" or "course:<id>": events of one subject are delivered in order.
+    subject: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class WebhookEndpoint(Base):
+    """A receiver of events: its URL, the event types it wants and its signing secrets."""
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    description: Mapped[str] = mapped_column(String(500), default="")
+    event_types: Mapped[list[str]] = mapped_column(JSON)
+    # Needed in plaintext to sign; shown once, never listed (docs/decisions.md).
+    secret: Mapped[str] = mapped_column(String(100))
+    previous_secret: Mapped[str | None] = mapped_column(String(100))
+    previous_secret_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled_reason: Mapped[str | None] = mapped_column(String(200))
+    disabled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Delivery(Base):
+    """One event to one endpoint: its state, attempts and last result (the delivery log).
+
+    Holds ids, codes and timings only: no payload, no response body (personal data).
+    """
+
+    __tablename__ = "webhook_deliveries"
+
+    # Insert order; within one endpoint and subject it is commit order (docs/events.md).
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(String(40), ForeignKey("events.id"), index=True)
+    endpoint_id: Mapped[str] = mapped_column(String(40), ForeignKey("webhook_endpoints.id"))
+    subject: Mapped[str] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(10), default=PENDING)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    lease_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    response_code: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        # The deliverer's claim: open deliveries by when they are due.
+        Index("ix_webhook_deliveries_status_due", status, next_attempt_at),
+        # One subject's earlier open deliveries to the same endpoint (the order rule), and
+        # an endpoint's delivery log. Deliberately the only index led by endpoint_id: with
+        # an (endpoint_id, id) index beside it, PostgreSQL on fresh statistics checked the
+        # order rule through that one, reading every earlier delivery of the endpoint.
+        Index("ix_webhook_deliveries_endpoint_subject", endpoint_id, subject, id),
+    )

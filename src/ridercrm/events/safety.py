@@ -1,0 +1,129 @@
+"""Where webhooks may be sent: no loopback, private, link-local or metadata addresses.
+
+An endpoint's URL is checked when it is registered and again before every attempt, and
+the attempt connects to the very address that was checked, so a host name that later
+resolves somewhere else (DNS rebinding) cannot steer a delivery inside the network.
+``RIDERCRM_WEBHOOK_ALLOWED_HOSTS`` lets an operator allow named hosts or CIDR ranges.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Cloud metadata services that are not link-local (169.254.169.254 is, and so refused).
+METADATA = (
+    ipaddress.ip_network("100.100.100.200/32"),  # Alibaba Cloud
+    ipaddress.ip_network("fd00:ec2::254/128"),  # AWS over IPv6
+)
+
+
+class UnsafeUrl(ValueError):
+    """The URL may not receive webhooks; the message says why."""
+
+
+@dataclass(frozen=True)
+class AllowList:
+    """Hosts and ranges an operator allows although they are not public."""
+
+    hosts: frozenset[str] = frozenset()
+    networks: tuple[IPNetwork, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> AllowList:
+        """Read "host,10.0.0.0/8,127.0.0.1"; raise ValueError on a bad range."""
+        hosts: set[str] = set()
+        networks: list[IPNetwork] = []
+        for raw in text.split(","):
+            item = raw.strip().lower()
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                if "/" in item:
+                    raise ValueError(f"{raw.strip()!r} is not a CIDR range") from None
+                hosts.add(item.strip("[]"))
+        return cls(frozenset(hosts), tuple(networks))
+
+    def allows(self, host: str, address: IPAddress) -> bool:
+        return host.lower() in self.hosts or any(address in net for net in self.networks)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked URL and the address to connect to."""
+
+    url: SplitResult
+    host: str
+    port: int
+    address: str
+
+
+def parse_url(url: str) -> SplitResult:
+    """Check the URL's form: http or https, a host, no fragment."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise UnsafeUrl(f"url: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise UnsafeUrl("url: must start with http:// or https://")
+    if not parts.hostname:
+        raise UnsafeUrl("url: has no host")
+    if parts.username is not None or parts.password is not None:
+        raise UnsafeUrl("url: must not carry a user name or password")
+    if parts.fragment:
+        raise UnsafeUrl("url: must not have a #fragment")
+    if port == 0:
+        raise UnsafeUrl("url: port 0 is not a port")
+    return parts
+
+
+def _refusal(address: IPAddress) -> str | None:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return "loopback"
+    if address.is_multicast or address.is_unspecified:
+        return "not a unicast"
+    if address.is_link_local:
+        return "link-local (cloud metadata)"
+    if any(address in net for net in METADATA):
+        return "cloud metadata"
+    if address.is_private:
+        return "private"
+    if address.is_reserved:
+        return "reserved"
+    if not address.is_global:
+        return "not public"
+    return None
+
+
+def resolve(url: str, allow: AllowList) -> Target:
+    """Check the URL and every address its host resolves to; the address to connect to."""
+    parts = parse_url(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise UnsafeUrl(f"url: host {host} does not resolve ({exc})") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses:
+        raise UnsafeUrl(f"url: host {host} does not resolve")
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+        reason = _refusal(address)
+        # Any one disallowed address refuses the host: a resolver may answer with either.
+        if reason is not None and not allow.allows(host, address):
+            raise UnsafeUrl(
+                f"url: {host} resolves to {address}, a {reason} address;"
+                " allow it with RIDERCRM_WEBHOOK_ALLOWED_HOSTS"
+            )
+    return Target(url=parts, host=host, port=port, address=addresses[0])

@@ -1,0 +1,245 @@
+"""Webhook endpoints in and out, and the events' payloads (documented in the OpenAPI document)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# --- Endpoints (admin API) ------------------------------------------------------------
+
+
+class WebhookCreate(BaseModel):
+    """A new webhook endpoint. Unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=2000, description="http:// or https:// URL.")
+    event_types: list[str] = Field(
+        min_length=1, max_length=20, description="The event types to send, e.g. person.created."
+    )
+    description: str = Field(default="", max_length=500)
+
+
+class WebhookAction(BaseModel):
+    """Disable or enable an endpoint: no fields; the body may be empty or {}."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class WebhookRotate(BaseModel):
+    """Rotate an endpoint's secret. An empty body takes the default grace time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grace_hours: float | None = Field(
+        default=None,
+        ge=0,
+        le=24 * 30,
+        description="How long the old secret also signs (default RIDERCRM_WEBHOOK_SECRET_GRACE_HOURS).",
+    )
+
+
+class WebhookReplay(BaseModel):
+    """Send one event again, or every event of the endpoint's types since a time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str | None = Field(default=None, max_length=40, description="An event (msg_...).")
+    since: dt.datetime | None = Field(
+        default=None, description="ISO 8601 time; UTC when no zone is given."
+    )
+
+
+class WebhookSecret(BaseModel):
+    """An endpoint's id and signing secret, shown this once."""
+
+    id: str
+    secret: str = Field(pattern="^whsec_", description="Verify signatures with it; keep it safe.")
+
+
+class WebhookRead(BaseModel):
+    """An endpoint (never its secret)."""
+
+    id: str
+    url: str
+    description: str
+    event_types: list[str]
+    enabled: bool
+    disabled_reason: str | None = Field(
+        description="Why it is disabled: by an operator, a 410 answer or a failed retry schedule."
+    )
+    disabled_at: str | None
+    previous_secret_until: str | None = Field(
+        description="Until when the secret before the last rotation also signs."
+    )
+    created_at: str
+
+
+class WebhookList(BaseModel):
+    """Every endpoint."""
+
+    webhooks: list[WebhookRead]
+
+
+class DeliveryRead(BaseModel):
+    """One event to one endpoint: status, attempts, last response; never the payload."""
+
+    id: int
+    event_id: str
+    event_type: str
+    status: Literal["pending", "sending", "delivered", "failed"]
+    attempts: int
+    response_code: int | None
+    latency_ms: int | None
+    error: str | None
+    next_attempt_at: str | None = Field(description="When a pending delivery is tried next.")
+    created_at: str
+    finished_at: str | None
+
+
+class DeliveryList(BaseModel):
+    """An endpoint's deliveries, newest first; next_before continues the list."""
+
+    deliveries: list[DeliveryRead]
+    next_before: int | None
+
+
+class Replayed(BaseModel):
+    """How many deliveries a replay added."""
+
+    replayed: int
+
+
+# --- Event payloads (the webhooks themselves) -----------------------------------------
+
+
+class PersonState(BaseModel):
+    """A contact or lead as stored (personal fields: only person.created carries them)."""
+
+    id: str
+    kind: Literal["contact", "lead"]
+    first_name: str
+    last_name: str
+    date_of_birth: str | None = Field(description="YYYY-MM-DD")
+    email: str | None
+    postcode: str | None
+    mobile_phone: str | None
+    home_phone: str | None
+    drivers_license: str | None
+    license_type: str | None
+    street: str | None
+    city: str | None
+    state: str | None
+    country: str | None
+    lead_source: str | None
+    opt_in: bool | None
+
+
+class CourseState(BaseModel):
+    """A course (asset) as stored: ids and course fields, no personal field."""
+
+    id: str
+    person_id: str = Field(description="The contact the course belongs to.")
+    product_id: str
+    booking_number: str | None
+    course_status: str
+    course_feedback: str | None
+    course_datetime: str | None
+    course_date_end: str | None
+    course_location: str | None
+    rider_instructor_1: str | None
+    rider_instructor_2: str | None
+    dealer_code: str | None
+    course_price: str | None
+    booking_source: str | None
+
+
+class PersonCreatedData(BaseModel):
+    person: PersonState
+
+
+class PersonUpdatedData(BaseModel):
+    person_id: str
+    kind: Literal["contact", "lead"]
+    fields: list[str] = Field(description="Names of the fields that changed; never their values.")
+
+
+class LeadConvertedData(BaseModel):
+    lead_id: str
+    contact_id: str = Field(description="The new contact; the lead's id now stands for it.")
+
+
+class CourseBookedData(BaseModel):
+    course: CourseState
+
+
+class CourseUpdatedData(BaseModel):
+    course: CourseState
+    fields: list[str] = Field(description="Names of the course fields that changed.")
+
+
+class CourseStatusChangedData(BaseModel):
+    course_id: str
+    person_id: str
+    from_: str = Field(alias="from")
+    to: str
+    feedback: str | None
+    audit_id: str = Field(description="The audit record of the request that changed it.")
+
+
+class _Envelope(BaseModel):
+    timestamp: str = Field(description="When the change was made (ISO 8601, UTC).")
+
+
+class PersonCreatedEvent(_Envelope):
+    """A contact or lead was stored: by the admin API, an import, or a lead's conversion."""
+
+    type: Literal["person.created"]
+    data: PersonCreatedData
+
+
+class PersonUpdatedEvent(_Envelope):
+    """Fields of a contact or lead changed (operations 1 and 2)."""
+
+    type: Literal["person.updated"]
+    data: PersonUpdatedData
+
+
+class LeadConvertedEvent(_Envelope):
+    """A lead was converted to a contact when a course was booked for it."""
+
+    type: Literal["lead.converted"]
+    data: LeadConvertedData
+
+
+class CourseBookedEvent(_Envelope):
+    """A new course was booked (operation 1)."""
+
+    type: Literal["course.booked"]
+    data: CourseBookedData
+
+
+class CourseUpdatedEvent(_Envelope):
+    """Fields of a course other than its status changed (operation 1)."""
+
+    type: Literal["course.updated"]
+    data: CourseUpdatedData
+
+
+class CourseStatusChangedEvent(_Envelope):
+    """A course's status changed (operation 1): from, to, feedback and the audit id."""
+
+    type: Literal["course.status_changed"]
+    data: CourseStatusChangedData
+
+
+EVENT_MODELS: dict[str, type[_Envelope]] = {
+    "person.created": PersonCreatedEvent,
+    "person.updated": PersonUpdatedEvent,
+    "lead.converted": LeadConvertedEvent,
+    "course.booked": CourseBookedEvent,
+    "course.updated": CourseUpdatedEvent,
+    "course.status_changed": CourseStatusChangedEvent,
+}

@@ -1,0 +1,242 @@
+"""Webhook endpoints through the admin API and the CLI, and the addresses refused (SSRF)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
+
+from ridercrm.cli import app
+from ridercrm.db import session_scope
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.models import WebhookEndpoint
+from tests.events.conftest import register
+from tests.events.receiver import Receiver, receiving
+from tests.factories import create_person
+
+runner = CliRunner()
+
+
+def test_register_answers_id_and_secret_once_and_lists_without_secrets(
+    client: TestClient, admin_headers: dict[str, str], receiver: Receiver
+) -> None:
+    response = client.post(
+        "/admin/webhooks",
+        json={"url": receiver.url, "event_types": ["person.created"], "description": "site"},
+        headers=admin_headers,
+    )
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert set(created) == {"id", "secret"}
+    assert created["secret"].startswith("whsec_")
+    listed = client.get("/admin/webhooks", headers=admin_headers)
+    assert listed.status_code == 200
+    (entry,) = listed.json()["webhooks"]
+    assert entry["id"] == created["id"]
+    assert entry["url"] == receiver.url
+    assert entry["event_types"] == ["person.created"]
+    assert entry["description"] == "site"
+    assert entry["enabled"] is True
+    assert created["secret"] not in listed.text
+    assert (
+        created["secret"]
+        not in client.get(f"/admin/webhooks/{created['id']}", headers=admin_headers).text
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"event_types": ["person.created"]}, "url"),
+        ({"url": "http://127.0.0.1/x", "event_types": []}, "event_types"),
+        (
+            {"url": "http://127.0.0.1/x", "event_types": ["person.deleted"]},
+            "unknown person.deleted",
+        ),
+        ({"url": "http://127.0.0.1/x", "event_types": ["person.created"], "secret": "x"}, "secret"),
+        ({"url": "ftp://127.0.0.1/x", "event_types": ["person.created"]}, "http"),
+        ({"url": "http://127.0.0.1/x#f", "event_types": ["person.created"]}, "fragment"),
+        ({"url": "http://u:p@127.0.0.1/x", "event_types": ["person.created"]}, "password"),
+    ],
+)
+def test_bad_registrations_are_refused_and_store_nothing(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    body: dict,
+    reason: str,
+) -> None:
+    response = client.post("/admin/webhooks", json=body, headers=admin_headers)
+    assert response.status_code == 400, response.text
+    assert reason in response.json()["detail"]
+    assert _endpoint_count(sessions) == 0
+
+
+def _endpoint_count(sessions: sessionmaker[Session]) -> int:
+    with session_scope(sessions) as session:
+        return int(session.scalar(select(func.count()).select_from(WebhookEndpoint)) or 0)
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("http://127.0.0.1:8000/hook", "loopback"),
+        ("http://localhost/hook", "loopback"),
+        ("http://[::1]/hook", "loopback"),
+        ("http://10.1.2.3/hook", "private"),
+        ("http://192.168.0.10/hook", "private"),
+        ("http://169.254.169.254/latest/meta-data", "link-local"),
+        ("http://100.100.100.200/", "metadata"),
+        ("http://[::ffff:10.0.0.1]/", "private"),
+        ("http://0.0.0.0/", "not a unicast"),
+    ],
+)
+def test_internal_addresses_are_refused_unless_allowed(
+    make_client: Callable[..., TestClient],
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    url: str,
+    kind: str,
+) -> None:
+    strict = make_client(webhook_allowed_hosts="")
+    body = {"url": url, "event_types": ["person.created"]}
+    refused = strict.post("/admin/webhooks", json=body, headers=admin_headers)
+    assert refused.status_code == 400, refused.text
+    assert kind in refused.json()["detail"]
+    assert "RIDERCRM_WEBHOOK_ALLOWED_HOSTS" in refused.json()["detail"]
+    assert _endpoint_count(sessions) == 0
+    allowing = make_client(webhook_allowed_hosts="localhost,127.0.0.0/8,::/0,10.0.0.0/8,0.0.0.0/0")
+    assert allowing.post("/admin/webhooks", json=body, headers=admin_headers).status_code == 201
+
+
+def test_the_address_is_checked_again_when_delivering(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+) -> None:
+    endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
+    create_person(client, admin_headers)
+    # The operator withdrew the allowance after the endpoint was registered.
+    make_deliverer(webhook_allowed_hosts="").run_once()
+    assert receiver.requests == []
+    (entry,) = client.get(f"/admin/webhooks/{endpoint}/deliveries", headers=admin_headers).json()[
+        "deliveries"
+    ]
+    assert entry["status"] == "pending"
+    assert "loopback" in entry["error"]
+
+
+def test_redirects_are_not_followed(
+    client: TestClient, admin_headers: dict[str, str], receiver: Receiver, deliverer: Deliverer
+) -> None:
+    with receiving() as elsewhere:
+        receiver.answer((307, {"Location": elsewhere.url}))
+        endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
+        create_person(client, admin_headers)
+        deliverer.run_once()
+        assert elsewhere.requests == []
+    (entry,) = client.get(f"/admin/webhooks/{endpoint}/deliveries", headers=admin_headers).json()[
+        "deliveries"
+    ]
+    assert (entry["status"], entry["response_code"]) == ("pending", 307)
+
+
+def test_the_delivery_log_holds_no_personal_field(
+    client: TestClient, admin_headers: dict[str, str], receiver: Receiver, deliverer: Deliverer
+) -> None:
+    endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
+    create_person(client, admin_headers, email="private.person@example.com")
+    deliverer.run_until_idle()
+    assert "private.person@example.com" in receiver.delivered()[0].body.decode()
+    log = client.get(f"/admin/webhooks/{endpoint}/deliveries", headers=admin_headers)
+    assert log.status_code == 200
+    assert "private.person" not in log.text
+    assert "Nguyen" not in log.text
+
+
+def _cli(db_url: str, *args: str) -> tuple[int, str]:
+    result = runner.invoke(
+        app,
+        list(args),
+        env={"RIDERCRM_DATABASE_URL": db_url, "RIDERCRM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"},
+    )
+    return result.exit_code, result.output
+
+
+def test_cli_adds_lists_rotates_disables_enables_and_replays(
+    db_url: str,
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    code, out = _cli(
+        db_url,
+        "webhooks",
+        "add",
+        receiver.url,
+        "--event",
+        "person.created",
+        "--event",
+        "person.updated",
+    )
+    assert code == 0, out
+    secret = out.strip().splitlines()[-1]
+    assert secret.startswith("whsec_")
+    (entry,) = client.get("/admin/webhooks", headers=admin_headers).json()["webhooks"]
+    endpoint = entry["id"]
+    assert entry["event_types"] == ["person.created", "person.updated"]
+    code, out = _cli(db_url, "webhooks", "list")
+    assert code == 0
+    assert endpoint in out
+    assert secret not in out
+
+    create_person(client, admin_headers)
+    deliverer.run_until_idle()
+    (got,) = receiver.delivered()
+    assert got.verifies_with(secret)
+
+    code, out = _cli(db_url, "webhooks", "deliveries", endpoint)
+    assert code == 0
+    assert "delivered" in out
+    assert got.webhook_id in out
+    code, out = _cli(db_url, "webhooks", "replay", endpoint, "--event", got.webhook_id)
+    assert code == 0, out
+    deliverer.run_until_idle()
+    assert [r.webhook_id for r in receiver.delivered()] == [got.webhook_id] * 2
+
+    code, out = _cli(db_url, "webhooks", "rotate", endpoint)
+    assert code == 0, out
+    new_secret = out.strip().splitlines()[-1]
+    assert new_secret.startswith("whsec_")
+    assert new_secret != secret
+
+    assert _cli(db_url, "webhooks", "disable", endpoint)[0] == 0
+    create_person(client, admin_headers, first_name="Bo")
+    deliverer.run_until_idle()
+    assert len(receiver.delivered()) == 2
+    assert _cli(db_url, "webhooks", "enable", endpoint)[0] == 0
+    create_person(client, admin_headers, first_name="Cy")
+    deliverer.run_until_idle()
+    last = receiver.delivered()[-1]
+    assert last.payload["data"]["person"]["first_name"] == "Cy"
+    assert last.verifies_with(new_secret)
+    assert last.verifies_with(secret)
+
+
+def test_cli_refuses_internal_addresses_and_unknown_endpoints(db_url: str) -> None:
+    result = runner.invoke(
+        app,
+        ["webhooks", "add", "http://10.0.0.5/x", "--event", "person.created"],
+        env={"RIDERCRM_DATABASE_URL": db_url, "RIDERCRM_WEBHOOK_ALLOWED_HOSTS": ""},
+    )
+    assert result.exit_code == 2
+    assert "private" in result.output
+    code, out = _cli(db_url, "webhooks", "disable", "ep_nope")
+    assert code == 2
+    assert "no webhook endpoint ep_nope" in out

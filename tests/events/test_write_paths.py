@@ -1,0 +1,220 @@
+"""Every event type, from every write path, reaches a real receiver signed and in order;
+no event exists for a change that rolled back (DESIGN §15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.db import session_scope
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.models import Delivery, Event
+from ridercrm.events.schemas import EVENT_MODELS
+from ridercrm.events.service import EVENT_TYPES
+from ridercrm.people import service as people
+from ridercrm.people.models import CONTACT, Person
+from ridercrm.people.schemas import PersonCreate
+from ridercrm.transfer.columns import CONTACTS
+from ridercrm.transfer.importer import import_csv
+from tests.events.conftest import register
+from tests.events.receiver import Receiver
+from tests.factories import create_person, create_product, new_booking, person_body
+
+PERSONAL_VALUES = ("Nguyen", "ann.nguyen@example.com", "0412 345 678", "L1234567", "12 Main St")
+
+
+def test_every_event_type_from_the_interface_and_admin_api(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    _endpoint, secret = register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    lead = create_person(client, admin_headers, kind="leads", **person_body(opt_in=False))
+    product = create_product(client, admin_headers)
+    # Operation 1: a lead booked becomes a contact with a course.
+    booked = client.post(
+        "/crm/people/rider_courses",
+        json={"people_product": [new_booking(lead, product)]},
+        headers=admin_headers,
+    ).json()["details"][0]
+    assert booked["delivery"] == "true", booked
+    contact, course = booked["contact_id"], booked["asset_id"]
+    # Operation 1 again: a course field, then the status.
+    changed = client.post(
+        "/crm/people/rider_courses",
+        json={"people_product": [{"asset_id": course, "course_location": "kilsyth"}]},
+        headers=admin_headers,
+    )
+    assert changed.json()["details"][0]["delivery"] == "true", changed.text
+    passed = client.post(
+        "/crm/people/rider_courses",
+        json={
+            "people_product": [
+                {
+                    "asset_id": course,
+                    "course_status": "completed - pass",
+                    "course_feedback": "pass A",
+                }
+            ]
+        },
+        headers=admin_headers,
+    )
+    assert passed.json()["details"][0]["delivery"] == "true", passed.text
+    # Operation 2: a person's fields.
+    modified = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": contact, "city": "Geelong", "email": "new@example.com"}]},
+        headers=admin_headers,
+    )
+    assert modified.json()["status"] is True, modified.text
+
+    deliverer.run_until_idle()
+    got = receiver.delivered()
+    assert all(r.verifies_with(secret) for r in got)
+    for request in got:  # each payload is valid by its documented schema
+        EVENT_MODELS[request.type].model_validate(request.payload)
+    by_subject: dict[str, list[str]] = {}
+    for request in got:
+        data = request.payload["data"]
+        subject = (
+            data.get("person", {}).get("id")
+            or data.get("person_id")
+            or data.get("lead_id")
+            or data.get("course", {}).get("id")
+            or data.get("course_id")
+        )
+        if request.type.startswith("course."):
+            subject = data.get("course", {}).get("id") or data.get("course_id")
+        by_subject.setdefault(subject, []).append(request.type)
+    assert by_subject[lead] == ["person.created", "lead.converted"]
+    # The new contact: created from the lead, then the booking's and operation 2's changes.
+    assert by_subject[contact] == ["person.created", "person.updated", "person.updated"]
+    assert by_subject[course] == ["course.booked", "course.updated", "course.status_changed"]
+
+    status_changed = next(r for r in got if r.type == "course.status_changed").payload["data"]
+    assert status_changed == {
+        "course_id": course,
+        "person_id": contact,
+        "from": "booked",
+        "to": "completed - pass",
+        "feedback": "pass A",
+        "audit_id": passed.headers["x-audit-id"],
+    }
+    updated = next(r for r in got if r.type == "course.updated").payload["data"]
+    assert updated["fields"] == ["course_location"]
+    assert updated["course"]["course_location"] == "kilsyth"
+    last_update = [r for r in got if r.type == "person.updated"][-1]
+    assert last_update.payload["data"] == {
+        "person_id": contact,
+        "kind": "contact",
+        "fields": ["city", "email"],
+    }
+    # Names, never values: no personal value in an update, a course or a conversion.
+    for request in got:
+        if request.type != "person.created":
+            text = request.body.decode()
+            assert not any(
+                value in text for value in (*PERSONAL_VALUES, "Geelong", "new@example.com")
+            )
+
+
+def test_import_emits_person_created_for_every_row(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+    tmp_path: Path,
+) -> None:
+    _endpoint, secret = register(client, admin_headers, receiver.url, "person.created")
+    path = tmp_path / "contacts.csv"
+    path.write_text(
+        "first_name,last_name,email,date_of_birth\n"
+        "Ann,Ng,ann@example.com,1999-04-12\n"
+        "Bo,Li,,\n"
+        ",Nameless,,\n",
+        encoding="utf-8",
+    )
+    result = import_csv(sessions, CONTACTS, path, workers=0)
+    assert (result.imported, result.bad_rows) == (2, 1)
+    deliverer.run_until_idle()
+    # Two people: two subjects, delivered side by side in any order.
+    got = sorted(receiver.delivered(), key=lambda r: r.payload["data"]["person"]["first_name"])
+    assert [r.payload["data"]["person"]["first_name"] for r in got] == ["Ann", "Bo"]
+    assert got[0].payload["data"]["person"]["date_of_birth"] == "1999-04-12"
+    assert got[0].payload["data"]["person"]["kind"] == "contact"
+    assert all(r.verifies_with(secret) for r in got)
+
+
+def _counts(sessions: sessionmaker[Session]) -> tuple[int, int]:
+    with session_scope(sessions) as session:
+        events = session.scalar(select(func.count()).select_from(Event))
+        deliveries = session.scalar(select(func.count()).select_from(Delivery))
+    return int(events or 0), int(deliveries or 0)
+
+
+class _Undo(Exception):
+    pass
+
+
+def test_no_event_for_a_rolled_back_savepoint_or_transaction(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+) -> None:
+    register(client, admin_headers, receiver.url, "person.created", "person.updated")
+    data = PersonCreate.model_validate(person_body())
+
+    def savepoint_rolled_back(session: Session, kept: Person) -> None:
+        # An item savepoint that rolls back, as operations 1 and 2 do for a bad item.
+        with session.begin_nested():
+            people.create_person(session, kind=CONTACT, data=data)
+            people.apply_changes(session, kept, {"city": "Undone"})
+            session.flush()
+            raise _Undo
+
+    def transaction_rolled_back() -> None:
+        with session_scope(sessions, write=True) as session:
+            people.create_person(session, kind=CONTACT, data=data)
+            session.flush()
+            raise _Undo
+
+    with session_scope(sessions, write=True) as session:
+        kept = people.create_person(session, kind=CONTACT, data=data)
+        with pytest.raises(_Undo):
+            savepoint_rolled_back(session, kept)
+    assert _counts(sessions) == (1, 1)
+    with pytest.raises(_Undo):
+        transaction_rolled_back()
+    assert _counts(sessions) == (1, 1)
+    with session_scope(sessions) as session:
+        (payload,) = session.scalars(select(Event.payload)).all()
+    assert payload["data"]["person"]["id"] == kept.id
+    assert json.dumps(payload)  # stored as JSON
+
+
+def test_a_failed_item_writes_no_event_and_a_repeat_writes_none(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+) -> None:
+    register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    contact = create_person(client, admin_headers)
+    before = _counts(sessions)
+    body = {
+        "people_data": [{"ID": contact, "city": "Geelong"}, {"ID": contact, "first_name": None}]
+    }
+    first = client.post("/crm/modify", json=body, headers=admin_headers).json()
+    assert [d["status"] for d in first["details"]] == [True, False]
+    assert _counts(sessions) == (before[0] + 1, before[1] + 1)
+    # The same values again change nothing: no event.
+    client.post("/crm/modify", json=body, headers=admin_headers)
+    assert _counts(sessions) == (before[0] + 1, before[1] + 1)
