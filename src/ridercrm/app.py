@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ridercrm import __version__
 from ridercrm.audit.endpoints import router as audit_router
+from ridercrm.duplicates.endpoints import router as duplicates_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
@@ -108,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         products_router,
         people_router,
         audit_router,
+        duplicates_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -3,6 +3,7 @@
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
+from ridercrm.duplicates.models import PersonMerge
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
@@ -18,5 +19,6 @@ __all__ = [
     "IdempotencyRecord",
     "Person",
     "PersonKey",
+    "PersonMerge",
     "Product",
 ]

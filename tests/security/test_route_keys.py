@@ -43,6 +43,8 @@ SCOPE_OF: dict[tuple[str, str], str] = {
     ("GET", "/admin/assets/{asset_id}"): "admin",
     ("GET", "/admin/audit"): "admin",
     ("GET", "/admin/audit/{audit_id}"): "admin",
+    ("POST", "/admin/people/merge"): "admin",
+    ("POST", "/admin/people/merge/{merge_id}/undo"): "admin",
 }
 
 
@@ -69,6 +71,7 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         product_id=world.product,
         asset_id=world.asset,
         audit_id=audit_id.json()["records"][0]["id"],
+        merge_id=1,
     )
     bodies: dict[str, Any] = {
         "/crm/people/rider_courses": RIDER_COURSES.body(world.valid_item(RIDER_COURSES)),
@@ -79,10 +82,12 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         and {"first_name": "A", "last_name": "B"},
         "/admin/leads": {"first_name": "A", "last_name": "B"},
         "/admin/products": world.valid_item(PRODUCTS),
+        "/admin/people/merge": {"people": [world.contact, world.lead], "dry_run": True},
+        "/admin/people/merge/1/undo": {},
     }
     kwargs: dict[str, Any] = {}
     if method == "POST":
-        kwargs["content"] = json.dumps(bodies[route]).encode()
+        kwargs["content"] = json.dumps(bodies[path if path in bodies else route]).encode()
         kwargs["headers"] = {"Content-Type": "application/json"}
     if route == "/admin/people":
         path += "?q=Ann"
