@@ -9,10 +9,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ridercrm import __version__
 from ridercrm.audit.endpoints import router as audit_router
-from ridercrm.duplicates.endpoints import router as duplicates_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
+from ridercrm.duplicates.endpoints import router as duplicates_router
 from ridercrm.http import handlers, metrics, openapi
 from ridercrm.http.middleware import AuditMiddleware
 from ridercrm.http.ratelimit import build_rate_limiter

@@ -15,6 +15,7 @@ from rich.table import Table
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.duplicates.commands import duplicates_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.migrate import upgrade
@@ -218,6 +219,7 @@ def match_train(
 
 
 app.add_typer(import_app, name="import")
+app.add_typer(duplicates_app, name="duplicates")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -3,7 +3,7 @@
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
-from ridercrm.duplicates.models import PersonMerge
+from ridercrm.duplicates.models import DuplicateCluster, DuplicatePair, DuplicateScan, PersonMerge
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
@@ -16,6 +16,9 @@ __all__ = [
     "AssetStatusChange",
     "AuditRecord",
     "Base",
+    "DuplicateCluster",
+    "DuplicatePair",
+    "DuplicateScan",
     "IdempotencyRecord",
     "Person",
     "PersonKey",

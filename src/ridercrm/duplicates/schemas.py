@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -57,6 +57,54 @@ class UndoResult(BaseModel):
     survivor: str
     restored: list[str]
     moved_back: dict[str, list[str]]
+
+
+class ClusterSummary(BaseModel):
+    """A cluster of likely duplicates."""
+
+    id: int
+    people: list[str]
+    score: float = Field(description="The weakest pair's total match weight (bits).")
+    status: str = Field(description="open, skipped, merged or dismissed.")
+    merge_id: int | None
+    created_at: str
+
+
+class ClusterList(BaseModel):
+    """A page of clusters, best score first."""
+
+    clusters: list[ClusterSummary]
+    next_before: int | None = Field(description="Ask before=this for the next page; None: no more.")
+
+
+class ClusterDetail(ClusterSummary):
+    """A cluster side by side."""
+
+    records: list[dict[str, Any]] = Field(description="Each person's stored fields.")
+    differing: list[str] = Field(description="The fields whose values differ.")
+    pairs: list[dict[str, Any]] = Field(description="Each pair's score, levels and weights.")
+
+
+class DecideRequest(BaseModel):
+    """An operator's decision on a cluster."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["merge", "dismiss", "skip"]
+    survivor: str | None = None
+    fields: dict[str, str] = Field(default_factory=dict)
+    dry_run: StrictBool = False
+
+
+class DecideResult(BaseModel):
+    """What the decision did; a merge adds the fields of a merge's result."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cluster: int
+    decision: str
+    dry_run: bool
+    status: str
 
 
 MERGE_EXAMPLE: dict[str, Any] = {

@@ -45,9 +45,44 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_person_merges"),
     )
     op.create_index("ix_person_merges_survivor_id", "person_merges", ["survivor_id"])
+    op.create_table(
+        "duplicate_pairs",
+        sa.Column("person_id", sa.String(18), nullable=False),
+        sa.Column("other_id", sa.String(18), nullable=False),
+        sa.Column("score", sa.Float(), nullable=False),
+        sa.Column("explanation", JSON, nullable=False),
+        sa.Column("status", sa.String(10), nullable=False),
+        sa.PrimaryKeyConstraint("person_id", "other_id", name="pk_duplicate_pairs"),
+    )
+    op.create_table(
+        "duplicate_clusters",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("people", JSON, nullable=False),
+        sa.Column("score", sa.Float(), nullable=False),
+        sa.Column("status", sa.String(10), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("decided_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("merge_id", sa.Integer(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name="pk_duplicate_clusters"),
+    )
+    op.create_index("ix_duplicate_clusters_status_score", "duplicate_clusters", ["status", "score"])
+    op.create_table(
+        "duplicate_scans",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("since", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("cursor", sa.String(18), nullable=True),
+        sa.Column("checked", sa.Integer(), nullable=False),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+        sa.PrimaryKeyConstraint("id", name="pk_duplicate_scans"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("duplicate_scans")
+    op.drop_index("ix_duplicate_clusters_status_score", table_name="duplicate_clusters")
+    op.drop_table("duplicate_clusters")
+    op.drop_table("duplicate_pairs")
     op.drop_index("ix_person_merges_survivor_id", table_name="person_merges")
     op.drop_table("person_merges")
     op.drop_index("ix_people_merged_into", table_name="people")
