@@ -45,6 +45,9 @@ SCOPE_OF: dict[tuple[str, str], str] = {
     ("GET", "/admin/audit/{audit_id}"): "admin",
     ("POST", "/admin/people/merge"): "admin",
     ("POST", "/admin/people/merge/{merge_id}/undo"): "admin",
+    ("GET", "/admin/duplicates"): "admin",
+    ("GET", "/admin/duplicates/{cluster_id}"): "admin",
+    ("POST", "/admin/duplicates/{cluster_id}/decide"): "admin",
 }
 
 
@@ -72,6 +75,7 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         asset_id=world.asset,
         audit_id=audit_id.json()["records"][0]["id"],
         merge_id=1,
+        cluster_id=1,
     )
     bodies: dict[str, Any] = {
         "/crm/people/rider_courses": RIDER_COURSES.body(world.valid_item(RIDER_COURSES)),
@@ -84,6 +88,7 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         "/admin/products": world.valid_item(PRODUCTS),
         "/admin/people/merge": {"people": [world.contact, world.lead], "dry_run": True},
         "/admin/people/merge/1/undo": {},
+        "/admin/duplicates/1/decide": {"decision": "skip", "dry_run": True},
     }
     kwargs: dict[str, Any] = {}
     if method == "POST":

@@ -55,6 +55,7 @@ def scan(
     review_threshold: float,
     full: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    batch_size: int = BATCH,
 ) -> ScanResult:
     """Check the people written since the last scan (``full``: everyone); store clusters."""
     with session_scope(sessions, write=True) as session:
@@ -83,7 +84,7 @@ def scan(
                 _live(since)
                 .where(Person.id > (record.cursor or ""))
                 .order_by(Person.id)
-                .limit(BATCH)
+                .limit(batch_size)
             ).all()
             if not batch:
                 clusters = rebuild_clusters(session)
