@@ -35,6 +35,7 @@ from ridercrm.matching.repository import KEY_CAP, identity_of
 from ridercrm.people.models import Person
 
 BATCH = 500
+UNDER_THRESHOLD = "the total weight is under the match threshold"
 # Keys per IN list: within SQLite's bound-parameter limit on every version.
 KEYS_PER_QUERY = 900
 
@@ -162,7 +163,11 @@ def _record(
     session: Session, pair: tuple[str, str], verdict: score.Verdict, review_threshold: float
 ) -> None:
     stored = session.get(DuplicatePair, pair)
-    proposed = verdict.total >= review_threshold and "household guard" not in verdict.rule
+    # The matcher's own refusals stand (household guard, too little personal evidence):
+    # only the total may be under its match threshold, down to the review threshold.
+    proposed = verdict.total >= review_threshold and (
+        verdict.accepted or verdict.rule == UNDER_THRESHOLD
+    )
     if not proposed:
         if stored is not None and stored.status == OPEN:
             session.delete(stored)  # re-checked after a change: no longer alike
