@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Select, and_, delete, func, or_, select
@@ -144,25 +144,33 @@ def check_people(
     candidate_ids = set().union(*wanted.values()) if wanted else set()
     candidates = {p.id: p for p in _load_live(session, candidate_ids)}
     identities = {pid: identity_of(p) for pid, p in candidates.items()}
-    dismissed = _dismissed(session, own)
+    stored = _pairs_touching(session, own)
     for person_id, others in wanted.items():
         identity = own[person_id][0]
         for other_id in sorted(others):
             if other_id not in candidates:
                 continue
             pair = (min(person_id, other_id), max(person_id, other_id))
-            if pair in dismissed:
+            known = stored.get(pair)
+            if known is not None and known.status == DISMISSED:
                 continue
             verdict = score.evaluate(
                 identity, identities[other_id], model=model, thresholds=thresholds
             )
-            _record(session, pair, verdict, review_threshold)
+            kept = _record(session, pair, known, verdict, review_threshold)
+            if kept is None:
+                stored.pop(pair, None)
+            else:
+                stored[pair] = kept
 
 
 def _record(
-    session: Session, pair: tuple[str, str], verdict: score.Verdict, review_threshold: float
-) -> None:
-    stored = session.get(DuplicatePair, pair)
+    session: Session,
+    pair: tuple[str, str],
+    stored: DuplicatePair | None,
+    verdict: score.Verdict,
+    review_threshold: float,
+) -> DuplicatePair | None:
     # The matcher's own refusals stand (household guard, too little personal evidence):
     # only the total may be under its match threshold, down to the review threshold.
     proposed = verdict.total >= review_threshold and (
@@ -171,21 +179,21 @@ def _record(
     if not proposed:
         if stored is not None and stored.status == OPEN:
             session.delete(stored)  # re-checked after a change: no longer alike
-        return
+        return None
     explanation = {"levels": verdict.levels, "weights": verdict.weights, "rule": verdict.rule}
     if stored is None:
-        session.add(
-            DuplicatePair(
-                person_id=pair[0],
-                other_id=pair[1],
-                score=verdict.total,
-                explanation=explanation,
-                status=OPEN,
-            )
+        stored = DuplicatePair(
+            person_id=pair[0],
+            other_id=pair[1],
+            score=verdict.total,
+            explanation=explanation,
+            status=OPEN,
         )
+        session.add(stored)
     elif stored.status == OPEN:
         stored.score = verdict.total
         stored.explanation = explanation
+    return stored
 
 
 def _key_holders(session: Session, keys: set[int]) -> dict[int, list[str]]:
@@ -210,17 +218,19 @@ def _load_live(session: Session, ids: set[str]) -> list[Person]:
     return found
 
 
-def _dismissed(session: Session, people: Mapping[str, object]) -> set[tuple[str, str]]:
-    ids = sorted(people)
-    if not ids:
-        return set()
-    rows = session.execute(
-        select(DuplicatePair.person_id, DuplicatePair.other_id).where(
-            DuplicatePair.status == DISMISSED,
-            or_(DuplicatePair.person_id.in_(ids), DuplicatePair.other_id.in_(ids)),
-        )
-    ).all()
-    return {(a, b) for a, b in rows}
+def _pairs_touching(session: Session, ids: Iterable[str]) -> dict[tuple[str, str], DuplicatePair]:
+    """The stored pairs (open or dismissed) that include any of these people."""
+    ordered = sorted(ids)
+    found: dict[tuple[str, str], DuplicatePair] = {}
+    for start in range(0, len(ordered), KEYS_PER_QUERY // 2):
+        chunk = ordered[start : start + KEYS_PER_QUERY // 2]
+        for pair in session.scalars(
+            select(DuplicatePair).where(
+                or_(DuplicatePair.person_id.in_(chunk), DuplicatePair.other_id.in_(chunk))
+            )
+        ):
+            found[(pair.person_id, pair.other_id)] = pair
+    return found
 
 
 def rebuild_clusters(session: Session) -> int:
