@@ -72,7 +72,7 @@ def test_products_take_unit_price_or_price() -> None:
     ("target", "header", "problem"),
     [
         (CONTACTS, ["FirstName", "Email"], "no last_name column (or LastName)"),
-        (LEADS, ["LastName"], "no first_name column (or FirstName)"),
+        (LEADS, ["FirstName"], "no last_name column (or LastName)"),
         (PRODUCTS, ["Name", "ProductCode"], "no price column (or UnitPrice)"),
         (LEADS, ["FirstName", "LastName", "City", "MailingCity"], "City and MailingCity"),
         (PRODUCTS, ["Name", "code", "Price", "UnitPrice"], "Price and UnitPrice both give price"),

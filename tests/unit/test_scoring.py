@@ -48,6 +48,8 @@ def evaluate(query: Identity, stored: Identity) -> Verdict:
         ("Kristofer", "Christopher", "phonetic"),
         ("J", "John", "initial"),
         ("Wei", "Mei", "short_slip"),
+        ("Joh", "John", "close"),
+        ("Miaq", "Mia", "close"),
         ("Nguyen", "Ann", "swapped"),
         ("Jack", "Jake", "phonetic"),
         ("Ann", "Bob", "different"),
@@ -128,9 +130,9 @@ def test_each_field_adds_its_weight_to_the_total() -> None:
 
 
 def test_a_common_value_is_weaker_evidence_than_a_rare_one() -> None:
-    from ridercrm.matching.model import TermFrequencies
+    from ridercrm.matching.model import Model, TermFrequencies
 
-    model = default_model()
+    model = Model.from_json(default_model().to_json())  # a copy: the default is shared
     model.tf["family_name"] = TermFrequencies(values={"smith": 0.01}, rare=0.00001)
     assert model.weight("family_name", "exact", "smith") < model.weight(
         "family_name", "exact", "tschitrpig"
@@ -186,6 +188,16 @@ def test_a_stranger_is_refused() -> None:
         postcode="2000",
     )  # fmt: skip
     assert not evaluate(stranger, person()).accepted
+
+
+def test_a_licence_with_one_slip_agrees_and_swapped_names_are_no_twin() -> None:
+    renamed = person(first_name="Caitlin", drivers_license="L1243567", email="x@example.com")
+    assert evaluate(renamed, person()).accepted
+    swapped = person(first_name="Nguyen", last_name="Ann", drivers_license="Z9999999")
+    assert evaluate(swapped, person()).accepted
+    # a given name replaced and another licence: a sibling, not a typo
+    sibling = person(first_name="Caitlin", drivers_license="Z9999999")
+    assert not evaluate(sibling, person()).accepted
 
 
 def test_an_unstored_twin_with_a_near_name_and_own_licence_is_not_merged() -> None:

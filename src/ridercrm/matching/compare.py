@@ -8,6 +8,7 @@ explanation are these level names, never the values compared.
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 
 import jellyfish
 from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
@@ -42,28 +43,17 @@ def _slips(first: str, second: str, most: int) -> int:
     return DamerauLevenshtein.distance(first, second, score_cutoff=most)
 
 
-def _is_close(first: str, second: str) -> bool:
-    """One slip in a name of four letters or more, or a Jaro-Winkler of 0.92."""
-    shortest = min(len(first), len(second))
-    if shortest >= 4 and _slips(first, second, 1) <= 1:
-        return True
-    return shortest >= 5 and JaroWinkler.similarity(first, second) >= 0.92
-
-
-def _is_near(first: str, second: str) -> bool:
-    """Two slips in a name of seven letters or more, or a Jaro-Winkler of 0.88."""
-    shortest = min(len(first), len(second))
-    if shortest >= 7 and _slips(first, second, 2) <= 2:
-        return True
-    return shortest >= 5 and JaroWinkler.similarity(first, second) >= 0.88
+@lru_cache(maxsize=262144)
+def _sounds(name: str) -> tuple[str, str]:
+    """Metaphone and NYSIIS codes, computed once per name (names repeat a lot)."""
+    return jellyfish.metaphone(name), jellyfish.nysiis(name)
 
 
 def _sounds_alike(first: str, second: str) -> bool:
     if min(len(first), len(second)) < 3:
         return False
-    return jellyfish.metaphone(first) == jellyfish.metaphone(second) or (
-        jellyfish.nysiis(first) == jellyfish.nysiis(second)
-    )
+    (meta1, nysiis1), (meta2, nysiis2) = _sounds(first), _sounds(second)
+    return meta1 == meta2 or nysiis1 == nysiis2
 
 
 def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool) -> str:
@@ -75,15 +65,24 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     if len(query) != len(stored) and (set(query) <= set(stored) or set(stored) <= set(query)):
         # a middle name or one part of a compound surname left out
         return "close" if given else "part"
-    if _is_close(q, s):
+    shortest = min(len(q), len(s))
+    slips = _slips(q, s, 2)
+    similarity = JaroWinkler.similarity(q, s)
+    # close: one slip in four letters or more, or Jaro-Winkler 0.92 in five or more
+    if (shortest >= 4 and slips <= 1) or (shortest >= 5 and similarity >= 0.92):
+        return "close"
+    if shortest >= 2 and slips <= 1 and abs(len(q) - len(s)) == 1:
+        # a letter added or dropped in a short name (Jo/Joe, Mia/Miaq, Luke/Lue); a letter
+        # replaced (Mei/Wei, Tom/Tim) is as likely another name: short_slip below
         return "close"
     if _sounds_alike(q, s):
         return "phonetic"
-    if _is_near(q, s):
+    # near: two slips in seven letters or more, or Jaro-Winkler 0.88 in five or more
+    if (shortest >= 7 and slips <= 2) or (shortest >= 5 and similarity >= 0.88):
         return "near"
     if given and (len(query[0]) == 1 or len(stored[0]) == 1) and query[0][0] == stored[0][0]:
         return "initial"
-    if given and _slips(q, s, 1) <= 1:
+    if given and slips <= 1:
         return "short_slip"
     return DIFFERENT
 
@@ -114,7 +113,12 @@ def family_name(
 
 def _swapped(query: tuple[str, ...], other_field: tuple[str, ...]) -> bool:
     q, s = "".join(query), "".join(other_field)
-    return q == s or _is_close(q, s)
+    if q == s:
+        return True
+    shortest = min(len(q), len(s))
+    return (shortest >= 4 and _slips(q, s, 1) <= 1) or (
+        shortest >= 5 and JaroWinkler.similarity(q, s) >= 0.92
+    )
 
 
 def birth_date(query: dt.date | None, stored: dt.date | None) -> str:

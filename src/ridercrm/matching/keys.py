@@ -3,8 +3,8 @@
 Every person stores a handful of 64-bit keys, each the hash of one identifying
 value or combination: e-mail; each phone; licence; family-name sound with date of
 birth and given-name sound with date of birth; date of birth with postcode; date of
-birth with the street's name; both name sounds in either order; family-name sound
-with postcode; the street's name with postcode. A query computes the same keys (plus
+birth with the start of the street's name; both name sounds in either order; family-name sound
+with postcode and with the street's name; the street's name with postcode. A query computes the same keys (plus
 its date of birth with day and month swapped) and looks them up in one indexed
 query. Any two damaged fields leave a key intact (tests/unit/test_blocking.py).
 """
@@ -79,17 +79,20 @@ def _sound(tokens: tuple[str, ...]) -> str | None:
     return jellyfish.metaphone(joined) if joined else None
 
 
-_STREET_NOISE = frozenset(("unit", "flat", "shop", "level", "lot", "street", "road"))
+_STREET_NOISE = frozenset(("unit", "flat", "shop", "level", "lot"))
 
 
 def _street_word(identity: Identity) -> str | None:
-    """The sound of the street's name (its first real word): survives a typo in the rest."""
+    """The first five letters of the street's name: survive a typo or a split word later on.
+
+    ``6 meredith c ircuit``, ``meredith circuit`` and ``meredithcircuit`` all give ``mered``.
+    """
     if not identity.street:
         return None
-    for word in identity.street.split():
-        if len(word) >= 3 and word.isalpha() and word not in _STREET_NOISE:
-            return jellyfish.metaphone(word) or None
-    return None
+    letters = "".join(
+        word for word in identity.street.split() if word.isalpha() and word not in _STREET_NOISE
+    )
+    return letters[:5] if len(letters) >= 3 else None
 
 
 def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
@@ -117,6 +120,9 @@ def _key_texts(identity: Identity, dates: Iterable[dt.date]) -> set[str]:
     if first and last:
         # Both sounds, in either order (swapped names); common pairs are capped at lookup.
         texts.add(f"nn|{'|'.join(sorted((first, last)))}")
+    if last and street:
+        # date of birth and postcode both damaged: the family name at the same street
+        texts.add(f"ns|{last}|{street}")
     if postcode:
         if last:
             texts.add(f"np|{last}|{postcode}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -102,7 +103,8 @@ def _log2_ratio(m: float, u: float) -> float:
     return max(-MAX_WEIGHT, min(MAX_WEIGHT, math.log2(max(m, 1e-9) / max(u, 1e-9))))
 
 
+@lru_cache(maxsize=1)
 def default_model() -> Model:
-    """The model shipped with the package, for an empty or small store."""
+    """The model shipped with the package, for an empty or small store (read once)."""
     text = resources.files("ridercrm.matching").joinpath("default_model.json").read_text()
     return Model.from_json(text)

@@ -2,7 +2,7 @@
 
 The families come from the `nicknames` package (Old Dominion University's maintained
 list of English given names and their diminutives), plus the Australian diminutives
-and a few common multicultural short forms it lacks. Names are lower-case ASCII, as
+and the Greek, Italian, Arabic and Asian short forms common in Australia it lacks. Names are lower-case ASCII, as
 ``normalize.name`` makes them.
 """
 
@@ -48,13 +48,28 @@ AUSTRALIAN: dict[str, tuple[str, ...]] = {
     "darren": ("dazza",),
     "daryl": ("dazza",),
     "carol": ("cazza",),
-    "christopher": ("chrisso",),
+    "christopher": ("chrisso", "topher"),
     "jeremy": ("jez",),
     "kirsten": ("kirsty", "kirstie"),
     "maxwell": ("max",),
     "tobias": ("toby",),
     "annabelle": ("anna", "bella", "belle"),
     "sebastian": ("seb",),
+    # Greek, Italian, Arabic and other community forms common in Australia
+    "panagiotis": ("panos", "peter", "takis"),
+    "dimitrios": ("jim", "jimmy", "dimi", "mitsos"),
+    "konstantinos": ("con", "kosta", "dean"),
+    "georgios": ("george",),
+    "vasilios": ("bill", "vasili"),
+    "salvatore": ("sal", "toto"),
+    "giuseppe": ("joe", "pino", "beppe"),
+    "giovanni": ("john", "gianni"),
+    "francesco": ("frank", "franco"),
+    "mohammed": ("mo", "moe"),
+    "muhammad": ("mo", "moe"),
+    "mohamed": ("mo", "moe"),
+    "madeleine": ("maddie", "maddy"),
+    "madeline": ("maddie", "maddy"),
     "rajesh": ("raj",),
     "venkatesh": ("venky", "venkat"),
     "srinivas": ("srini",),

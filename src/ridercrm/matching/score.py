@@ -7,7 +7,7 @@ people of one household share surname, address, e-mail and phone, but not given
 name, date of birth and licence, so
 
 - a given name that differs outright (not a slip, nickname or initial) needs an
-  agreeing licence;
+  agreeing licence (the same, or one slip from it);
 - a given name that only nearly agrees (sounds alike, two slips, an initial) with a
   differing licence is another person (twins share everything else);
 - the personal fields (given name, date of birth, licence) must themselves carry
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
 from ridercrm.matching.keys import Identity
-from ridercrm.matching.model import Model
+from ridercrm.matching.model import Model, default_model
 
 PERSONAL = ("given_name", "date_of_birth", "licence")
 # A course the person booked, named in the request (DESIGN §8: strong evidence).
@@ -83,11 +83,16 @@ def evaluate(
     query: Identity,
     stored: Identity,
     *,
-    model: Model,
-    thresholds: Thresholds,
+    model: Model | None = None,
+    thresholds: Thresholds | None = None,
     asset: bool = False,
 ) -> Verdict:
-    """Compare field by field, add up the weights and apply the decision rule."""
+    """Compare field by field, add up the weights and apply the decision rule.
+
+    Without a model or thresholds: the shipped default model and default thresholds.
+    """
+    model = model or default_model()
+    thresholds = thresholds or Thresholds()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
     if asset:
@@ -102,9 +107,15 @@ def _decide(
     found: dict[str, str], weights: dict[str, float], total: float, thresholds: Thresholds
 ) -> tuple[bool, str]:
     given, licence = found["given_name"], found["licence"]
-    if given in compare.GIVEN_OUTRIGHT and licence != "exact":
+    # A licence with one slip agrees: a mistyped digit is the commonest error in one.
+    licence_agrees = licence in ("exact", "one_digit")
+    if given in compare.GIVEN_OUTRIGHT and not licence_agrees:
         return False, "the given name differs and no licence agrees (household guard)"
-    if licence == compare.DIFFERENT and given not in ("exact", "nickname", "close"):
+    # Both names swapped between the fields agree crosswise: no twin looks like that.
+    names_agree = given in ("exact", "nickname", "close") or (
+        given == "swapped" and found["family_name"] == "swapped"
+    )
+    if licence == compare.DIFFERENT and not names_agree:
         return False, "the given name only nearly agrees and the licence differs (household guard)"
     personal = sum(weights[name] for name in PERSONAL) + weights.get("asset", 0.0)
     if personal < thresholds.personal:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from ridercrm.courses.models import Asset
@@ -16,6 +16,8 @@ from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.people.service import survivor_of
 
 EXPLAINED_CANDIDATES = 10
+# Built once: SQLAlchemy coerces every element of a literal IN list on each call.
+_PEOPLE = select(Person).where(Person.id.in_(bindparam("ids", expanding=True)))
 
 _thresholds = score.Thresholds()
 
@@ -58,7 +60,7 @@ def find_match(
             decision="no candidates share a key with the request",
             model_version=model.version,
         )
-    people = session.scalars(select(Person).where(Person.id.in_(ids))).all()
+    people = session.scalars(_PEOPLE, {"ids": list(ids)}).all()
     best: dict[str, tuple[Person, Identity, score.Verdict]] = {}
     for stored in people:
         if stored.kind == LEAD and stored.converted_contact_id:

@@ -30,20 +30,24 @@ from ridercrm.matching.compare import LEVELS, MISSING
 from ridercrm.matching.keys import Identity
 from ridercrm.matching.model import TF_FIELDS, Model, TermFrequencies, default_model
 
-RANDOM_PAIRS = 200_000
+# At most this many people are compared (a uniform sample): bounds time and memory.
+SAMPLE = 300_000
+RANDOM_PAIRS = 150_000
 PRIOR_PAIRS = 300.0
 BLOCK_CAP = 20
-MAX_BLOCKED_PAIRS = 200_000
+MAX_BLOCKED_PAIRS = 100_000
 TF_VALUES = 2000
 TF_MIN_PEOPLE = 1000
 EM_ROUNDS = 25
 
 
-def train(identities: Sequence[Identity], *, seed: int = 0) -> Model:
+def train(
+    identities: Sequence[Identity], *, seed: int = 0, random_pairs: int = RANDOM_PAIRS
+) -> Model:
     """Estimate a model from stored people's identities."""
     prior = default_model()
     rng = random.Random(seed)
-    u = _estimate_u(identities, prior, rng)
+    u = _estimate_u(identities, prior, rng, random_pairs)
     m: dict[str, dict[str, float]] = {
         name: {level: mu[0] for level, mu in levels.items()}
         for name, levels in prior.levels.items()
@@ -77,13 +81,13 @@ def _pattern(query: Identity, stored: Identity) -> tuple[tuple[str, str], ...]:
 
 
 def _estimate_u(
-    identities: Sequence[Identity], prior: Model, rng: random.Random
+    identities: Sequence[Identity], prior: Model, rng: random.Random, random_pairs: int
 ) -> dict[str, dict[str, float]]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     n = len(identities)
     pairs = 0
     if n >= 2:
-        for _ in range(min(RANDOM_PAIRS, n * (n - 1) // 2)):
+        for _ in range(min(random_pairs, n * (n - 1) // 2)):
             a, b = rng.randrange(n), rng.randrange(n)
             if a == b:
                 continue
@@ -178,21 +182,29 @@ def _term_frequencies(identities: Sequence[Identity]) -> dict[str, TermFrequenci
         for name, value in _values(identity).items():
             if value:
                 counts[name][value] += 1
+    return _frequencies(counts, len(identities))
+
+
+def _frequencies(counts: dict[str, Counter[str]], people: int) -> dict[str, TermFrequencies]:
     tf: dict[str, TermFrequencies] = {}
     for name, counter in counts.items():
-        people = sum(counter.values())
+        holders = max(1, sum(counter.values()))  # the people who have a value at all
         common = dict(counter.most_common(TF_VALUES))
         others = len(counter) - len(common)
-        rest = people - sum(common.values())
-        rare = rest / others / people if others else 1 / people
+        rest = holders - sum(common.values())
+        rare = rest / others / holders if others else 1 / max(1, people)
         tf[name] = TermFrequencies(
-            values={value: count / people for value, count in common.items()}, rare=rare
+            values={value: count / holders for value, count in common.items()}, rare=rare
         )
     return tf
 
 
-def stored_identities(session: Session) -> list[Identity]:
-    """The identities of every stored person, read in one pass of the needed columns."""
+def stored_sample(session: Session, *, seed: int = 0) -> tuple[list[Identity], int]:
+    """A uniform sample of at most SAMPLE stored people, and how many there are.
+
+    Read in one streamed pass; the sample bounds training's time and memory at a
+    million people (term frequencies come from everyone: ``term_frequencies``).
+    """
     from ridercrm.matching.repository import identity_of
     from ridercrm.people.models import Person
 
@@ -201,13 +213,46 @@ def stored_identities(session: Session) -> list[Identity]:
         Person.mobile_phone, Person.home_phone, Person.drivers_license, Person.street,
         Person.postcode,
     )  # fmt: skip
-    rows = session.execute(columns.execution_options(yield_per=10_000))
-    return [identity_of(row) for row in rows]
+    rng = random.Random(seed)
+    sample: list[Identity] = []
+    seen = 0
+    for row in session.execute(columns.execution_options(yield_per=10_000)):
+        seen += 1
+        if len(sample) < SAMPLE:
+            sample.append(identity_of(row))
+        else:
+            slot = rng.randrange(seen)  # reservoir sampling: each person kept alike
+            if slot < SAMPLE:
+                sample[slot] = identity_of(row)
+    return sample, seen
+
+
+def term_frequencies(session: Session) -> dict[str, TermFrequencies]:
+    """Term frequencies of given names, family names and postcodes of every stored person."""
+    from ridercrm.matching import normalize
+    from ridercrm.people.models import Person
+
+    counts: dict[str, Counter[str]] = {name: Counter() for name in TF_FIELDS}
+    columns = select(Person.first_name, Person.last_name, Person.postcode)
+    people = 0
+    for first, last, postcode in session.execute(columns.execution_options(yield_per=20_000)):
+        people += 1
+        for name, value in (
+            ("given_name", normalize.name(first)),
+            ("family_name", normalize.name(last)),
+            ("postcode", normalize.postcode(postcode)),
+        ):
+            if value:
+                counts[name][value] += 1
+    return _frequencies(counts, people)
 
 
 def train_store(session: Session, *, seed: int = 0) -> Model:
     """Train on the stored people and store the model as the newest version."""
     from ridercrm.matching import model_store
 
-    model = train(stored_identities(session), seed=seed)
+    sample, people = stored_sample(session, seed=seed)
+    model = train(sample, seed=seed)
+    model.people = people
+    model.tf = term_frequencies(session) if people >= TF_MIN_PEOPLE else {}
     return model_store.save(session, model)
