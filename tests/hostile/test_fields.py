@@ -178,8 +178,9 @@ REQUIRED_WHEN_NULL: dict[str, dict[str, str]] = {
         name: f"{name}: is required"
         for name in ("first_name", "last_name", "email", "postcode", "lead_source")
     },
-    CONTACTS.name: {name: f"{name}: is required" for name in ("first_name", "last_name")},
-    LEADS.name: {name: f"{name}: is required" for name in ("first_name", "last_name")},
+    # a person needs only a last name (issue 11; first_name was required before)
+    CONTACTS.name: {"last_name": "last_name: is required"},
+    LEADS.name: {"last_name": "last_name: is required"},
     PRODUCTS.name: {name: f"{name}: is required" for name in ("name", "code", "price")},
 }
 
