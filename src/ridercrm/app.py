@@ -11,6 +11,7 @@ from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
+from ridercrm.duplicates.endpoints import router as duplicates_router
 from ridercrm.events.endpoints import install_webhooks
 from ridercrm.events.endpoints import router as webhooks_router
 from ridercrm.http import docs_pages, handlers, metrics, openapi
@@ -119,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         people_router,
         audit_router,
         webhooks_router,
+        duplicates_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -18,6 +18,7 @@ from rich.table import Table
 from ridercrm.audit import service as audit
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
+from ridercrm.duplicates.commands import duplicates_app
 from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
@@ -272,6 +273,7 @@ def match_train(
 app.add_typer(import_app, name="import")
 app.add_typer(webhooks_app, name="webhooks")
 app.command("deliver")(deliver_command)
+app.add_typer(duplicates_app, name="duplicates")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -196,6 +196,20 @@ class Settings(BaseSettings):
         default=True,
         description="`ridercrm serve` runs a webhook deliverer beside the server",
     )
+    duplicates_review_threshold: float = Field(
+        default=12.0,
+        description=(
+            "Duplicates: the least total match weight (bits) a pair of stored people needs"
+            " to be proposed for review by `ridercrm duplicates scan`"
+        ),
+    )
+    duplicates_auto_merge_threshold: float | None = Field(
+        default=None,
+        description=(
+            "Duplicates: clusters whose weakest pair reaches this weight are merged by the"
+            " scan without review; unset (the default) merges nothing automatically"
+        ),
+    )
 
     @field_validator("base_path")
     @classmethod

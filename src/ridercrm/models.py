@@ -3,6 +3,7 @@
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
+from ridercrm.duplicates.models import DuplicateCluster, DuplicatePair, DuplicateScan, PersonMerge
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
@@ -18,11 +19,15 @@ __all__ = [
     "AuditRecord",
     "Base",
     "Delivery",
+    "DuplicateCluster",
+    "DuplicatePair",
+    "DuplicateScan",
     "Event",
     "IdempotencyRecord",
     "ImportRun",
     "Person",
     "PersonKey",
+    "PersonMerge",
     "Product",
     "WebhookEndpoint",
 ]

@@ -51,6 +51,11 @@ SCOPE_OF: dict[tuple[str, str], str] = {
     ("POST", "/admin/webhooks/{webhook_id}/rotate"): "admin",
     ("GET", "/admin/webhooks/{webhook_id}/deliveries"): "admin",
     ("POST", "/admin/webhooks/{webhook_id}/replay"): "admin",
+    ("POST", "/admin/people/merge"): "admin",
+    ("POST", "/admin/people/merge/{merge_id}/undo"): "admin",
+    ("GET", "/admin/duplicates"): "admin",
+    ("GET", "/admin/duplicates/{cluster_id}"): "admin",
+    ("POST", "/admin/duplicates/{cluster_id}/decide"): "admin",
 }
 WEBHOOK = {"url": "https://93.184.216.34/hook", "event_types": ["person.created"]}
 
@@ -83,6 +88,8 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         product_id=world.product,
         asset_id=world.asset,
         audit_id=audit_id.json()["records"][0]["id"],
+        merge_id=1,
+        cluster_id=1,
     )
     bodies: dict[str, Any] = {
         "/crm/people/rider_courses": RIDER_COURSES.body(world.valid_item(RIDER_COURSES)),
@@ -98,10 +105,13 @@ def _request(world: World, method: str, route: str) -> tuple[str, dict[str, Any]
         "/admin/webhooks/{webhook_id}/enable": {},
         "/admin/webhooks/{webhook_id}/rotate": {},
         "/admin/webhooks/{webhook_id}/replay": {"since": "2026-01-01T00:00:00Z"},
+        "/admin/people/merge": {"people": [world.contact, world.lead], "dry_run": True},
+        "/admin/people/merge/1/undo": {},
+        "/admin/duplicates/1/decide": {"decision": "skip", "dry_run": True},
     }
     kwargs: dict[str, Any] = {}
     if method == "POST":
-        kwargs["content"] = json.dumps(bodies[route]).encode()
+        kwargs["content"] = json.dumps(bodies[path if path in bodies else route]).encode()
         kwargs["headers"] = {"Content-Type": "application/json"}
     if route == "/admin/people":
         path += "?q=Ann"

@@ -13,6 +13,7 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
 from ridercrm.matching.keys import Identity, query_keys
 from ridercrm.people.models import CONTACT, LEAD, Person
+from ridercrm.people.service import survivor_of
 
 EXPLAINED_CANDIDATES = 10
 # Built once: SQLAlchemy coerces every element of a literal IN list on each call.
@@ -60,17 +61,23 @@ def find_match(
             model_version=model.version,
         )
     people = session.scalars(_PEOPLE, {"ids": list(ids)}).all()
-    scored: list[tuple[Person, Identity, score.Verdict]] = []
-    for person in people:
-        if person.kind == LEAD and person.converted_contact_id:
+    best: dict[str, tuple[Person, Identity, score.Verdict]] = {}
+    for stored in people:
+        if stored.kind == LEAD and stored.converted_contact_id:
             continue
-        if leads_only and person.kind != LEAD:
+        # A merged record is never the answer: its survivor is, found by the values the
+        # record still holds (the one the request's details matched).
+        person = survivor_of(session, stored) if stored.merged_into else stored
+        if person is None or (leads_only and person.kind != LEAD):
             continue
-        identity = repository.identity_of(person)
+        identity = repository.identity_of(stored)
         verdict = score.evaluate(
-            query, identity, model=model, thresholds=_thresholds, asset=person.id in asset_owners
+            query, identity, model=model, thresholds=_thresholds, asset=stored.id in asset_owners
         )
-        scored.append((person, identity, verdict))
+        kept = best.get(person.id)
+        if kept is None or _rank(person, verdict) < _rank(person, kept[2]):
+            best[person.id] = (person, identity, verdict)
+    scored = list(best.values())
     scored.sort(key=lambda entry: _rank(entry[0], entry[2]))
     candidates = [_candidate(person, verdict) for person, _identity, verdict in scored]
     candidates = candidates[:EXPLAINED_CANDIDATES]

@@ -95,7 +95,9 @@ async def read_person(
         person = service.find_person(session, person_id)
         if person is None:
             raise ApiError(404, f"no person with id {person_id}")
-        return Outcome(PersonRead.model_validate(person).to_json())
+        read = PersonRead.model_validate(person)
+        read.merged_from = service.merged_from(session, person.id)
+        return Outcome(read.to_json())
 
     return await run_read(request, handler)
 

@@ -55,6 +55,9 @@ class Person(Base):
     converted_contact_id: Mapped[str | None] = mapped_column(
         String(18), ForeignKey("people.id"), unique=True
     )
+    # Set when a duplicates merge folded this record into another (the survivor); the
+    # record is kept and its id stands for the survivor from then on (DESIGN §14).
+    merged_into: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -68,4 +71,5 @@ class Person(Base):
         # normalised matching keys (person_keys), so they need no index here.
         Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
         Index("ix_people_first_name", func.lower(first_name)),
+        Index("ix_people_merged_into", merged_into),
     )

@@ -61,6 +61,8 @@ class PersonRead(BaseModel):
     lead_source: str | None
     opt_in: bool | None
     converted_contact_id: str | None
+    merged_into: str | None = None
+    merged_from: list[str] = []
     created_at: dt.datetime
     updated_at: dt.datetime
 

@@ -16,6 +16,9 @@ from ridercrm.people import repository
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 
+# Records an id may lead through (lead -> contact -> survivor -> ...) before the live one.
+MAX_HOPS = 64
+
 
 def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     """Store a new contact or lead and return it."""
@@ -137,9 +140,34 @@ def resolve(
         return session.get(Person, ident, populate_existing=fresh)
 
     person = load(person_id)
-    if person is not None and person.converted_contact_id:
-        return load(person.converted_contact_id)
-    return person
+    # A converted lead stands for its contact, a merged record for its survivor; a
+    # survivor may itself have been merged later (a chain, never a cycle: a merge
+    # only folds records that are not merged into a live one).
+    for _hop in range(MAX_HOPS):
+        if person is None:
+            return None
+        following = person.merged_into or person.converted_contact_id
+        if not following:
+            return person
+        person = load(following)
+    raise AssertionError(f"person {person_id} leads through more than {MAX_HOPS} records")
+
+
+def survivor_of(session: Session, person: Person) -> Person | None:
+    """The live record a stored person stands for (itself unless converted or merged)."""
+    if not (person.merged_into or person.converted_contact_id):
+        return person
+    return resolve(session, person.id)
+
+
+def merged_from(session: Session, person_id: str) -> list[str]:
+    """Ids of the records merged into this person, oldest first."""
+    statement = (
+        select(Person.id)
+        .where(Person.merged_into == person_id)
+        .order_by(Person.created_at, Person.id)
+    )
+    return list(session.scalars(statement).all())
 
 
 def convert_lead(session: Session, lead: Person) -> Person:

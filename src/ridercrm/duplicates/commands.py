@@ -1,0 +1,246 @@
+"""`ridercrm duplicates scan|list|show|merge|unmerge|dismiss`.
+
+Each action that writes is recorded in the audit trail like an admin API request
+(method CLI, the command as its path); ``--dry-run`` shows what it would do and writes
+nothing, not even the audit record.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.duplicates import merge, scan, service
+from ridercrm.matching.score import Thresholds
+from ridercrm.migrate import upgrade
+
+duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
+console = Console(markup=False)
+errors = Console(stderr=True, markup=False)
+
+
+def _sessions(settings: Settings) -> sessionmaker[Session]:
+    engine = build_engine(settings)
+    upgrade(engine)
+    return session_factory(engine)
+
+
+def _print(value: Any) -> None:
+    console.print(json.dumps(value, indent=2, default=str))
+
+
+def _audited(
+    sessions: sessionmaker[Session],
+    *,
+    operation: str,
+    command: str,
+    arguments: dict[str, Any],
+    action: Any,
+    dry_run: bool,
+) -> Any:
+    """Run ``action(session)`` in one transaction with its audit record; exit 1 if refused."""
+    started = time.perf_counter()
+    try:
+        with session_scope(sessions, write=not dry_run) as session:
+            result = action(session)
+            if dry_run:
+                session.rollback()
+            else:
+                audit_id = service.audit_cli(
+                    session, operation=operation, command=command, arguments=arguments,
+                    status=200, result=result, started=started,
+                )  # fmt: skip
+                result = {**result, "audit_id": audit_id}
+    except merge.MergeError as exc:
+        if not dry_run:
+            with session_scope(sessions, write=True) as session:
+                service.audit_cli(
+                    session, operation=operation, command=command, arguments=arguments,
+                    status=exc.status, result=exc.reason, started=started,
+                )  # fmt: skip
+        errors.print(exc.reason)
+        raise typer.Exit(1) from None
+    _print(result)
+    return result
+
+
+@duplicates_app.command("scan")
+def scan_command(
+    full: Annotated[
+        bool, typer.Option(help="Check every person, not only those written since the last scan.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the people a scan would check; write nothing.")
+    ] = False,
+) -> None:
+    """Find likely duplicates among the stored people and queue them for review (resumable)."""
+    settings = Settings()
+    sessions = _sessions(settings)
+    thresholds = Thresholds(
+        match=settings.match_threshold,
+        personal=settings.match_personal_threshold,
+        ambiguity=settings.match_ambiguity_margin,
+    )
+    if dry_run:
+        with session_scope(sessions) as session:
+            _print({"dry_run": True, "would_check": scan.pending(session, full=full)})
+        return
+    started = time.perf_counter()
+    with Progress(
+        "checking people", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=errors, transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("scan", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = scan.scan(
+            sessions,
+            thresholds=thresholds,
+            review_threshold=settings.duplicates_review_threshold,
+            full=full,
+            progress=progress,
+        )
+    summary: dict[str, Any] = {
+        "scan_id": result.scan_id,
+        "resumed": result.resumed,
+        "checked": result.checked,
+        "open_pairs": result.pairs,
+        "clusters": result.clusters,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if settings.duplicates_auto_merge_threshold is not None:
+        summary["auto_merged"] = scan.auto_merge(
+            sessions, threshold=settings.duplicates_auto_merge_threshold
+        )
+    with session_scope(sessions, write=True) as session:
+        summary["audit_id"] = service.audit_cli(
+            session, operation="cli.duplicates_scan", command="ridercrm duplicates scan",
+            arguments={"full": full}, status=200, result=summary, started=started,
+        )  # fmt: skip
+    _print(summary)
+
+
+@duplicates_app.command("list")
+def list_command(
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+    before: Annotated[int | None, typer.Option(help="The next_before of a page.")] = None,
+    status: Annotated[str, typer.Option(help="open, skipped, merged or dismissed.")] = "open",
+) -> None:
+    """List clusters, best score first."""
+    with session_scope(_sessions(Settings())) as session:
+        after = service.find_cluster(session, before) if before is not None else None
+        page = service.list_clusters(session, limit=limit, before=after, status=status)
+        _print(
+            {
+                "clusters": [service.summary(c) for c in page.clusters],
+                "next_before": page.next_before,
+            }
+        )
+
+
+@duplicates_app.command("show")
+def show_command(cluster_id: Annotated[int, typer.Argument()]) -> None:
+    """Show a cluster's records side by side with the explanation."""
+    with session_scope(_sessions(Settings())) as session:
+        cluster = service.find_cluster(session, cluster_id)
+        if cluster is None:
+            errors.print(f"no cluster with id {cluster_id}")
+            raise typer.Exit(1)
+        _print(service.detail(session, cluster))
+
+
+@duplicates_app.command("merge")
+def merge_command(
+    people: Annotated[
+        list[str] | None, typer.Argument(help="Person ids to merge (2 to 20).")
+    ] = None,
+    cluster: Annotated[int | None, typer.Option(help="Merge this cluster's people.")] = None,
+    survivor: Annotated[str | None, typer.Option(help="The record that remains.")] = None,
+    field: Annotated[
+        list[str] | None, typer.Option(help="name=person id: take the field from that member.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the preview.")] = False,
+) -> None:
+    """Merge people (or a cluster) into one survivor."""
+    fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
+    arguments = {"people": people, "cluster": cluster, "survivor": survivor, "fields": fields}
+
+    def action(session: Session) -> Any:
+        if cluster is not None:
+            found = service.find_cluster(session, cluster)
+            if found is None:
+                raise merge.MergeError(404, f"no cluster with id {cluster}")
+            return service.decide(
+                session, found, decision="merge", survivor=survivor, fields=fields,
+                dry_run=dry_run,
+            )  # fmt: skip
+        plan, record = merge.merge_people(
+            session, people_ids=people or [], survivor_id=survivor, fields=fields,
+            dry_run=dry_run,
+        )  # fmt: skip
+        return {"merge_id": record.id if record else None, "dry_run": dry_run, **plan.preview()}
+
+    _audited(
+        _sessions(Settings()), operation="cli.duplicates_merge",
+        command="ridercrm duplicates merge", arguments=arguments, action=action, dry_run=dry_run,
+    )  # fmt: skip
+
+
+@duplicates_app.command("unmerge")
+def unmerge_command(
+    merge_id: Annotated[int, typer.Argument(help="The merge's id (merge_id).")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check that it can be undone; change nothing.")
+    ] = False,
+) -> None:
+    """Undo a merge: each member gets its own values and courses back."""
+
+    def action(session: Session) -> Any:
+        record = merge.undo_merge(session, merge_id)
+        return {
+            "merge_id": record.id,
+            "survivor": record.survivor_id,
+            "restored": list(record.merged_ids),
+            "moved_back": {"courses": sorted(record.moved_assets)},
+            "dry_run": dry_run,
+        }
+
+    _audited(
+        _sessions(Settings()), operation="cli.duplicates_unmerge",
+        command="ridercrm duplicates unmerge", arguments={"merge_id": merge_id}, action=action,
+        dry_run=dry_run,
+    )  # fmt: skip
+
+
+@duplicates_app.command("dismiss")
+def dismiss_command(
+    cluster_id: Annotated[int, typer.Argument()],
+    skip: Annotated[
+        bool, typer.Option(help="Only skip it for now, instead of 'not duplicates'.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Change nothing.")] = False,
+) -> None:
+    """Mark a cluster as not duplicates (never proposed again), or skip it."""
+
+    def action(session: Session) -> Any:
+        found = service.find_cluster(session, cluster_id)
+        if found is None:
+            raise merge.MergeError(404, f"no cluster with id {cluster_id}")
+        decision = "skip" if skip else "dismiss"
+        return service.decide(session, found, decision=decision, dry_run=dry_run)
+
+    _audited(
+        _sessions(Settings()), operation="cli.duplicates_dismiss",
+        command="ridercrm duplicates dismiss", arguments={"cluster": cluster_id, "skip": skip},
+        action=action, dry_run=dry_run,
+    )  # fmt: skip

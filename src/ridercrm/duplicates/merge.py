@@ -1,0 +1,350 @@
+"""Merging duplicate people into one survivor, and undoing a merge (DESIGN §14).
+
+Nothing is deleted: the other members stay stored with ``merged_into`` set, so their
+ids keep working (people.service.resolve follows them to the survivor). Their courses
+(with each course's status history) move to the survivor; leads converted into a
+member and records merged into a member earlier reach the survivor through their own
+link, so those links need not change. The whole merge is one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ridercrm.courses.models import Asset
+from ridercrm.db import utcnow
+from ridercrm.duplicates.models import PersonMerge
+from ridercrm.ids import canonical_id
+from ridercrm.people import service as people
+from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
+
+MIN_MEMBERS = 2
+MAX_MEMBERS = 20
+# Newest wins for these (people move and change numbers); the address moves as one
+# block so a street is never paired with another member's postcode.
+CONTACT_DETAILS = ("email", "mobile_phone", "home_phone")
+ADDRESS = ("street", "city", "state", "postcode", "country")
+
+
+class MergeError(Exception):
+    """A merge or undo that cannot be done; nothing was changed."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class MergePlan:
+    """What a merge does: the survivor's resulting fields and the rows that move."""
+
+    survivor: Person
+    merged: list[Person]
+    values: dict[str, Any]
+    sources: dict[str, str]
+    moved_assets: dict[str, str] = field(default_factory=dict)
+
+    def preview(self) -> dict[str, Any]:
+        """The plan in the API's words."""
+        return {
+            "survivor": self.survivor.id,
+            "merged": [person.id for person in self.merged],
+            "fields": {name: _dump(value) for name, value in self.values.items()},
+            "sources": self.sources,
+            "changed": sorted(
+                name for name, value in self.values.items() if getattr(self.survivor, name) != value
+            ),
+            "moved": {"courses": sorted(self.moved_assets)},
+        }
+
+
+def plan_merge(
+    session: Session,
+    *,
+    people_ids: Sequence[str],
+    survivor_id: str | None,
+    fields: Mapping[str, str],
+    lock: bool,
+) -> MergePlan:
+    """Check a merge request and work out what it would do; ``lock`` holds the rows."""
+    if not MIN_MEMBERS <= len(people_ids) <= MAX_MEMBERS:
+        raise MergeError(400, f"people: give {MIN_MEMBERS} to {MAX_MEMBERS} ids")
+    members = _members(session, people_ids, lock=lock)
+    if len(members) < MIN_MEMBERS:
+        raise MergeError(400, "people: the ids given stand for fewer than 2 different people")
+    courses = _course_counts(session, [m.id for m in members])
+    survivor = _choose_survivor(session, members, survivor_id, courses)
+    merged = [m for m in members if m is not survivor]
+    values, sources = _field_values(session, survivor, members, fields)
+    moved = dict(
+        session.execute(
+            select(Asset.id, Asset.person_id)
+            .where(Asset.person_id.in_([m.id for m in merged]))
+            .order_by(Asset.id)
+        ).all()
+    )
+    return MergePlan(
+        survivor=survivor, merged=merged, values=values, sources=sources, moved_assets=moved
+    )
+
+
+def merge_people(
+    session: Session,
+    *,
+    people_ids: Sequence[str],
+    survivor_id: str | None = None,
+    fields: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    audit_id: str | None = None,
+) -> tuple[MergePlan, PersonMerge | None]:
+    """Merge people into one survivor in this transaction (or only plan it: ``dry_run``)."""
+    plan = plan_merge(
+        session,
+        people_ids=people_ids,
+        survivor_id=survivor_id,
+        fields=fields or {},
+        lock=not dry_run,
+    )
+    if dry_run:
+        return plan, None
+    survivor = plan.survivor
+    before: dict[str, dict[str, Any]] = {
+        person.id: {"updated_at": person.updated_at.isoformat()} for person in plan.merged
+    }
+    before[survivor.id] = {name: _dump(getattr(survivor, name)) for name in PERSON_FIELDS}
+    before[survivor.id]["updated_at"] = survivor.updated_at.isoformat()
+    now = utcnow()
+    people.apply_changes(session, survivor, plan.values)
+    survivor.updated_at = now
+    for person in plan.merged:
+        person.merged_into = survivor.id
+        person.updated_at = now
+    if plan.moved_assets:
+        # Courses keep their own updated_at: their data did not change, only the owner.
+        session.execute(
+            update(Asset)
+            .where(Asset.id.in_(list(plan.moved_assets)))
+            .values(person_id=survivor.id, updated_at=Asset.updated_at),
+            execution_options={"synchronize_session": False},
+        )
+    record = PersonMerge(
+        created_at=now,
+        survivor_id=survivor.id,
+        merged_ids=[person.id for person in plan.merged],
+        before=before,
+        after={name: _dump(getattr(survivor, name)) for name in PERSON_FIELDS},
+        moved_assets=plan.moved_assets,
+        audit_id=audit_id,
+    )
+    session.add(record)
+    _flush(session, "merge")
+    return plan, record
+
+
+def undo_merge(session: Session, merge_id: int) -> PersonMerge:
+    """Give each member of a merge back its own values and re-point the moved courses."""
+    record = _load_merge(session, merge_id)
+    if record.undone_at is not None:
+        raise MergeError(409, f"merge {merge_id} was already undone")
+    member_ids = [record.survivor_id, *record.merged_ids]
+    _lock_people(session, member_ids)
+    survivor = session.get(Person, record.survivor_id)
+    assert survivor is not None
+    if survivor.merged_into:
+        raise MergeError(
+            409,
+            f"{survivor.id} was merged into {survivor.merged_into} since; undo that merge first",
+        )
+    changed = [
+        name for name in PERSON_FIELDS if _dump(getattr(survivor, name)) != record.after.get(name)
+    ]
+    if changed:
+        raise MergeError(
+            409,
+            f"{survivor.id} changed since the merge ({', '.join(changed)}); "
+            "undoing would lose those changes",
+        )
+    members: list[Person] = []
+    for person_id in record.merged_ids:
+        person = session.get(Person, person_id)
+        if person is None or person.merged_into != survivor.id:
+            raise MergeError(409, f"{person_id} is no longer merged into {survivor.id}")
+        members.append(person)
+    owners = dict(
+        session.execute(
+            select(Asset.id, Asset.person_id).where(Asset.id.in_(list(record.moved_assets)))
+        ).all()
+    )
+    strayed = sorted(a for a in record.moved_assets if owners.get(a) != survivor.id)
+    if strayed:
+        raise MergeError(
+            409,
+            f"course {', '.join(strayed)} no longer belongs to {survivor.id}; cannot move it back",
+        )
+    own = record.before[survivor.id]
+    people.apply_changes(
+        session, survivor, {name: _load(name, own[name]) for name in PERSON_FIELDS}
+    )
+    survivor.updated_at = dt.datetime.fromisoformat(own["updated_at"])
+    for person in members:
+        person.merged_into = None
+        person.updated_at = dt.datetime.fromisoformat(record.before[person.id]["updated_at"])
+    for asset_id, owner in record.moved_assets.items():
+        session.execute(
+            update(Asset)
+            .where(Asset.id == asset_id)
+            .values(person_id=owner, updated_at=Asset.updated_at),
+            execution_options={"synchronize_session": False},
+        )
+    record.undone_at = utcnow()
+    _flush(session, "undo")
+    return record
+
+
+def find_merge(session: Session, merge_id: int) -> PersonMerge | None:
+    """The merge with this id, or None."""
+    return session.get(PersonMerge, merge_id)
+
+
+def _load_merge(session: Session, merge_id: int) -> PersonMerge:
+    if session.get_bind().dialect.name == "sqlite":
+        record = session.get(PersonMerge, merge_id)
+    else:
+        record = session.get(PersonMerge, merge_id, with_for_update=True, populate_existing=True)
+    if record is None:
+        raise MergeError(404, f"no merge with id {merge_id}")
+    return record
+
+
+def _lock_people(session: Session, person_ids: Sequence[str]) -> None:
+    """Lock these people in id order (PostgreSQL), so overlapping merges queue, never deadlock."""
+    if session.get_bind().dialect.name == "sqlite":
+        return  # one writer at a time
+    statement = select(Person).where(Person.id.in_(sorted(set(person_ids)))).order_by(Person.id)
+    session.scalars(statement.with_for_update().execution_options(populate_existing=True)).all()
+
+
+def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list[Person]:
+    """The live records the ids stand for, each once, in the order given."""
+    resolved: dict[str, Person] = {}
+    for raw in people_ids:
+        if not isinstance(raw, str) or canonical_id(raw) is None:
+            raise MergeError(400, f"people: {raw!r} is not a person id")
+        stored = people.find_person(session, raw)
+        if stored is not None and stored.merged_into:
+            # The review that named it is out of date (or another merge just won).
+            raise MergeError(
+                409, f"{stored.id} is already merged into {stored.merged_into}; nothing was changed"
+            )
+        person = people.resolve(session, raw)
+        if person is None:
+            raise MergeError(404, f"no person with id {raw}")
+        resolved.setdefault(person.id, person)
+    if lock:
+        _lock_people(session, list(resolved))
+        for person in resolved.values():
+            # Read again under the lock: a concurrent merge may have folded it meanwhile.
+            if person.merged_into or person.converted_contact_id:
+                raise MergeError(
+                    409,
+                    f"{person.id} was merged or converted by another request meanwhile; "
+                    "nothing was changed",
+                )
+    return list(resolved.values())
+
+
+def _course_counts(session: Session, person_ids: list[str]) -> dict[str, int]:
+    rows = session.execute(
+        select(Asset.person_id, func.count())
+        .where(Asset.person_id.in_(person_ids))
+        .group_by(Asset.person_id)
+    ).all()
+    return {person_id: count for person_id, count in rows}
+
+
+def _member(session: Session, members: list[Person], raw: str, what: str) -> Person:
+    person = people.resolve(session, raw) if isinstance(raw, str) else None
+    for member in members:
+        if person is not None and member.id == person.id:
+            return member
+    raise MergeError(400, f"{what}: {raw!r} is not one of the people merged")
+
+
+def _choose_survivor(
+    session: Session, members: list[Person], raw: str | None, courses: dict[str, int]
+) -> Person:
+    """The given survivor, else the contact, then the oldest, then the one with most courses."""
+    if raw is None:
+        return min(
+            members,
+            key=lambda p: (p.kind != CONTACT, p.created_at, -courses.get(p.id, 0), p.id),
+        )
+    survivor = _member(session, members, raw, "survivor")
+    if survivor.kind != CONTACT and any(m.kind == CONTACT for m in members):
+        raise MergeError(400, "survivor: a lead cannot absorb a contact; choose a contact")
+    return survivor
+
+
+def _field_values(
+    session: Session, survivor: Person, members: list[Person], chosen: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each field's resulting value and the member it comes from."""
+    unknown = sorted(name for name in chosen if name not in PERSON_FIELDS)
+    if unknown:
+        raise MergeError(400, f"fields: {', '.join(unknown)} not a person field")
+    newest_first = sorted(members, key=lambda p: (p.updated_at, p.id), reverse=True)
+    sources: dict[str, str] = {}
+    address_from = next(
+        (p for p in newest_first if any(_present(getattr(p, n)) for n in ADDRESS)), survivor
+    )
+    for name in PERSON_FIELDS:
+        if name in ADDRESS:
+            source = address_from
+        elif name in CONTACT_DETAILS or name == "opt_in":
+            # Newest non-empty value; for opt_in the newest answer the person gave, so
+            # an opt-out given after an opt-in stands and silence never becomes consent.
+            source = next((p for p in newest_first if _present(getattr(p, name))), survivor)
+        elif _present(getattr(survivor, name)):
+            source = survivor
+        else:
+            source = next((p for p in newest_first if _present(getattr(p, name))), survivor)
+        sources[name] = source.id
+    for name, raw in chosen.items():
+        sources[name] = _member(session, members, raw, f"fields.{name}").id
+    by_id = {member.id: member for member in members}
+    values = {name: getattr(by_id[sources[name]], name) for name in PERSON_FIELDS}
+    if not values["last_name"]:
+        raise MergeError(400, "fields.last_name: the survivor needs a last name")
+    return values, sources
+
+
+def _present(value: object) -> bool:
+    return value is not None and value != ""
+
+
+def _dump(value: object) -> Any:
+    return value.isoformat() if isinstance(value, dt.date) else value
+
+
+def _load(name: str, value: Any) -> Any:
+    if name == "date_of_birth" and value is not None:
+        return dt.date.fromisoformat(value)
+    return value
+
+
+def _flush(session: Session, what: str) -> None:
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        # Never resolved by dropping a row: the whole request rolls back.
+        raise MergeError(
+            409, f"the {what} would break a database constraint ({exc.orig}); nothing was changed"
+        ) from None

@@ -1,0 +1,169 @@
+"""The review queue: clusters found by the scan, and the operator's decisions on them."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.service import record_call
+from ridercrm.db import utcnow
+from ridercrm.duplicates import merge
+from ridercrm.duplicates.models import (
+    DISMISSED,
+    MERGED,
+    OPEN,
+    SKIPPED,
+    DuplicateCluster,
+    DuplicatePair,
+)
+from ridercrm.duplicates.scan import pairs_of
+from ridercrm.http.context import Call
+from ridercrm.people.models import PERSON_FIELDS, Person
+
+DECISIONS = ("merge", "dismiss", "skip")
+
+
+@dataclass
+class ClusterPage:
+    clusters: list[DuplicateCluster]
+    next_before: int | None
+
+
+def list_clusters(
+    session: Session, *, limit: int, before: DuplicateCluster | None = None, status: str = OPEN
+) -> ClusterPage:
+    """Clusters of one status, best score first (then newest id), after ``before``."""
+    statement = select(DuplicateCluster).where(DuplicateCluster.status == status)
+    if before is not None:
+        statement = statement.where(
+            or_(
+                DuplicateCluster.score < before.score,
+                and_(DuplicateCluster.score == before.score, DuplicateCluster.id < before.id),
+            )
+        )
+    statement = statement.order_by(DuplicateCluster.score.desc(), DuplicateCluster.id.desc())
+    found = list(session.scalars(statement.limit(limit + 1)).all())
+    if len(found) > limit:
+        return ClusterPage(found[:limit], next_before=found[limit - 1].id)
+    return ClusterPage(found, next_before=None)
+
+
+def find_cluster(session: Session, cluster_id: int) -> DuplicateCluster | None:
+    """The cluster with this id, or None."""
+    return session.get(DuplicateCluster, cluster_id)
+
+
+def summary(cluster: DuplicateCluster) -> dict[str, Any]:
+    """A cluster in the list: its id, people, score and status."""
+    return {
+        "id": cluster.id,
+        "people": list(cluster.people),
+        "score": cluster.score,
+        "status": cluster.status,
+        "merge_id": cluster.merge_id,
+        "created_at": cluster.created_at.isoformat(),
+    }
+
+
+def detail(session: Session, cluster: DuplicateCluster) -> dict[str, Any]:
+    """A cluster side by side: every record, the fields that differ, and each pair's reasons."""
+    people = {p.id: p for p in session.scalars(select(Person).where(Person.id.in_(cluster.people)))}
+    records = [
+        {
+            "id": pid,
+            "kind": people[pid].kind,
+            **{name: merge._dump(getattr(people[pid], name)) for name in PERSON_FIELDS},
+            "merged_into": people[pid].merged_into,
+            "created_at": people[pid].created_at.isoformat(),
+            "updated_at": people[pid].updated_at.isoformat(),
+        }
+        for pid in cluster.people
+        if pid in people
+    ]
+    differing = [name for name in PERSON_FIELDS if len({json.dumps(r[name]) for r in records}) > 1]
+    pairs = [
+        {"people": [pair.person_id, pair.other_id], "score": pair.score, **pair.explanation}
+        for pair in pairs_of(session, list(cluster.people))
+    ]
+    return {**summary(cluster), "records": records, "differing": differing, "pairs": pairs}
+
+
+def decide(
+    session: Session,
+    cluster: DuplicateCluster,
+    *,
+    decision: str,
+    survivor: str | None = None,
+    fields: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    audit_id: str | None = None,
+) -> dict[str, Any]:
+    """Merge a cluster, dismiss it (remembered: never proposed again) or skip it."""
+    if decision not in DECISIONS:
+        raise merge.MergeError(400, f"decision: one of {', '.join(DECISIONS)}")
+    if cluster.status != OPEN and not (cluster.status == SKIPPED and decision != "skip"):
+        raise merge.MergeError(409, f"cluster {cluster.id} is already {cluster.status}")
+    result: dict[str, Any] = {"cluster": cluster.id, "decision": decision, "dry_run": dry_run}
+    if decision == "merge":
+        plan, record = merge.merge_people(
+            session,
+            people_ids=list(cluster.people),
+            survivor_id=survivor,
+            fields=fields,
+            dry_run=dry_run,
+            audit_id=audit_id,
+        )
+        result |= {"merge_id": record.id if record else None, **plan.preview()}
+        if record is not None:
+            cluster.status, cluster.merge_id = MERGED, record.id
+    elif decision == "dismiss":
+        result["dismissed_pairs"] = len(pairs_of(session, list(cluster.people)))
+        if not dry_run:
+            for pair in session.scalars(
+                select(DuplicatePair).where(
+                    DuplicatePair.person_id.in_(cluster.people),
+                    DuplicatePair.other_id.in_(cluster.people),
+                )
+            ):
+                pair.status = DISMISSED
+            cluster.status = DISMISSED
+    elif not dry_run:
+        cluster.status = SKIPPED
+    if not dry_run:
+        cluster.decided_at = utcnow()
+        session.flush()
+    result["status"] = cluster.status
+    return result
+
+
+def audit_cli(
+    session: Session,
+    *,
+    operation: str,
+    command: str,
+    arguments: Mapping[str, Any],
+    status: int,
+    result: Any,
+    started: float,
+) -> str:
+    """Record a CLI action in the audit trail as the API records a request; return its id."""
+    call = Call(method="CLI", path=command, started=started)
+    call.operation = operation
+    call.content_type = "application/json"
+    call.request_body = json.dumps(arguments, default=str).encode()
+    if status >= 400:
+        call.failure_reason = str(result)
+    record_call(
+        session,
+        call=call,
+        status=status,
+        response_body=json.dumps(result, default=str).encode(),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+    return call.audit_id
