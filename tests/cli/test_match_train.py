@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope
@@ -11,13 +12,20 @@ from ridercrm.demo import load_demo
 from ridercrm.matching import model_store
 from ridercrm.matching.model import Model
 from ridercrm.matching.models import MatchModel
+from ridercrm.people.models import Person
 from tests.cli.transfer_helpers import cli
 from tests.factories import create_person
 
 
 def test_train_stores_a_new_version_that_the_matcher_uses(
-    db_url: str, sessions: sessionmaker[Session], client: TestClient, admin_headers: dict[str, str]
+    db_url: str,
+    sessions: sessionmaker[Session],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A worker looks for a newer model every CHECK_SECONDS; here, at every request.
+    monkeypatch.setattr(model_store, "CHECK_SECONDS", 0.0)
     load_demo(sessions, people=200)
     ann = create_person(client, admin_headers)
     model_store.forget()  # a database of an earlier test may have had the same URL
@@ -29,14 +37,16 @@ def test_train_stores_a_new_version_that_the_matcher_uses(
     assert before["ID"] == ann
     assert before["match"]["model_version"] == 0  # the shipped default
 
+    with session_scope(sessions) as session:
+        people = session.scalar(select(func.count()).select_from(Person))
     result = cli(db_url, "match", "train")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("trained model version 1 on 201 people")
-    assert cli(db_url, "match", "train").output.startswith("trained model version 2")
+    assert result.stdout.startswith(f"trained model version 1 on {people} people")
+    assert cli(db_url, "match", "train").stdout.startswith("trained model version 2")
     with session_scope(sessions) as session:
         stored = session.scalars(select(MatchModel).order_by(MatchModel.version)).all()
         assert [row.version for row in stored] == [1, 2]
-        assert stored[1].people == 201
+        assert stored[1].people == people
         model = Model.from_json(stored[1].model)
         # u from random pairs: two different people almost never share a birth date
         assert model.levels["date_of_birth"]["exact"][1] < 0.01

@@ -138,7 +138,7 @@ def test_import_emits_person_created_for_every_row(
         "first_name,last_name,email,date_of_birth\n"
         "Ann,Ng,ann@example.com,1999-04-12\n"
         "Bo,Li,,\n"
-        ",Nameless,,\n",
+        "Nameless,,,\n",  # no last name: a bad row
         encoding="utf-8",
     )
     result = import_csv(sessions, CONTACTS, path, workers=0)

@@ -21,6 +21,7 @@ def disclosed(explanation: dict[str, Any]) -> dict[str, Any]:
     return {
         "decision": explanation.get("decision", ""),
         "id": found,
+        "model_version": explanation.get("model_version"),
         "candidates": [
             candidate
             for candidate in explanation.get("candidates", [])
