@@ -46,6 +46,11 @@ def test_register_answers_id_and_secret_once_and_lists_without_secrets(
         created["secret"]
         not in client.get(f"/admin/webhooks/{created['id']}", headers=admin_headers).text
     )
+    # Not in the audit trail either (it is shown once, to the caller).
+    record = client.get(f"/admin/audit/{response.headers['x-audit-id']}", headers=admin_headers)
+    assert record.status_code == 200
+    assert record.json()["response_status"] == 201
+    assert created["secret"] not in record.text
 
 
 @pytest.mark.parametrize(
@@ -240,3 +245,18 @@ def test_cli_refuses_internal_addresses_and_unknown_endpoints(db_url: str) -> No
     code, out = _cli(db_url, "webhooks", "disable", "ep_nope")
     assert code == 2
     assert "no webhook endpoint ep_nope" in out
+
+
+def test_a_replay_time_before_the_calendar_or_a_nul_in_the_path_is_a_400_not_a_500(
+    client: TestClient, admin_headers: dict[str, str], receiver: Receiver
+) -> None:
+    endpoint, _secret = register(client, admin_headers, receiver.url, "person.created")
+    replay = client.post(
+        f"/admin/webhooks/{endpoint}/replay",
+        json={"since": "0001-01-01T00:00:00+10:00"},  # before the first representable UTC time
+        headers=admin_headers,
+    )
+    assert replay.status_code == 400, replay.text
+    assert "since" in replay.json()["detail"]
+    nul = client.get("/admin/webhooks/ep%00x", headers=admin_headers)
+    assert nul.status_code == 400, nul.text

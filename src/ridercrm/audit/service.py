@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,16 @@ def _storable(value: Any) -> Any:
     return value
 
 
+# A webhook signing secret is shown once, to the caller that made or rotated it, and kept
+# nowhere readable: not in the audit trail either, whatever RIDERCRM_AUDIT_REDACT says
+# (whoever reads the audit could otherwise sign events that receivers trust).
+_SIGNING_SECRET = re.compile(r"whsec_[A-Za-z0-9+/=_-]+")
+
+
+def _without_secrets(text: str | None) -> str | None:
+    return None if text is None else _SIGNING_SECRET.sub("whsec_[not stored]", text)
+
+
 def record_call(
     session: Session,
     *,
@@ -77,6 +88,7 @@ def record_call(
         request_text, response_text = _text(call.request_body), _text(response_body)
     if call.request_body is None and call.request_note is not None:
         request_text = call.request_note
+    response_text = _without_secrets(response_text)
     record = AuditRecord(
         id=call.audit_id,
         operation=_fit("operation", call.operation),
