@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
@@ -25,6 +25,9 @@ from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read
 from ridercrm.http.validation import parse_model
+
+# Ids are database integers: a larger number names nothing (and would overflow SQLite).
+MAX_ID = 2**62
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -89,7 +92,7 @@ async def merge_people(
 )
 async def undo_merge(
     request: Request,
-    merge_id: int,
+    merge_id: int = Path(ge=1, le=MAX_ID),
     call: Call = Depends(operation("admin.undo_merge", scope="admin")),
 ) -> Response:
     """Restore each member's own values and move the re-pointed courses back."""
@@ -130,7 +133,9 @@ async def undo_merge(
 async def list_duplicates(
     request: Request,
     limit: int = Query(50, ge=1, le=500),
-    before: int | None = Query(None, description="A cluster id: the next_before of a page."),
+    before: int | None = Query(
+        None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
+    ),
     status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
     _call: Call = Depends(operation("admin.list_duplicates", scope="admin")),
 ) -> Response:
@@ -163,7 +168,7 @@ async def list_duplicates(
 )
 async def read_duplicates(
     request: Request,
-    cluster_id: int,
+    cluster_id: int = Path(ge=1, le=MAX_ID),
     _call: Call = Depends(operation("admin.read_duplicates", scope="admin")),
 ) -> Response:
     """Return a cluster's records, the fields that differ and each pair's explanation."""
@@ -193,7 +198,7 @@ async def read_duplicates(
 )
 async def decide_duplicates(
     request: Request,
-    cluster_id: int,
+    cluster_id: int = Path(ge=1, le=MAX_ID),
     call: Call = Depends(operation("admin.decide_duplicates", scope="admin")),
 ) -> Response:
     """Merge the cluster's people, remember they are not duplicates, or skip the cluster."""

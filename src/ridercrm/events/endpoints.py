@@ -27,7 +27,7 @@ from ridercrm.http import openapi
 from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
-from ridercrm.http.validation import parse_model
+from ridercrm.http.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
 
@@ -270,9 +270,7 @@ async def replay_webhook(
 
     def handler(session: Session, payload: Any) -> Outcome:
         data = parse_model(WebhookReplay, payload)
-        since = data.since
-        if since is not None and since.tzinfo is None:
-            since = since.replace(tzinfo=dt.UTC)
+        since = utc_time("since", data.since)
         try:
             count = manage.replay(
                 session, endpoint_id=webhook_id, event_id=data.event_id, since=since
