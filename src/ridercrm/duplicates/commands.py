@@ -17,10 +17,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, scan, service
 from ridercrm.matching.score import Thresholds
-from ridercrm.migrate import upgrade
+from ridercrm.startup import open_database
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
 console = Console(markup=False)
@@ -28,9 +28,8 @@ errors = Console(stderr=True, markup=False)
 
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
-    engine = build_engine(settings)
-    upgrade(engine)
-    return session_factory(engine)
+    """Sessions on the configured database; a missing one is refused, never created."""
+    return session_factory(open_database(settings, may_create=False))
 
 
 def _print(value: Any) -> None:

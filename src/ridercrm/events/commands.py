@@ -15,12 +15,12 @@ from rich.console import Console
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import session_factory, session_scope
 from ridercrm.events import manage
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.safety import AllowList, UnsafeUrl
 from ridercrm.events.service import KNOWN_TYPES
-from ridercrm.migrate import upgrade
+from ridercrm.startup import open_database
 
 webhooks_app = typer.Typer(help="Webhook endpoints that receive events.", no_args_is_help=True)
 # No Rich markup: URLs and descriptions are printed as written.
@@ -31,9 +31,8 @@ EndpointId = Annotated[str, typer.Argument(help="The endpoint's id (ep_...).")]
 
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
-    engine = build_engine(settings)
-    upgrade(engine)
-    return session_factory(engine)
+    """Sessions on the configured database; a missing one is refused, never created."""
+    return session_factory(open_database(settings, may_create=False))
 
 
 @contextmanager
@@ -191,7 +190,7 @@ def deliver_command(
 
     settings = Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
-    upgrade(build_engine(settings))
+    open_database(settings, may_create=False).dispose()  # says which; refuses a missing one
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
