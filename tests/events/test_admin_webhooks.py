@@ -247,7 +247,7 @@ def test_cli_refuses_internal_addresses_and_unknown_endpoints(db_url: str) -> No
     assert "no webhook endpoint ep_nope" in out
 
 
-def test_a_replay_time_before_the_calendar_or_a_nul_in_the_path_is_a_400_not_a_500(
+def test_a_replay_time_before_the_calendar_or_a_nul_in_an_id_is_refused_not_a_500(
     client: TestClient, admin_headers: dict[str, str], receiver: Receiver
 ) -> None:
     endpoint, _secret = register(client, admin_headers, receiver.url, "person.created")
@@ -259,4 +259,8 @@ def test_a_replay_time_before_the_calendar_or_a_nul_in_the_path_is_a_400_not_a_5
     assert replay.status_code == 400, replay.text
     assert "since" in replay.json()["detail"]
     nul = client.get("/admin/webhooks/ep%00x", headers=admin_headers)
-    assert nul.status_code == 400, nul.text
+    assert nul.status_code == 404, nul.text  # no endpoint has such an id
+    replay_nul = client.post(
+        f"/admin/webhooks/{endpoint}/replay", json={"event_id": "msg_\u0000"}, headers=admin_headers
+    )
+    assert replay_nul.status_code == 400, replay_nul.text

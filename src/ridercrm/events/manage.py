@@ -69,6 +69,9 @@ def list_endpoints(session: Session) -> Sequence[WebhookEndpoint]:
 
 def get_endpoint(session: Session, endpoint_id: str, *, lock: bool = False) -> WebhookEndpoint:
     """The endpoint with this id; NoSuchEndpoint otherwise."""
+    if "\x00" in endpoint_id:
+        # No stored id holds NUL, and PostgreSQL refuses it in a query's text.
+        raise NoSuchEndpoint(endpoint_id.replace("\x00", "\\x00"))
     endpoint = session.get(WebhookEndpoint, endpoint_id, with_for_update=lock or None)
     if endpoint is None:
         raise NoSuchEndpoint(endpoint_id)
@@ -147,6 +150,8 @@ def replay(
         raise EndpointProblem("name either event_id or since")
     query = select(Event.id, Event.subject, Event.type).order_by(Event.created_at, Event.id)
     if event_id is not None:
+        if "\x00" in event_id:  # no stored id holds NUL; PostgreSQL refuses it in a query
+            raise EndpointProblem("event_id: no such event")
         query = query.where(Event.id == event_id)
     else:
         query = query.where(Event.created_at >= since, Event.type.in_(endpoint.event_types))

@@ -103,8 +103,6 @@ def operation(
         if any("\x00" in part for item in request.query_params.multi_items() for part in item):
             # No database stores NUL in text; no search can be for one.
             raise ApiError(400, "query parameters must not contain NUL characters")
-        if any("\x00" in str(value) for value in request.path_params.values()):
-            raise ApiError(400, "the path must not contain NUL characters")
         if has_body:
             call.request_body = await _read_body(request, services_of(request).settings)
             call.request_note = None
