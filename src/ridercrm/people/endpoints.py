@@ -23,7 +23,6 @@ from ridercrm.people.schemas import (
     ModifyRefusal,
     ModifyRequest,
     ModifyResponse,
-    NewPerson,
     PeopleFound,
     PersonCreate,
     PersonRead,
@@ -46,7 +45,7 @@ def _creator(kind: str) -> Any:
     "/contacts",
     status_code=201,
     summary="Create a contact",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,
@@ -63,7 +62,7 @@ async def create_contact(
     "/leads",
     status_code=201,
     summary="Create a lead",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,

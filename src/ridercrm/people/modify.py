@@ -10,41 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from ridercrm import fields
 from ridercrm.fields import error_messages, item_refusal
 from ridercrm.ids import canonical_id
 from ridercrm.people import service
+from ridercrm.people.schemas import PersonModify
 
 ALL_MODIFIED = "All records modified."
 SOME_FAILED = "One or more records could not be modified."
 REQUIRED_NAMES = ("first_name", "last_name")
-
-
-class PersonModify(BaseModel):
-    """One item of ``people_data``: ID and the fields to change."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    ID: fields.IdText = None
-    first_name: fields.Name = None
-    last_name: fields.Name = None
-    date_of_birth: fields.BirthDate = None
-    email: fields.Email = None
-    postcode: fields.Postcode = None
-    mobile_phone: fields.Phone = None
-    drivers_license: fields.Phone = None
-    street: fields.LongText = None
-    city: fields.ShortText = None
-    state: fields.ShortText = None
-    country: fields.ShortText = None
-    lead_source: fields.LeadSource = None
-
-    def changes(self) -> dict[str, Any]:
-        """The supplied fields and their new values (None clears)."""
-        return {name: getattr(self, name) for name in self.model_fields_set if name != "ID"}
 
 
 @dataclass

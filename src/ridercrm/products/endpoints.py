@@ -16,7 +16,6 @@ from ridercrm.http.validation import parse_model
 from ridercrm.products import service
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
-    NewProduct,
     Product,
     ProductCreate,
     ProductRead,
@@ -55,7 +54,7 @@ async def list_products(
     status_code=201,
     tags=["admin"],
     summary="Create a product",
-    openapi_extra=openapi.request_body(NewProduct, example=PRODUCT_EXAMPLE),
+    openapi_extra=openapi.request_body(ProductCreate, example=PRODUCT_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ridercrm import fields
 
 
 class ProductCreate(BaseModel):
+    """A new product (admin API). Unknown fields are refused."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: fields.LongText
-    code: fields.ShortText
-    price: fields.Price
+    name: fields.RequiredLongText
+    code: fields.RequiredShortText = Field(description="Unique among products (409 if taken).")
+    price: fields.RequiredPrice
     active: fields.Flag = True
-
-    @field_validator("name", "code", "price")
-    @classmethod
-    def _required(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("is required")
-        return value
 
 
 class ProductRead(BaseModel):
@@ -43,46 +38,6 @@ class ProductRead(BaseModel):
             "price": str(self.price),
             "active": self.active,
         }
-
-
-# --- Documentation of the wire (the OpenAPI document) ------------------------------
-
-
-class NewProduct(BaseModel):
-    """A new product (admin API). Unknown fields are refused."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 255})]
-    code: Annotated[
-        str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 80,
-                "description": "Unique among products (409 if taken).",
-            }
-        ),
-    ]
-    price: Annotated[
-        str | float,
-        WithJsonSchema(
-            {
-                "anyOf": [
-                    {"type": "string", "pattern": r"^[0-9]{1,10}(\.[0-9]{1,2})?$"},
-                    {"type": "number", "minimum": 0, "exclusiveMaximum": 10000000000},
-                ],
-                "description": 'A decimal of at most 2 places, such as "249.00".',
-            }
-        ),
-    ]
-    active: Annotated[
-        bool | str | None,
-        WithJsonSchema(
-            {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "", None]}], "default": True}
-        ),
-    ] = True
 
 
 PRODUCT_EXAMPLE: dict[str, Any] = {"name": "Learner course", "code": "L1", "price": "249.00"}
