@@ -11,10 +11,10 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import BeforeValidator, ValidationError, WithJsonSchema
+from pydantic import BeforeValidator, PlainSerializer, ValidationError, WithJsonSchema
 
 COURSE_LOCATIONS = (
     "somerton",
@@ -453,3 +453,25 @@ Instructor = free_text(120)
 # The lead source a match request may carry: free text, only recorded.
 LeadSourceText = free_text(40)
 RequiredLeadSourceText = free_text(40, optional=False)
+
+
+# --- The wire's spellings in responses (the response models serialise with these) --
+
+
+def _true_false(value: Any) -> Any:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _decimal_text(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+# "true"/"false" as text, where the interface spells a flag so.
+TrueFalse = Annotated[Literal["true", "false"], BeforeValidator(_true_false)]
+# A decimal as text, such as "249.00".
+DecimalText = Annotated[str, BeforeValidator(_decimal_text)]
+OptionalDecimalText = Annotated[str | None, BeforeValidator(_decimal_text)]
+# A timestamp as Python's isoformat writes it ("+00:00", not pydantic's "Z").
+Timestamp = Annotated[
+    dt.datetime, PlainSerializer(dt.datetime.isoformat, return_type=str, when_used="json")
+]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -140,7 +139,9 @@ RIDER_COURSES_EXAMPLE: dict[str, object] = {
 class CourseResult(BaseModel):
     """One entry of ``details``: how one item went."""
 
-    delivery: Literal["true", "false"] = Field(description="Whether the item was applied.")
+    model_config = ConfigDict(from_attributes=True)
+
+    delivery: fields.TrueFalse = Field(description="Whether the item was applied.")
     receipt: str = Field(description="What was done, or why the item was refused.")
     person_id: str = Field(description="The person id the item gave, echoed as sent.")
     product_id: str = Field(description="The course's product (18 characters).")
@@ -158,14 +159,18 @@ class RiderCoursesResponse(BaseModel):
 
 
 class StatusChange(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     from_status: str | None = Field(description="null for the booking itself.")
     to_status: str
-    changed_at: dt.datetime
+    changed_at: fields.Timestamp
     audit_id: str = Field(description="The audit record of the request that made the change.")
 
 
 class BookedCourse(BaseModel):
     """A booked course (an asset) with its status history, oldest change first."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     id: str
     person_id: str
@@ -179,8 +184,10 @@ class BookedCourse(BaseModel):
     rider_instructor_1: str | None
     rider_instructor_2: str | None
     dealer_code: str | None
-    course_price: str | None = Field(description='A decimal as text, such as "249.00".')
+    course_price: fields.OptionalDecimalText = Field(
+        description='A decimal as text, such as "249.00".'
+    )
     booking_source: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
+    created_at: fields.Timestamp
+    updated_at: fields.Timestamp
     status_history: list[StatusChange]

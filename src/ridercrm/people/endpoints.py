@@ -225,6 +225,6 @@ async def modify_people(
             {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
             for index, r in enumerate(results)
         ]
-        return Outcome(modify.response_body(results, call.audit_id))
+        return Outcome(modify.answer(results, call.audit_id).model_dump(mode="json"))
 
     return await run_post(request, call, handler)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+)
 
 from ridercrm import fields
 
@@ -129,6 +137,8 @@ MODIFY_EXAMPLE: dict[str, Any] = {
 class ModifiedPerson(BaseModel):
     """One entry of ``details``: how one item went."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     ID: str = Field(description="The ID the item gave, echoed as sent (empty if none).")
     fields: int = Field(ge=0, description="How many supplied fields were written; 0 if failed.")
     status: bool = Field(description="Whether the item was applied.")
@@ -137,9 +147,18 @@ class ModifiedPerson(BaseModel):
         description="Only on a failed item: one `field: reason` per problem.",
     )
 
+    @model_serializer(mode="wrap")
+    def _errors_only_when_failed(self, write: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        entry: dict[str, Any] = write(self)
+        if not self.errors:
+            del entry["errors"]
+        return entry
+
 
 class ModifyResponse(BaseModel):
     """Operation 2's answer: one entry per item, in order."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     status: bool = Field(description="true when every item was applied.")
     receipt: Literal["All records modified.", "One or more records could not be modified."]

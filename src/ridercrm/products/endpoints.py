@@ -18,7 +18,6 @@ from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
     Product,
     ProductCreate,
-    ProductRead,
 )
 
 router = APIRouter(tags=["products"])
@@ -43,7 +42,10 @@ async def list_products(
 
     def handler(session: Session) -> Outcome:
         return Outcome(
-            [ProductRead.model_validate(p).to_json() for p in service.list_products(session)]
+            [
+                Product.model_validate(p).model_dump(mode="json")
+                for p in service.list_products(session)
+            ]
         )
 
     return await run_read(request, handler)
@@ -97,6 +99,6 @@ async def read_product(
         product = service.find_product(session, product_id)
         if product is None:
             raise ApiError(404, f"no product with id {product_id}")
-        return Outcome(ProductRead.model_validate(product).to_json())
+        return Outcome(Product.model_validate(product).model_dump(mode="json"))
 
     return await run_read(request, handler)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,33 +20,16 @@ class ProductCreate(BaseModel):
     active: fields.Flag = True
 
 
-class ProductRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: str
-    name: str
-    code: str
-    price: Decimal
-    active: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "code": self.code,
-            "price": str(self.price),
-            "active": self.active,
-        }
-
-
 PRODUCT_EXAMPLE: dict[str, Any] = {"name": "Learner course", "code": "L1", "price": "249.00"}
 
 
 class Product(BaseModel):
     """A product, as ``GET /crm/products`` lists it."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     id: str = Field(description="18 characters, prefix 01t.")
     name: str
     code: str
-    price: str = Field(description='A decimal as text, such as "249.00".')
+    price: fields.DecimalText = Field(description='A decimal as text, such as "249.00".')
     active: bool
