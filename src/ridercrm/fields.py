@@ -55,11 +55,9 @@ def enumeration(values: Iterable[str]) -> Callable[[Any], str | None]:
     def parse(value: Any) -> str | None:
         if value is None or value == "":
             return None
-        if not isinstance(value, str):
-            raise ValueError(f"must be one of {listing}")
-        found = lookup.get(_fold(value))
+        found = lookup.get(_fold(value)) if isinstance(value, str) else None
         if found is None:
-            raise ValueError(f"must be one of {listing}")
+            raise ValueError(f"must be one of {listing} (received {received(value)})")
         return found
 
     return parse
@@ -84,8 +82,12 @@ def received(value: Any) -> str:
 
 def item_refusal(item: Any, key: str) -> str:
     """Why an item that is not an object is refused, and how to send one."""
+    got = received(item)
+    if isinstance(item, str) and item.lstrip().startswith(("{", "[")):
+        # people_data[]={"ID":...}: a form field's value is text, never JSON.
+        got += f" that looks like JSON, but the value of a field such as {key}[] is text"
     return (
-        f"item: must be an object of fields (received {received(item)}); send"
+        f"item: must be an object of fields (received {got}); send"
         f" {key}[0][field]=... or {key}=<JSON array of objects>"
     )
 
@@ -123,20 +125,23 @@ def parse_date(value: Any) -> dt.date | None:
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return value
     if not isinstance(value, str) or not _DATE.match(value.strip()):
-        raise ValueError("must be a date written YYYY-MM-DD")
+        raise ValueError(f"must be a date written YYYY-MM-DD (received {received(value)})")
     try:
         parsed = dt.date.fromisoformat(value.strip())
     except ValueError:
-        raise ValueError("is not a real calendar date") from None
+        raise ValueError(
+            "must be a real calendar date written YYYY-MM-DD (received a YYYY-MM-DD text"
+            " that names no calendar day)"
+        ) from None
     if parsed.year < 1900:
-        raise ValueError("must be 1900 or later")
+        raise ValueError("must be a date from 1900 on (received a date before 1900)")
     return parsed
 
 
 def parse_birth_date(value: Any) -> dt.date | None:
     parsed = parse_date(value)
     if parsed is not None and parsed > dt.date.today():
-        raise ValueError("must not be in the future")
+        raise ValueError("must be a date up to today (received a date in the future)")
     return parsed
 
 
@@ -144,8 +149,9 @@ def parse_datetime_text(value: Any) -> str | None:
     """A date-time written YYYY-MM-DD HH:MM:SS (or a date), kept as written."""
     if value is None or value == "":
         return None
+    form = "must be a real date-time written YYYY-MM-DD HH:MM:SS or a date YYYY-MM-DD"
     if not isinstance(value, str):
-        raise ValueError("must be written YYYY-MM-DD HH:MM:SS")
+        raise ValueError(f"{form} (received {received(value)})")
     text = value.strip()
     try:
         if _DATETIME.match(text):
@@ -155,7 +161,7 @@ def parse_datetime_text(value: Any) -> str | None:
         else:
             raise ValueError
     except ValueError:
-        raise ValueError("must be a real date-time written YYYY-MM-DD HH:MM:SS") from None
+        raise ValueError(f"{form} (received {received(value)})") from None
     return text
 
 
@@ -185,31 +191,33 @@ def parse_email(value: Any) -> str | None:
     """An e-mail address by its syntax (no DNS look-up); surrounding space is dropped."""
     if value is None or value == "":
         return None
+    refusal = f"must be an e-mail address such as ann@example.com (received {received(value)})"
     if not isinstance(value, str):
-        raise ValueError("not a valid e-mail address")
+        raise ValueError(refusal)
     plain = _plain_email(value.strip())
     if plain is not None:
         return plain
     try:
         return validate_email(value.strip(), check_deliverability=False).normalized
     except EmailNotValidError:
-        raise ValueError("not a valid e-mail address") from None
+        raise ValueError(refusal) from None
 
 
 def parse_price(value: Any) -> Decimal | None:
     """A price: a decimal number of at most 2 places, zero or more."""
     if value is None or value == "":
         return None
+    got = f"(received {received(value)})"
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise ValueError("must be a decimal number such as 249.00")
+        raise ValueError(f"must be a decimal number such as 249.00 {got}")
     try:
         price = Decimal(str(value).strip())
     except InvalidOperation:
-        raise ValueError("must be a decimal number such as 249.00") from None
+        raise ValueError(f"must be a decimal number such as 249.00 {got}") from None
     if not price.is_finite() or price < 0 or price >= Decimal("1e10"):
-        raise ValueError("must be a decimal number from 0 to 9999999999.99")
+        raise ValueError(f"must be a decimal number from 0 to 9999999999.99 {got}")
     if price != price.quantize(Decimal("0.01")):
-        raise ValueError("must have at most 2 decimal places")
+        raise ValueError(f"must be a decimal number of at most 2 places, such as 249.00 {got}")
     return price.quantize(Decimal("0.01"))
 
 
@@ -245,15 +253,21 @@ def text(max_length: int) -> Callable[[Any], str | None]:
         if type(value) is str:  # the common case first: imports call this ~8 times a row
             stripped = value.strip()
         elif isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError("must be a string")
+            raise ValueError(
+                f"must be text of at most {max_length} characters (received {received(value)})"
+            )
         else:
             stripped = str(value).strip()
         if not stripped:
             return None
         if "\x00" in stripped:
-            raise ValueError("must not contain NUL characters")
+            raise ValueError(
+                "must be text without NUL characters (received text with a NUL character)"
+            )
         if len(stripped) > max_length:
-            raise ValueError(f"must be at most {max_length} characters")
+            raise ValueError(
+                f"must be at most {max_length} characters (received {received(stripped)})"
+            )
         return stripped
 
     return parse
@@ -264,7 +278,7 @@ def parse_id_text(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError("must be a record id string")
+        raise ValueError(f"must be a record id as text (received {received(value)})")
     return value.strip() or None
 
 
