@@ -96,7 +96,7 @@ async def read_person(
             raise ApiError(404, f"no person with id {person_id}")
         read = PersonRead.model_validate(person)
         read.merged_from = service.merged_from(session, person.id)
-        return Outcome(read.to_json())
+        return Outcome(read.model_dump(mode="json"))
 
     return await run_read(request, handler)
 
@@ -172,12 +172,8 @@ async def search_people(
                 )
             except ValueError as exc:
                 raise ApiError(400, str(exc), errors=[str(exc)]) from None
-        return Outcome(
-            {
-                "people": [PersonRead.model_validate(p).to_json() for p in people],
-                "next_before": next_before,
-            }
-        )
+        answer = {"people": people, "next_before": next_before}
+        return Outcome(PeopleFound.model_validate(answer).model_dump(mode="json"))
 
     return await run_read(request, handler)
 

@@ -70,9 +70,6 @@ class PersonRead(BaseModel):
 
     model_config = ConfigDict(from_attributes=True)
 
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
 
 NEW_PERSON_EXAMPLE: dict[str, Any] = {
     "first_name": "Ann",
