@@ -39,7 +39,7 @@ async def read_audit_record(
         record = service.get_record(session, canonical) if canonical else None
         if record is None:
             raise ApiError(404, f"no audit record with id {audit_id}")
-        return Outcome(service.to_dict(record))
+        return Outcome(AuditEntry.model_validate(record).model_dump(mode="json"))
 
     return await run_read(request, handler)
 
@@ -95,11 +95,7 @@ async def search_audit_records(
         page = service.search_records(
             session, operation=operation_name, since=since, limit=limit, before=after
         )
-        return Outcome(
-            {
-                "records": [service.to_dict(r) for r in page.records],
-                "next_before": page.next_before,
-            }
-        )
+        answer = {"records": page.records, "next_before": page.next_before}
+        return Outcome(AuditEntries.model_validate(answer).model_dump(mode="json"))
 
     return await run_read(request, handler)

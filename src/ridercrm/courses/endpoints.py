@@ -69,39 +69,10 @@ async def rider_courses(
             {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
             for index, r in enumerate(results)
         ]
-        return Outcome({"details": [r.to_json() for r in results], "audit_id": call.audit_id})
+        answer = {"details": results, "audit_id": call.audit_id}
+        return Outcome(RiderCoursesResponse.model_validate(answer).model_dump(mode="json"))
 
     return await run_post(request, call, handler)
-
-
-def asset_to_json(asset: Asset) -> dict[str, Any]:
-    return {
-        "id": asset.id,
-        "person_id": asset.person_id,
-        "product_id": asset.product_id,
-        "booking_number": asset.booking_number,
-        "course_status": asset.course_status,
-        "course_feedback": asset.course_feedback,
-        "course_datetime": asset.course_datetime,
-        "course_date_end": asset.course_date_end,
-        "course_location": asset.course_location,
-        "rider_instructor_1": asset.rider_instructor_1,
-        "rider_instructor_2": asset.rider_instructor_2,
-        "dealer_code": asset.dealer_code,
-        "course_price": None if asset.course_price is None else str(asset.course_price),
-        "booking_source": asset.booking_source,
-        "created_at": asset.created_at.isoformat(),
-        "updated_at": asset.updated_at.isoformat(),
-        "status_history": [
-            {
-                "from_status": change.from_status,
-                "to_status": change.to_status,
-                "changed_at": change.changed_at.isoformat(),
-                "audit_id": change.audit_id,
-            }
-            for change in asset.status_history
-        ],
-    }
 
 
 @router.get(
@@ -125,6 +96,6 @@ async def read_asset(
         asset = session.get(Asset, canonical) if canonical else None
         if asset is None:
             raise ApiError(404, f"no asset with id {asset_id}")
-        return Outcome(asset_to_json(asset))
+        return Outcome(BookedCourse.model_validate(asset).model_dump(mode="json"))
 
     return await run_read(request, handler)

@@ -46,7 +46,9 @@ def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
 def _query(model: type[BaseModel], payload: Any) -> tuple[Any, bool]:
     if not isinstance(payload, dict):
         raise ApiError(
-            400, f"body: must be an object with a person_data object (received {received(payload)})"
+            400,
+            "body: must be an object with a person_data object"
+            f" (received {received(payload)}); {forms('person_data', many=False)}",
         )
     if not isinstance(payload.get("person_data"), dict):
         given = payload.get("person_data")

@@ -23,7 +23,6 @@ from ridercrm.people.schemas import (
     ModifyRefusal,
     ModifyRequest,
     ModifyResponse,
-    NewPerson,
     PeopleFound,
     PersonCreate,
     PersonRead,
@@ -46,7 +45,7 @@ def _creator(kind: str) -> Any:
     "/contacts",
     status_code=201,
     summary="Create a contact",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,
@@ -63,7 +62,7 @@ async def create_contact(
     "/leads",
     status_code=201,
     summary="Create a lead",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+    openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,
@@ -97,7 +96,7 @@ async def read_person(
             raise ApiError(404, f"no person with id {person_id}")
         read = PersonRead.model_validate(person)
         read.merged_from = service.merged_from(session, person.id)
-        return Outcome(read.to_json())
+        return Outcome(read.model_dump(mode="json"))
 
     return await run_read(request, handler)
 
@@ -173,12 +172,8 @@ async def search_people(
                 )
             except ValueError as exc:
                 raise ApiError(400, str(exc), errors=[str(exc)]) from None
-        return Outcome(
-            {
-                "people": [PersonRead.model_validate(p).to_json() for p in people],
-                "next_before": next_before,
-            }
-        )
+        answer = {"people": people, "next_before": next_before}
+        return Outcome(PeopleFound.model_validate(answer).model_dump(mode="json"))
 
     return await run_read(request, handler)
 
@@ -226,6 +221,6 @@ async def modify_people(
             {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
             for index, r in enumerate(results)
         ]
-        return Outcome(modify.response_body(results, call.audit_id))
+        return Outcome(modify.answer(results, call.audit_id).model_dump(mode="json"))
 
     return await run_post(request, call, handler)

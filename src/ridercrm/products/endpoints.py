@@ -16,10 +16,8 @@ from ridercrm.http.validation import parse_model
 from ridercrm.products import service
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
-    NewProduct,
     Product,
     ProductCreate,
-    ProductRead,
 )
 
 router = APIRouter(tags=["products"])
@@ -44,7 +42,10 @@ async def list_products(
 
     def handler(session: Session) -> Outcome:
         return Outcome(
-            [ProductRead.model_validate(p).to_json() for p in service.list_products(session)]
+            [
+                Product.model_validate(p).model_dump(mode="json")
+                for p in service.list_products(session)
+            ]
         )
 
     return await run_read(request, handler)
@@ -55,7 +56,7 @@ async def list_products(
     status_code=201,
     tags=["admin"],
     summary="Create a product",
-    openapi_extra=openapi.request_body(NewProduct, example=PRODUCT_EXAMPLE),
+    openapi_extra=openapi.request_body(ProductCreate, example=PRODUCT_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,
@@ -98,6 +99,6 @@ async def read_product(
         product = service.find_product(session, product_id)
         if product is None:
             raise ApiError(404, f"no product with id {product_id}")
-        return Outcome(ProductRead.model_validate(product).to_json())
+        return Outcome(Product.model_validate(product).model_dump(mode="json"))
 
     return await run_read(request, handler)
