@@ -203,6 +203,19 @@ class Settings(BaseSettings):
             " to be proposed for review by `ridercrm duplicates scan`"
         ),
     )
+    duplicates_recheck: bool = Field(
+        default=True,
+        description=(
+            "Duplicates: `ridercrm serve` re-checks the people each write touched, in the"
+            " background, once a first scan was made"
+        ),
+    )
+    duplicates_recheck_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="Duplicates: how often the background re-check looks for touched people",
+    )
     duplicates_auto_merge_threshold: float | None = Field(
         default=None,
         description=(

@@ -20,9 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
-from ridercrm.duplicates import merge, scan, service
+from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.matching.score import Thresholds
 from ridercrm.startup import open_database
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
@@ -88,11 +87,7 @@ def scan_command(
     """Find likely duplicates among the stored people and queue them for review (resumable)."""
     settings = Settings()
     sessions = _sessions(settings)
-    thresholds = Thresholds(
-        match=settings.match_threshold,
-        personal=settings.match_personal_threshold,
-        ambiguity=settings.match_ambiguity_margin,
-    )
+    thresholds = recheck.thresholds_of(settings)
     if dry_run:
         with session_scope(sessions) as session:
             _print({"dry_run": True, "would_check": scan.pending(session, full=full)})
@@ -133,6 +128,27 @@ def scan_command(
             redact=settings.audit_redact,
         )  # fmt: skip
     _print(summary)
+
+
+@duplicates_app.command("recheck")
+def recheck_command(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the people waiting; write nothing.")
+    ] = False,
+) -> None:
+    """Re-check now the people written since the first scan (`serve` does it continually)."""
+    settings = Settings()
+    sessions = _sessions(settings)
+    if dry_run:
+        with session_scope(sessions) as session:
+            _print({"dry_run": True, "would_check": recheck.pending(session)})
+        return
+    checked = recheck.recheck(
+        sessions,
+        thresholds=recheck.thresholds_of(settings),
+        review_threshold=settings.duplicates_review_threshold,
+    )
+    _print({"rechecked": checked})
 
 
 @duplicates_app.command("list")

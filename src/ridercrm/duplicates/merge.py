@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
+from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
@@ -157,6 +158,7 @@ def merge_people(
         audit_id=audit_id,
     )
     _courses_moved(session, list(plan.moved_assets))
+    mark_touched(session, [survivor.id, *record.merged_ids])
     return plan, record
 
 
@@ -227,6 +229,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
         audit_id=audit_id,
     )
     _courses_moved(session, list(record.moved_assets))
+    mark_touched(session, [survivor.id, *record.merged_ids])
     return record
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, session_scope, utcnow
+from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import service as events
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.products.models import Product
@@ -288,9 +289,9 @@ class _Run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
             if not self.products:
-                events.people_imported(
-                    self.session, [dict(zip(self.columns, row, strict=True)) for row in good]
-                )
+                imported = [dict(zip(self.columns, row, strict=True)) for row in good]
+                events.people_imported(self.session, imported)
+                mark_touched(self.session, [values["id"] for values in imported])
         if self.matcher.active:
             self.matcher.added.update(row.record_id for row in candidates if row.record_id)
         if self.on_matched is not None:
