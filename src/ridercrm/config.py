@@ -192,6 +192,15 @@ class Settings(BaseSettings):
         ge=0,
         description="After a secret rotation, how long the old secret also signs",
     )
+    event_retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        le=3650,
+        description=(
+            "Events: delivered events and their delivery log older than this many days are"
+            " purged by the deliverer (hourly) and by `ridercrm webhooks purge`"
+        ),
+    )
     webhook_deliverer: bool = Field(
         default=True,
         description="`ridercrm serve` runs a webhook deliverer beside the server",
