@@ -147,6 +147,14 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
         batch_ms.append(spent)
         per_person.append(spent / checked)
 
+    # One statement's round trip on this machine now, for scale (SELECT 1 in a transaction).
+    trips: list[float] = []
+    with session_scope(sessions) as session:
+        for _ in range(300):
+            began = time.perf_counter()
+            session.execute(text("SELECT 1"))
+            trips.append((time.perf_counter() - began) * 1000)
+
     def p(values: list[float], q: float) -> float:
         return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
@@ -158,6 +166,7 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
     print(f"time inside mark_touched per write after a scan: median "
           f"{statistics.median(on_marks):.3f} ms, p99 {p(on_marks, 0.99):.3f} ms; "
           f"before any scan (the check only): {statistics.median(off_marks):.3f} ms")  # fmt: skip
+    print(f"one SELECT 1 round trip: median {statistics.median(trips):.3f} ms")
     print(f"marks waiting: {waiting}; re-check per touched person: median "
           f"{statistics.median(per_person):.2f} ms over {len(batch_ms)} batches of <=100")  # fmt: skip
     engine.dispose()

@@ -295,9 +295,15 @@ def test_an_id_repeated_in_the_file_or_already_stored_is_a_bad_row(
     )
     result = cli(db_url, "import", "contacts", str(file))
     assert result.exit_code == 1
-    assert f"line 3: id: {stored} already exists" in result.output
+    # A stored id names that person: the row is recognised (skipped), not a bad row.
+    assert f"line 3: is contact {stored}: skipped" in result.output
     assert f"line 4: id: {repeated} repeats line 2" in result.output
-    assert "imported 2 contacts, 2 bad rows" in result.output
+    assert "imported 2 contacts, 1 skipped as already stored, 1 bad row" in result.output
+    # With --on-match add every row is a new person: a stored id cannot be one.
+    again = write_csv(tmp_path / "again.csv", ["Id", "FirstName", "LastName"],
+                      [[stored, "Bob", "Two"]])  # fmt: skip
+    added = cli(db_url, "import", "contacts", str(again), "--on-match", "add")
+    assert f"line 2: id: {stored} already exists" in added.output
     names = {p["id"]: p["first_name"] for p in people(sessions).values()}
     assert names[stored] == "Zed"  # not overwritten
     assert names[repeated] == "Ann"

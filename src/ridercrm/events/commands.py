@@ -63,13 +63,16 @@ def webhooks_add(
 ) -> None:
     """Register an endpoint. Its signing secret is printed once, alone on the last line."""
     settings = Settings()
+    allow = AllowList.parse(settings.webhook_allowed_hosts)
+    checked = manage.check_url(url, allow)  # DNS before the write transaction
     with _work(settings, write=True) as session:
         endpoint, secret = manage.create_endpoint(
             session,
             url=url,
             event_types=event,
             description=description,
-            allow=AllowList.parse(settings.webhook_allowed_hosts),
+            allow=allow,
+            checked=checked,
         )
         console.print(
             f"created webhook endpoint {endpoint.id} for {', '.join(endpoint.event_types)}"

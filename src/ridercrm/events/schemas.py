@@ -9,13 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # --- Endpoints (admin API) ------------------------------------------------------------
 
+MAX_URL = 2000
+
 
 class WebhookCreate(BaseModel):
     """A new webhook endpoint. Unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, max_length=2000, description="http:// or https:// URL.")
+    url: str = Field(min_length=1, max_length=MAX_URL, description="http:// or https:// URL.")
     event_types: list[str] = Field(
         min_length=1, max_length=20, description="The event types to send, e.g. person.created."
     )
