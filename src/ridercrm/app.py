@@ -12,6 +12,7 @@ from ridercrm.config import Settings
 from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
 from ridercrm.duplicates.endpoints import router as duplicates_router
+from ridercrm.events import metrics as events_metrics
 from ridercrm.events.endpoints import install_webhooks
 from ridercrm.events.endpoints import router as webhooks_router
 from ridercrm.http import docs_pages, handlers, metrics, openapi
@@ -111,6 +112,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             counted="refused requests from this address",
         ),
     )
+    # /metrics reads the webhook queue gauges from this database at scrape time.
+    events_metrics.watch_queue(app.state.services.sessions)
     api = APIRouter(prefix=settings.base_path)
     for router in (
         courses_router,

@@ -20,6 +20,7 @@ from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
+from ridercrm.duplicates.recheck import start_rechecker
 from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
@@ -123,9 +124,13 @@ def serve(
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
     # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
+    # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
+    stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
     try:
         server.run(config, sock)
     finally:
+        if stop_rechecker is not None:
+            stop_rechecker()
         if stop_deliverer is not None:
             stop_deliverer()
 

@@ -192,6 +192,15 @@ class Settings(BaseSettings):
         ge=0,
         description="After a secret rotation, how long the old secret also signs",
     )
+    event_retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        le=3650,
+        description=(
+            "Events: delivered events and their delivery log older than this many days are"
+            " purged by the deliverer (hourly) and by `ridercrm webhooks purge`"
+        ),
+    )
     webhook_deliverer: bool = Field(
         default=True,
         description="`ridercrm serve` runs a webhook deliverer beside the server",
@@ -202,6 +211,19 @@ class Settings(BaseSettings):
             "Duplicates: the least total match weight (bits) a pair of stored people needs"
             " to be proposed for review by `ridercrm duplicates scan`"
         ),
+    )
+    duplicates_recheck: bool = Field(
+        default=True,
+        description=(
+            "Duplicates: `ridercrm serve` re-checks the people each write touched, in the"
+            " background, once a first scan was made"
+        ),
+    )
+    duplicates_recheck_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="Duplicates: how often the background re-check looks for touched people",
     )
     duplicates_auto_merge_threshold: float | None = Field(
         default=None,

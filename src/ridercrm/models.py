@@ -3,7 +3,13 @@
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
-from ridercrm.duplicates.models import DuplicateCluster, DuplicatePair, DuplicateScan, PersonMerge
+from ridercrm.duplicates.models import (
+    DuplicateCluster,
+    DuplicatePair,
+    DuplicateScan,
+    PersonMerge,
+    TouchedPerson,
+)
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
@@ -29,5 +35,6 @@ __all__ = [
     "PersonKey",
     "PersonMerge",
     "Product",
+    "TouchedPerson",
     "WebhookEndpoint",
 ]

@@ -15,8 +15,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
+from ridercrm.duplicates.merge import merge_people
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.people.models import Person
+from ridercrm.people import service as people_service
+from ridercrm.people.models import CONTACT, Person
+from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
 from ridercrm.transfer.checks import UnreadableFile
 from ridercrm.transfer.columns import CONTACTS
@@ -292,9 +295,15 @@ def test_an_id_repeated_in_the_file_or_already_stored_is_a_bad_row(
     )
     result = cli(db_url, "import", "contacts", str(file))
     assert result.exit_code == 1
-    assert f"line 3: id: {stored} already exists" in result.output
+    # A stored id names that person: the row is recognised (skipped), not a bad row.
+    assert f"line 3: is contact {stored}: skipped" in result.output
     assert f"line 4: id: {repeated} repeats line 2" in result.output
-    assert "imported 2 contacts, 2 bad rows" in result.output
+    assert "imported 2 contacts, 1 skipped as already stored, 1 bad row" in result.output
+    # With --on-match add every row is a new person: a stored id cannot be one.
+    again = write_csv(tmp_path / "again.csv", ["Id", "FirstName", "LastName"],
+                      [[stored, "Bob", "Two"]])  # fmt: skip
+    added = cli(db_url, "import", "contacts", str(again), "--on-match", "add")
+    assert f"line 2: id: {stored} already exists" in added.output
     names = {p["id"]: p["first_name"] for p in people(sessions).values()}
     assert names[stored] == "Zed"  # not overwritten
     assert names[repeated] == "Ann"
@@ -448,10 +457,10 @@ def test_export_writes_our_columns_to_standard_output(db_url: str, tmp_path: Pat
     result = cli(db_url, "export", "contacts")
     assert result.exit_code == 0
     header, row = list(csv.reader(result.stdout.splitlines()))
-    assert header == OUR_HEADER
+    assert header == [*OUR_HEADER, "merged_into"]
     assert row[0].startswith("003")
     assert row[1:3] == ["Ann", "Nguyen"]
-    assert row[-1] == "true"
+    assert row[-2:] == ["true", ""]
     assert "exported 1 contact" in result.stderr
     salesforce = cli(db_url, "export", "leads", "--format", "salesforce")
     assert salesforce.stdout.splitlines()[0].startswith("Id,FirstName,LastName,Birthdate,")
@@ -459,6 +468,28 @@ def test_export_writes_our_columns_to_standard_output(db_url: str, tmp_path: Pat
     nowhere = cli(db_url, "export", "contacts", "-o", str(tmp_path / "missing" / "c.csv"))
     assert nowhere.exit_code == 2
     assert "No such file or directory" in nowhere.output
+
+
+@pytest.mark.parametrize(
+    ("form", "column"), [("ours", "merged_into"), ("salesforce", "MasterRecordId")]
+)
+def test_export_names_the_survivor_of_a_merged_person(
+    db_url: str, sessions: sessionmaker[Session], form: str, column: str
+) -> None:
+    with session_scope(sessions, write=True) as session:
+        first, second = (
+            people_service.create_person(
+                session, kind=CONTACT, data=PersonCreate(first_name=name, last_name="Nguyen")
+            ).id
+            for name in ("Ann", "Anne")
+        )
+        merge_people(session, people_ids=[first, second], survivor_id=first)
+    result = cli(db_url, "export", "contacts", "--format", form)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(result.stdout.splitlines()))
+    assert {row[column] for row in rows if row[column]} == {first}
+    merged = {row["id" if form == "ours" else "Id"]: row[column] for row in rows}
+    assert merged == {first: "", second: first}
 
 
 @pytest.mark.parametrize("workers", [0, 2])

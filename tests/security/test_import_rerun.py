@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.db import session_scope
+from ridercrm.ids import RecordKind, new_id
+from ridercrm.people.models import Person
 from tests.cli.transfer_helpers import assert_match_keys_in_step, cli, people, write_csv
 
 HEADER = ["FirstName", "LastName", "Birthdate", "Email", "MobilePhone", "MailingPostalCode",
@@ -124,3 +128,73 @@ def test_a_dry_run_does_not_count_as_an_import(
     result = cli(db_url, "import", "contacts", str(file))
     assert result.exit_code == 0, result.output
     assert len(people(sessions)) == 100
+
+
+ID_HEADER = ["Id", *HEADER]
+
+
+def test_a_rerun_with_an_id_column_recognises_the_stored_ids(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    rows = [[new_id(RecordKind.CONTACT), *row] for row in hundred_people()[:10]]
+    assert cli(db_url, "import", "contacts", str(write_csv(tmp_path / "a.csv", ID_HEADER,
+               rows))).exit_code == 0  # fmt: skip
+    # A corrected export: other cities, the same ids (15-character forms for some).
+    corrected = [[r[0][:15] if n % 2 else r[0], *r[1:-1], "Kilsyth"] for n, r in enumerate(rows)]
+    file = write_csv(tmp_path / "b.csv", ID_HEADER, corrected)
+    skipped = cli(db_url, "import", "contacts", str(file))
+    assert skipped.exit_code == 0, skipped.output
+    lines = skipped.stdout.strip().splitlines()
+    assert lines[-1] == "imported 0 contacts, 10 skipped as already stored, 0 bad rows"
+    assert f"line 2: is contact {rows[0][0]}: skipped" in lines
+    updated = cli(db_url, "import", "contacts", str(file), "--on-match", "update", "--force")
+    assert updated.stdout.strip().splitlines()[-1] == "imported 0 contacts, 10 updated, 0 bad rows"
+    stored = people(sessions)
+    assert len(stored) == 10
+    assert all(p["city"] == "Kilsyth" for p in stored.values())
+    assert_match_keys_in_step(sessions)
+
+
+def test_a_matched_rows_own_id_is_kept_and_works_afterwards(
+    db_url: str,
+    tmp_path: Path,
+    sessions: sessionmaker[Session],
+    client: TestClient,
+    admin_headers: dict[str, str],
+) -> None:
+    assert cli(db_url, "import", "contacts", str(write_csv(tmp_path / "a.csv", HEADER,
+               hundred_people()[:3]))).exit_code == 0  # fmt: skip
+    before = people(sessions)
+    # Another CRM's export of the same people, with its own ids.
+    theirs = [[new_id(RecordKind.CONTACT), *row] for row in hundred_people()[:3]]
+    result = cli(db_url, "import", "contacts", str(write_csv(tmp_path / "b.csv", ID_HEADER,
+                 theirs)))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == (
+        "imported 0 contacts, 3 skipped as already stored, 3 ids kept as aliases, 0 bad rows"
+    )
+    with session_scope(sessions) as session:
+        for row in theirs:
+            alias = session.get(Person, row[0])
+            assert alias is not None
+            assert alias.merged_into in before
+    # The other CRM's id works in the operations and the admin API: it is the person.
+    alias_id, email = theirs[0][0], theirs[0][4]
+    shown = client.get(f"/admin/people/{alias_id}", headers=admin_headers).json()
+    assert shown["merged_into"] in before
+    survivor = shown["merged_into"]
+    modified = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": alias_id, "city": "Geelong"}]},
+        headers=admin_headers,
+    ).json()
+    assert modified["details"][0]["status"] is True, modified
+    assert people(sessions)[survivor]["city"] == "Geelong"
+    assert people(sessions)[survivor]["email"] == email
+    # A re-run of their file (forced: the same bytes) now recognises every id.
+    again = cli(db_url, "import", "contacts", str(write_csv(tmp_path / "c.csv", ID_HEADER,
+                theirs)), "--force")  # fmt: skip
+    assert again.stdout.strip().splitlines()[-1] == (
+        "imported 0 contacts, 3 skipped as already stored, 0 bad rows"
+    )
+    assert_match_keys_in_step(sessions)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -18,8 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
-from ridercrm.duplicates import merge, scan, service
-from ridercrm.matching.score import Thresholds
+from ridercrm.duplicates import merge, recheck, scan, service
+from ridercrm.ids import RecordKind, new_id
 from ridercrm.startup import open_database
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
@@ -37,34 +39,36 @@ def _print(value: Any) -> None:
 
 
 def _audited(
-    sessions: sessionmaker[Session],
+    settings: Settings,
     *,
     operation: str,
     command: str,
     arguments: dict[str, Any],
-    action: Any,
+    action: Callable[[Session, str], Any],
     dry_run: bool,
 ) -> Any:
-    """Run ``action(session)`` in one transaction with its audit record; exit 1 if refused."""
+    """Run ``action(session, audit_id)`` in one transaction with its audit record, as the
+    admin API does (the same audit id in the merge record and events, redaction as
+    RIDERCRM_AUDIT_REDACT says); exit 1 if refused."""
+    sessions = _sessions(settings)
     started = time.perf_counter()
+    audit_id = new_id(RecordKind.AUDIT)
+    record = partial(
+        service.audit_cli, operation=operation, command=command, arguments=arguments,
+        started=started, audit_id=audit_id, redact=settings.audit_redact,
+    )  # fmt: skip
     try:
         with session_scope(sessions, write=not dry_run) as session:
-            result = action(session)
+            result = action(session, audit_id)
             if dry_run:
                 session.rollback()
             else:
-                audit_id = service.audit_cli(
-                    session, operation=operation, command=command, arguments=arguments,
-                    status=200, result=result, started=started,
-                )  # fmt: skip
                 result = {**result, "audit_id": audit_id}
+                record(session, status=200, result=result)
     except merge.MergeError as exc:
         if not dry_run:
             with session_scope(sessions, write=True) as session:
-                service.audit_cli(
-                    session, operation=operation, command=command, arguments=arguments,
-                    status=exc.status, result=exc.reason, started=started,
-                )  # fmt: skip
+                record(session, status=exc.status, result=exc.reason)
         errors.print(exc.reason)
         raise typer.Exit(1) from None
     _print(result)
@@ -83,11 +87,7 @@ def scan_command(
     """Find likely duplicates among the stored people and queue them for review (resumable)."""
     settings = Settings()
     sessions = _sessions(settings)
-    thresholds = Thresholds(
-        match=settings.match_threshold,
-        personal=settings.match_personal_threshold,
-        ambiguity=settings.match_ambiguity_margin,
-    )
+    thresholds = recheck.thresholds_of(settings)
     if dry_run:
         with session_scope(sessions) as session:
             _print({"dry_run": True, "would_check": scan.pending(session, full=full)})
@@ -125,8 +125,30 @@ def scan_command(
         summary["audit_id"] = service.audit_cli(
             session, operation="cli.duplicates_scan", command="ridercrm duplicates scan",
             arguments={"full": full}, status=200, result=summary, started=started,
+            redact=settings.audit_redact,
         )  # fmt: skip
     _print(summary)
+
+
+@duplicates_app.command("recheck")
+def recheck_command(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the people waiting; write nothing.")
+    ] = False,
+) -> None:
+    """Re-check now the people written since the first scan (`serve` does it continually)."""
+    settings = Settings()
+    sessions = _sessions(settings)
+    if dry_run:
+        with session_scope(sessions) as session:
+            _print({"dry_run": True, "would_check": recheck.pending(session)})
+        return
+    checked = recheck.recheck(
+        sessions,
+        thresholds=recheck.thresholds_of(settings),
+        review_threshold=settings.duplicates_review_threshold,
+    )
+    _print({"rechecked": checked})
 
 
 @duplicates_app.command("list")
@@ -174,23 +196,23 @@ def merge_command(
     fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
     arguments = {"people": people, "cluster": cluster, "survivor": survivor, "fields": fields}
 
-    def action(session: Session) -> Any:
+    def action(session: Session, audit_id: str) -> Any:
         if cluster is not None:
             found = service.find_cluster(session, cluster)
             if found is None:
                 raise merge.MergeError(404, f"no cluster with id {cluster}")
             return service.decide(
                 session, found, decision="merge", survivor=survivor, fields=fields,
-                dry_run=dry_run,
+                dry_run=dry_run, audit_id=audit_id,
             )  # fmt: skip
         plan, record = merge.merge_people(
             session, people_ids=people or [], survivor_id=survivor, fields=fields,
-            dry_run=dry_run,
+            dry_run=dry_run, audit_id=audit_id,
         )  # fmt: skip
         return {"merge_id": record.id if record else None, "dry_run": dry_run, **plan.preview()}
 
     _audited(
-        _sessions(Settings()), operation="cli.duplicates_merge",
+        Settings(), operation="cli.duplicates_merge",
         command="ridercrm duplicates merge", arguments=arguments, action=action, dry_run=dry_run,
     )  # fmt: skip
 
@@ -204,8 +226,8 @@ def unmerge_command(
 ) -> None:
     """Undo a merge: each member gets its own values and courses back."""
 
-    def action(session: Session) -> Any:
-        record = merge.undo_merge(session, merge_id)
+    def action(session: Session, audit_id: str) -> Any:
+        record = merge.undo_merge(session, merge_id, audit_id=audit_id)
         return {
             "merge_id": record.id,
             "survivor": record.survivor_id,
@@ -215,7 +237,7 @@ def unmerge_command(
         }
 
     _audited(
-        _sessions(Settings()), operation="cli.duplicates_unmerge",
+        Settings(), operation="cli.duplicates_unmerge",
         command="ridercrm duplicates unmerge", arguments={"merge_id": merge_id}, action=action,
         dry_run=dry_run,
     )  # fmt: skip
@@ -231,15 +253,15 @@ def dismiss_command(
 ) -> None:
     """Mark a cluster as not duplicates (never proposed again), or skip it."""
 
-    def action(session: Session) -> Any:
+    def action(session: Session, audit_id: str) -> Any:
         found = service.find_cluster(session, cluster_id)
         if found is None:
             raise merge.MergeError(404, f"no cluster with id {cluster_id}")
         decision = "skip" if skip else "dismiss"
-        return service.decide(session, found, decision=decision, dry_run=dry_run)
+        return service.decide(session, found, decision=decision, dry_run=dry_run, audit_id=audit_id)
 
     _audited(
-        _sessions(Settings()), operation="cli.duplicates_dismiss",
+        Settings(), operation="cli.duplicates_dismiss",
         command="ridercrm duplicates dismiss", arguments={"cluster": cluster_id, "skip": skip},
         action=action, dry_run=dry_run,
     )  # fmt: skip

@@ -103,7 +103,7 @@ async def undo_merge(
     def handler(session: Session, payload: Any) -> Outcome:
         parse_model(UndoRequest, payload)
         try:
-            record = merge.undo_merge(session, merge_id)
+            record = merge.undo_merge(session, merge_id, audit_id=call.audit_id)
         except merge.MergeError as exc:
             raise ApiError(exc.status, exc.reason) from None
         return Outcome(

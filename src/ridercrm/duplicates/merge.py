@@ -21,6 +21,8 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
+from ridercrm.duplicates.recheck import mark_touched
+from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
@@ -128,6 +130,7 @@ def merge_people(
         person.merged_into = survivor.id
         person.updated_at = now
     if plan.moved_assets:
+        _lock_courses(session, list(plan.moved_assets))
         # Courses keep their own updated_at: their data did not change, only the owner.
         session.execute(
             update(Asset)
@@ -146,10 +149,20 @@ def merge_people(
     )
     session.add(record)
     _flush(session, "merge")
+    events.person_merged(
+        session,
+        survivor=survivor,
+        merged_ids=record.merged_ids,
+        merge_id=record.id,
+        moved_courses=list(plan.moved_assets),
+        audit_id=audit_id,
+    )
+    _courses_moved(session, list(plan.moved_assets))
+    mark_touched(session, [survivor.id, *record.merged_ids])
     return plan, record
 
 
-def undo_merge(session: Session, merge_id: int) -> PersonMerge:
+def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) -> PersonMerge:
     """Give each member of a merge back its own values and re-point the moved courses."""
     record = _load_merge(session, merge_id)
     if record.undone_at is not None:
@@ -197,6 +210,7 @@ def undo_merge(session: Session, merge_id: int) -> PersonMerge:
     for person in members:
         person.merged_into = None
         person.updated_at = dt.datetime.fromisoformat(record.before[person.id]["updated_at"])
+    _lock_courses(session, list(record.moved_assets))
     for asset_id, owner in record.moved_assets.items():
         session.execute(
             update(Asset)
@@ -206,6 +220,16 @@ def undo_merge(session: Session, merge_id: int) -> PersonMerge:
         )
     record.undone_at = utcnow()
     _flush(session, "undo")
+    events.person_unmerged(
+        session,
+        survivor=survivor,
+        restored_ids=record.merged_ids,
+        merge_id=record.id,
+        moved_courses=list(record.moved_assets),
+        audit_id=audit_id,
+    )
+    _courses_moved(session, list(record.moved_assets))
+    mark_touched(session, [survivor.id, *record.merged_ids])
     return record
 
 
@@ -225,11 +249,39 @@ def _load_merge(session: Session, merge_id: int) -> PersonMerge:
 
 
 def _lock_people(session: Session, person_ids: Sequence[str]) -> None:
-    """Lock these people in id order (PostgreSQL), so overlapping merges queue, never deadlock."""
+    """Lock these people as every write does (PostgreSQL), and read them again.
+
+    ``people.lock_in_order`` (leads first, then contacts, each in id order), and the
+    courses after the people (``_lock_courses``): the order of operations 1 and 2, so a
+    merge and a booking naming the same records queue instead of deadlocking.
+    """
     if session.get_bind().dialect.name == "sqlite":
         return  # one writer at a time
-    statement = select(Person).where(Person.id.in_(sorted(set(person_ids)))).order_by(Person.id)
-    session.scalars(statement.with_for_update().execution_options(populate_existing=True)).all()
+    people.lock_in_order(session, set(person_ids))
+    statement = select(Person).where(Person.id.in_(sorted(set(person_ids))))
+    session.scalars(statement.execution_options(populate_existing=True)).all()
+
+
+def _lock_courses(session: Session, asset_ids: Sequence[str]) -> None:
+    """Lock the courses a merge moves, in id order, after their people (PostgreSQL)."""
+    if not asset_ids or session.get_bind().dialect.name == "sqlite":
+        return
+    statement = select(Asset.id).where(Asset.id.in_(sorted(asset_ids))).order_by(Asset.id)
+    session.execute(statement.with_for_update()).all()
+
+
+def _courses_moved(session: Session, asset_ids: Sequence[str]) -> None:
+    """course.updated (fields: person_id) for each course that changed person."""
+    if not asset_ids:
+        return
+    statement = (
+        select(Asset)
+        .where(Asset.id.in_(sorted(asset_ids)))
+        .order_by(Asset.id)
+        .execution_options(populate_existing=True)
+    )
+    for asset in session.scalars(statement):
+        events.course_updated(session, asset, ["person_id"])
 
 
 def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list[Person]:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Select, and_, delete, func, or_, select
+from sqlalchemy import Select, and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope, utcnow
@@ -38,6 +38,8 @@ BATCH = 500
 UNDER_THRESHOLD = "the total weight is under the match threshold"
 # Keys per IN list: within SQLite's bound-parameter limit on every version.
 KEYS_PER_QUERY = 900
+# pg_advisory_xact_lock key of the review clusters ("dupc").
+CLUSTERS_LOCK = 0x64757063
 
 
 @dataclass
@@ -88,6 +90,11 @@ def scan(
                 .limit(batch_size)
             ).all()
             if not batch:
+                from ridercrm.duplicates import recheck
+
+                # Writes made while the scan ran, to people it had passed, and writes
+                # made before it while no scan existed, are re-checked after it.
+                recheck.mark_written_since(session, record.started_at - recheck.SCAN_MARGIN)
                 clusters = rebuild_clusters(session)
                 record.finished_at = utcnow()
                 pairs = session.scalar(select(func.count()).where(DuplicatePair.status == OPEN))
@@ -142,9 +149,9 @@ def check_people(
             others = {o for o in others if o > person_id}
         wanted[person_id] = others
     candidate_ids = set().union(*wanted.values()) if wanted else set()
-    candidates = {p.id: p for p in _load_live(session, candidate_ids)}
+    candidates = {p.id: p for p in load_live(session, candidate_ids)}
     identities = {pid: identity_of(p) for pid, p in candidates.items()}
-    stored = _pairs_touching(session, own)
+    stored = pairs_touching(session, own)
     for person_id, others in wanted.items():
         identity = own[person_id][0]
         for other_id in sorted(others):
@@ -209,7 +216,7 @@ def _key_holders(session: Session, keys: set[int]) -> dict[int, list[str]]:
     return holders
 
 
-def _load_live(session: Session, ids: set[str]) -> list[Person]:
+def load_live(session: Session, ids: set[str]) -> list[Person]:
     ordered = sorted(ids)
     found: list[Person] = []
     for start in range(0, len(ordered), KEYS_PER_QUERY):
@@ -218,7 +225,7 @@ def _load_live(session: Session, ids: set[str]) -> list[Person]:
     return found
 
 
-def _pairs_touching(session: Session, ids: Iterable[str]) -> dict[tuple[str, str], DuplicatePair]:
+def pairs_touching(session: Session, ids: Iterable[str]) -> dict[tuple[str, str], DuplicatePair]:
     """The stored pairs (open or dismissed) that include any of these people."""
     ordered = sorted(ids)
     found: dict[tuple[str, str], DuplicatePair] = {}
@@ -233,14 +240,24 @@ def _pairs_touching(session: Session, ids: Iterable[str]) -> dict[tuple[str, str
     return found
 
 
+def serialise_clusters(session: Session) -> None:
+    """Take the clusters' turn until commit: one rebuild or re-check at a time.
+
+    On PostgreSQL a transaction-scoped advisory lock; SQLite has one writer at a time.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLUSTERS_LOCK})
+
+
 def rebuild_clusters(session: Session) -> int:
     """Group the open pairs of live people into clusters; replace the open clusters."""
+    serialise_clusters(session)
     rows = session.execute(
         select(DuplicatePair.person_id, DuplicatePair.other_id, DuplicatePair.score).where(
             DuplicatePair.status == OPEN
         )
     ).all()
-    live = {p for p in _live_ids(session, {x for a, b, _s in rows for x in (a, b)})}
+    live = {p for p in live_ids(session, {x for a, b, _s in rows for x in (a, b)})}
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -267,7 +284,7 @@ def rebuild_clusters(session: Session) -> int:
     return len(members)
 
 
-def _live_ids(session: Session, ids: set[str]) -> set[str]:
+def live_ids(session: Session, ids: set[str]) -> set[str]:
     ordered = sorted(ids)
     found: set[str] = set()
     for start in range(0, len(ordered), KEYS_PER_QUERY):

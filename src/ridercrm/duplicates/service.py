@@ -107,6 +107,8 @@ def decide(
     """Merge a cluster, dismiss it (remembered: never proposed again) or skip it."""
     if decision not in DECISIONS:
         raise merge.MergeError(400, f"decision: one of {', '.join(DECISIONS)}")
+    if not dry_run:
+        cluster = _lock_cluster(session, cluster)
     if cluster.status != OPEN and not (cluster.status == SKIPPED and decision != "skip"):
         raise merge.MergeError(409, f"cluster {cluster.id} is already {cluster.status}")
     result: dict[str, Any] = {"cluster": cluster.id, "decision": decision, "dry_run": dry_run}
@@ -142,6 +144,20 @@ def decide(
     return result
 
 
+def _lock_cluster(session: Session, cluster: DuplicateCluster) -> DuplicateCluster:
+    """Hold the cluster for this decision and read its status again (PostgreSQL).
+
+    Two decisions on one cluster queue here: the second sees the first one's status and
+    is refused. SQLite has one writer at a time; its write transaction read it current.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        return cluster
+    locked = session.get(DuplicateCluster, cluster.id, with_for_update=True, populate_existing=True)
+    if locked is None:
+        raise merge.MergeError(404, f"no cluster with id {cluster.id}")
+    return locked
+
+
 def audit_cli(
     session: Session,
     *,
@@ -151,9 +167,17 @@ def audit_cli(
     status: int,
     result: Any,
     started: float,
+    audit_id: str | None = None,
+    redact: bool = False,
 ) -> str:
-    """Record a CLI action in the audit trail as the API records a request; return its id."""
+    """Record a CLI action in the audit trail as the API records a request; return its id.
+
+    ``audit_id`` is the id the action already wrote into what it changed (a merge's
+    record and events), chosen before it ran; ``redact`` is RIDERCRM_AUDIT_REDACT.
+    """
     call = Call(method="CLI", path=command, started=started)
+    if audit_id is not None:
+        call.audit_id = audit_id
     call.operation = operation
     call.content_type = "application/json"
     call.request_body = json.dumps(arguments, default=str).encode()
@@ -165,5 +189,6 @@ def audit_cli(
         status=status,
         response_body=json.dumps(result, default=str).encode(),
         duration_ms=(time.perf_counter() - started) * 1000,
+        redact=redact,
     )
     return call.audit_id

@@ -18,6 +18,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.events import manage
 from ridercrm.events.delivery import Deliverer
+from ridercrm.events.purge import purge
 from ridercrm.events.safety import AllowList, UnsafeUrl
 from ridercrm.events.service import KNOWN_TYPES
 from ridercrm.startup import open_database
@@ -62,13 +63,16 @@ def webhooks_add(
 ) -> None:
     """Register an endpoint. Its signing secret is printed once, alone on the last line."""
     settings = Settings()
+    allow = AllowList.parse(settings.webhook_allowed_hosts)
+    checked = manage.check_url(url, allow)  # DNS before the write transaction
     with _work(settings, write=True) as session:
         endpoint, secret = manage.create_endpoint(
             session,
             url=url,
             event_types=event,
             description=description,
-            allow=AllowList.parse(settings.webhook_allowed_hosts),
+            allow=allow,
+            checked=checked,
         )
         console.print(
             f"created webhook endpoint {endpoint.id} for {', '.join(endpoint.event_types)}"
@@ -161,6 +165,29 @@ def webhooks_replay(
     with _work(Settings(), write=True) as session:
         count = manage.replay(session, endpoint_id=endpoint_id, event_id=event, since=since)
     console.print(f"replaying {count} event(s) to {endpoint_id}")
+
+
+@webhooks_app.command("purge")
+def webhooks_purge(
+    older_than_days: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, help="Purge events older than this (default RIDERCRM_EVENT_RETENTION_DAYS)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be purged; delete nothing.")
+    ] = False,
+) -> None:
+    """Delete delivered events and their delivery log older than the retention time."""
+    settings = Settings()
+    days = settings.event_retention_days if older_than_days is None else older_than_days
+    done = purge(_sessions(settings), retention_days=days, dry_run=dry_run)
+    verb = "would purge" if dry_run else "purged"
+    console.print(
+        f"{verb} {done.events} event(s) and {done.deliveries} delivery record(s)"
+        f" older than {days:g} day(s)"
+    )
 
 
 def start_deliverer(settings: Settings) -> Callable[[], None]:

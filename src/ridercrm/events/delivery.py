@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
@@ -43,13 +43,14 @@ from ridercrm.events.models import (
     Event,
     WebhookEndpoint,
 )
+from ridercrm.events.purge import purge
 from ridercrm.events.safety import AllowList, UnsafeUrl, resolve
 
 log = logging.getLogger("ridercrm.webhooks")
 
 RESPONSE_CAP = 4096  # bytes of a receiver's answer that are read (and then dropped)
 MAX_RETRY_AFTER = dt.timedelta(hours=24)
-GAUGE_SECONDS = 2.0  # how often the queue gauges are refreshed
+PURGE_SECONDS = 3600.0  # how often a deliverer purges delivered events past the retention
 GATHER_SECONDS = 0.01
 
 
@@ -143,7 +144,9 @@ class Deliverer:
             timeout=settings.webhook_timeout_seconds, follow_redirects=False, trust_env=False
         )
         self.pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="ridercrm-deliver")
-        self._gauges_at = 0.0
+        self._purged_at = -PURGE_SECONDS  # the first round purges
+        # /metrics of this process reads the queue gauges from this database.
+        metrics.watch_queue(self.sessions)
         self._inflight: dict[Future[None], str] = {}
 
     def close(self) -> None:
@@ -173,7 +176,7 @@ class Deliverer:
             finished = []
             for job in jobs:
                 inflight[self.pool.submit(self.send_safely, job)] = job
-            self._refresh_gauges()
+            self._purge_now_and_then()
             if inflight:
                 done, _ = wait(
                     list(inflight),
@@ -416,32 +419,21 @@ class Deliverer:
         delivery.next_attempt_at = now + delay
         metrics.DELIVERIES.labels("retry").inc()
 
-    def _refresh_gauges(self) -> None:
-        if time.monotonic() - self._gauges_at < GAUGE_SECONDS:
+    def _purge_now_and_then(self) -> None:
+        """Purge delivered events past the retention, once every PURGE_SECONDS."""
+        if time.monotonic() - self._purged_at < PURGE_SECONDS:
             return
-        self._gauges_at = time.monotonic()
+        self._purged_at = time.monotonic()
         try:
-            depth, oldest = queue_state(self.sessions)
+            done = purge(self.sessions, retention_days=self.settings.event_retention_days)
         except Exception:
-            log.exception("webhook queue gauges not refreshed")
+            log.exception("webhook events not purged")
             return
-        metrics.QUEUE_DEPTH.set(depth)
-        metrics.OLDEST_AGE.set(oldest)
-
-
-def queue_state(sessions: sessionmaker[Session]) -> tuple[int, float]:
-    """How many deliveries are open, and the age in seconds of the oldest (0: none)."""
-    with session_scope(sessions) as session:
-        count, first = session.execute(
-            select(func.count(), func.min(Delivery.created_at)).where(
-                Delivery.status.in_(OPEN_STATUSES)
+        if done.events:
+            log.info(
+                "webhook events purged",
+                extra={"events": done.events, "deliveries": done.deliveries},
             )
-        ).one()
-    if first is None:
-        return int(count), 0.0
-    if first.tzinfo is None:  # SQLite's min() returns the stored text, read without a zone
-        first = first.replace(tzinfo=dt.UTC)
-    return int(count), max((utcnow() - first).total_seconds(), 0.0)
 
 
 def _secrets(row: Any, now: dt.datetime) -> tuple[str, ...]:

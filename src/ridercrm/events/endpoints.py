@@ -8,11 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from ridercrm.events import manage
 from ridercrm.events.safety import AllowList, UnsafeUrl
 from ridercrm.events.schemas import (
     EVENT_MODELS,
+    MAX_URL,
     DeliveryList,
     Replayed,
     WebhookAction,
@@ -28,6 +30,7 @@ from ridercrm.http.context import Call
 from ridercrm.http.errors import ApiError
 from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
 from ridercrm.http.validation import parse_model, utc_time
+from ridercrm.http.wire import BodyError, decode_body
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
 
@@ -69,6 +72,8 @@ async def create_webhook(
 ) -> Response:
     """Register an endpoint for some event types; answer its id and signing secret (once)."""
     allow = _allow(request)
+    # The URL's DNS look-up, before the write transaction (never under the write lock).
+    checked = await run_in_threadpool(_check_url_of, call, allow)
 
     def handler(session: Session, payload: Any) -> Outcome:
         data = parse_model(WebhookCreate, payload)
@@ -79,12 +84,25 @@ async def create_webhook(
                 event_types=data.event_types,
                 description=data.description,
                 allow=allow,
+                checked=checked,
             )
         except (UnsafeUrl, manage.EndpointProblem) as exc:
             raise _problem(exc) from None
         return Outcome({"id": endpoint.id, "secret": secret}, status=201)
 
     return await run_post(request, call, handler)
+
+
+def _check_url_of(call: Call, allow: AllowList) -> manage.CheckedUrls:
+    """Check the body's url now, if it has one that validation could accept."""
+    try:
+        payload = decode_body(call.request_body or b"", call.content_type)
+    except BodyError:
+        return {}
+    url = payload.get("url") if isinstance(payload, dict) else None
+    if not isinstance(url, str) or not 0 < len(url) <= MAX_URL:
+        return {}
+    return manage.check_url(url, allow)
 
 
 @router.get(

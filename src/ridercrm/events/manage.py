@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select, update
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
-from ridercrm.events.safety import AllowList, resolve
+from ridercrm.events.safety import AllowList, UnsafeUrl, resolve
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
 
 
@@ -42,11 +42,42 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(event_types))
 
 
+CheckedUrls = Mapping[str, UnsafeUrl | None]
+
+
+def check_url(url: str, allow: AllowList) -> CheckedUrls:
+    """Resolve and check a URL now, before any transaction: {url: None, or why unsafe}.
+
+    DNS can take seconds; done inside the write transaction it would hold the write
+    lock (SQLite) that long. ``create_endpoint`` takes the result.
+    """
+    try:
+        resolve(url, allow)
+    except UnsafeUrl as exc:
+        return {url: exc}
+    return {url: None}
+
+
 def create_endpoint(
-    session: Session, *, url: str, event_types: Sequence[str], description: str, allow: AllowList
+    session: Session,
+    *,
+    url: str,
+    event_types: Sequence[str],
+    description: str,
+    allow: AllowList,
+    checked: CheckedUrls | None = None,
 ) -> tuple[WebhookEndpoint, str]:
-    """Register an endpoint; return it and its secret (shown once)."""
-    resolve(url, allow)  # raises UnsafeUrl
+    """Register an endpoint; return it and its secret (shown once).
+
+    ``checked`` is ``check_url``'s answer, made before the transaction; a URL it does
+    not hold is checked here.
+    """
+    if checked is not None and url in checked:
+        unsafe = checked[url]
+        if unsafe is not None:
+            raise unsafe
+    else:
+        resolve(url, allow)  # raises UnsafeUrl
     endpoint = WebhookEndpoint(
         id="ep_" + secrets.token_hex(8),
         url=url,

@@ -9,13 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # --- Endpoints (admin API) ------------------------------------------------------------
 
+MAX_URL = 2000
+
 
 class WebhookCreate(BaseModel):
     """A new webhook endpoint. Unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, max_length=2000, description="http:// or https:// URL.")
+    url: str = Field(min_length=1, max_length=MAX_URL, description="http:// or https:// URL.")
     event_types: list[str] = Field(
         min_length=1, max_length=20, description="The event types to send, e.g. person.created."
     )
@@ -189,6 +191,30 @@ class CourseStatusChangedData(BaseModel):
     audit_id: str = Field(description="The audit record of the request that changed it.")
 
 
+class PersonMergedData(BaseModel):
+    survivor_id: str = Field(
+        description="The record that remains; the merged ids now stand for it."
+    )
+    kind: Literal["contact", "lead"]
+    merged_ids: list[str] = Field(description="The records folded into the survivor.")
+    merge_id: int = Field(description="The merge, for `POST /admin/people/merge/{id}/undo`.")
+    moved_courses: list[str] = Field(
+        description="Courses re-pointed to the survivor; each also has its course.updated."
+    )
+    audit_id: str | None = Field(description="The audit record of the request that merged.")
+
+
+class PersonUnmergedData(BaseModel):
+    survivor_id: str = Field(description="The survivor of the merge that was undone.")
+    kind: Literal["contact", "lead"]
+    restored_ids: list[str] = Field(description="The records live again, with their own values.")
+    merge_id: int
+    moved_courses: list[str] = Field(
+        description="Courses moved back to their owners; each also has its course.updated."
+    )
+    audit_id: str | None = Field(description="The audit record of the request that undid it.")
+
+
 class _Envelope(BaseModel):
     timestamp: str = Field(description="When the change was made (ISO 8601, UTC).")
 
@@ -222,7 +248,8 @@ class CourseBookedEvent(_Envelope):
 
 
 class CourseUpdatedEvent(_Envelope):
-    """Fields of a course other than its status changed (operation 1)."""
+    """Fields of a course other than its status changed (operation 1), or its person
+    changed by a merge or its undo (fields: ["person_id"])."""
 
     type: Literal["course.updated"]
     data: CourseUpdatedData
@@ -235,6 +262,20 @@ class CourseStatusChangedEvent(_Envelope):
     data: CourseStatusChangedData
 
 
+class PersonMergedEvent(_Envelope):
+    """Duplicate people were merged into one survivor (admin API or `ridercrm duplicates`)."""
+
+    type: Literal["person.merged"]
+    data: PersonMergedData
+
+
+class PersonUnmergedEvent(_Envelope):
+    """A merge was undone: each merged record is live again."""
+
+    type: Literal["person.unmerged"]
+    data: PersonUnmergedData
+
+
 EVENT_MODELS: dict[str, type[_Envelope]] = {
     "person.created": PersonCreatedEvent,
     "person.updated": PersonUpdatedEvent,
@@ -242,4 +283,6 @@ EVENT_MODELS: dict[str, type[_Envelope]] = {
     "course.booked": CourseBookedEvent,
     "course.updated": CourseUpdatedEvent,
     "course.status_changed": CourseStatusChangedEvent,
+    "person.merged": PersonMergedEvent,
+    "person.unmerged": PersonUnmergedEvent,
 }

@@ -30,6 +30,8 @@ LEAD_CONVERTED = "lead.converted"
 COURSE_BOOKED = "course.booked"
 COURSE_UPDATED = "course.updated"
 COURSE_STATUS_CHANGED = "course.status_changed"
+PERSON_MERGED = "person.merged"
+PERSON_UNMERGED = "person.unmerged"
 EVENT_TYPES = (
     PERSON_CREATED,
     PERSON_UPDATED,
@@ -37,11 +39,10 @@ EVENT_TYPES = (
     COURSE_BOOKED,
     COURSE_UPDATED,
     COURSE_STATUS_CHANGED,
+    PERSON_MERGED,
+    PERSON_UNMERGED,
 )
-# Documented and accepted in subscriptions, not yet emitted: it waits for the merge
-# of duplicates (DESIGN §14).
-PERSON_MERGED = "person.merged"
-KNOWN_TYPES = (*EVENT_TYPES, PERSON_MERGED)
+KNOWN_TYPES = EVENT_TYPES
 
 COURSE_STATE_FIELDS = (
     "booking_number",
@@ -260,6 +261,56 @@ def course_status_changed(session: Session, asset: Any, *, from_status: str, aud
             "from": from_status,
             "to": asset.course_status,
             "feedback": asset.course_feedback,
+            "audit_id": audit_id,
+        },
+    )
+
+
+def person_merged(
+    session: Session,
+    *,
+    survivor: Any,
+    merged_ids: Sequence[str],
+    merge_id: int,
+    moved_courses: Sequence[str],
+    audit_id: str | None,
+) -> None:
+    """People were merged into a survivor (their courses' own course.updated follow)."""
+    record(
+        session,
+        event_type=PERSON_MERGED,
+        subject=f"person:{survivor.id}",
+        data={
+            "survivor_id": survivor.id,
+            "kind": survivor.kind,
+            "merged_ids": list(merged_ids),
+            "merge_id": merge_id,
+            "moved_courses": sorted(moved_courses),
+            "audit_id": audit_id,
+        },
+    )
+
+
+def person_unmerged(
+    session: Session,
+    *,
+    survivor: Any,
+    restored_ids: Sequence[str],
+    merge_id: int,
+    moved_courses: Sequence[str],
+    audit_id: str | None,
+) -> None:
+    """A merge was undone: the merged people are live again with their own values."""
+    record(
+        session,
+        event_type=PERSON_UNMERGED,
+        subject=f"person:{survivor.id}",
+        data={
+            "survivor_id": survivor.id,
+            "kind": survivor.kind,
+            "restored_ids": list(restored_ids),
+            "merge_id": merge_id,
+            "moved_courses": sorted(moved_courses),
             "audit_id": audit_id,
         },
     )

@@ -13,6 +13,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from ridercrm.events import metrics as events_metrics
+
 REQUESTS = Counter(
     "ridercrm_requests_total", "Requests answered, by operation and status", ["operation", "status"]
 )
@@ -34,5 +36,7 @@ def exposition() -> tuple[bytes, str]:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
+        # Read from the database at scrape time: the same in every worker.
+        registry.register(events_metrics.QUEUE)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST

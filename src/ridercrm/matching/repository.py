@@ -98,13 +98,16 @@ def write_pending_keys(session: Session) -> None:
     pending: dict[str, Identity | None] | None = session.info.pop(_PENDING, None)
     if not pending:
         return
+    from ridercrm.duplicates.recheck import mark_touched
     from ridercrm.people.models import Person
 
     added: list[dict[str, Any]] = []
+    touched: list[str] = []
     for person_id, before in pending.items():
         person = session.get(Person, person_id)
         if person is None:
             continue
+        touched.append(person_id)
         new = stored_keys(identity_of(person))
         old = stored_keys(before) if before is not None else set()
         if old - new:
@@ -116,6 +119,8 @@ def write_pending_keys(session: Session) -> None:
         added.extend({"key": key, "person_id": person_id} for key in new - old)
     if added:
         session.execute(insert(PersonKey), added)
+    # The same people are re-checked for duplicates after the commit (once scanned).
+    mark_touched(session, touched)
 
 
 @lru_cache(maxsize=64)

@@ -69,6 +69,12 @@ _MAILING_ALIASES = {
 }
 
 
+# A merged record (DESIGN §14): the survivor it stands for. Salesforce's name for the
+# record a merged one went into is MasterRecordId.
+MERGED_INTO = "merged_into"
+EXPORT_ONLY_SALESFORCE = {MERGED_INTO: "MasterRecordId"}
+
+
 @dataclass(frozen=True)
 class Target:
     """One kind of record that can be imported and exported."""
@@ -81,6 +87,8 @@ class Target:
     required: tuple[str, ...]
     salesforce: Mapping[str, str]
     aliases: Mapping[str, str] = field(default_factory=dict)
+    # Exported after the fields, never read by an import (ignored there, and said so).
+    export_only: tuple[str, ...] = ()
 
     def count(self, number: int) -> str:
         """``number`` records of this kind in words: "1 contact", "2 contacts"."""
@@ -88,9 +96,9 @@ class Target:
 
     def header(self, form: str) -> list[str]:
         """The export header in our names ("ours") or a Salesforce export's ("salesforce")."""
-        names = ("id", *self.fields)
+        names = ("id", *self.fields, *self.export_only)
         if form == "salesforce":
-            return [self.salesforce[name] for name in names]
+            return [self.salesforce.get(name) or EXPORT_ONLY_SALESFORCE[name] for name in names]
         return list(names)
 
     def lookup(self) -> dict[str, str]:
@@ -114,6 +122,7 @@ CONTACTS = Target(
     required=("last_name",),
     salesforce=_SALESFORCE_CONTACT,
     aliases=_ADDRESS_ALIASES,
+    export_only=(MERGED_INTO,),
 )
 LEADS = Target(
     name="leads",
@@ -124,6 +133,7 @@ LEADS = Target(
     required=("last_name",),
     salesforce=_SALESFORCE_LEAD,
     aliases=_MAILING_ALIASES,
+    export_only=(MERGED_INTO,),
 )
 PRODUCTS = Target(
     name="products",

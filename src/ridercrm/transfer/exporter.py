@@ -42,7 +42,7 @@ def export_csv(
     """
     if form not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
-    names = ("id", *target.fields)
+    names = ("id", *target.fields, *target.export_only)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(target.header(form))
     if target.person_kind is None:

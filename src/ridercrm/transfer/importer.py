@@ -21,8 +21,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, session_scope, utcnow
+from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import service as events
 from ridercrm.people.models import CONTACT, Person
+from ridercrm.people.service import survivor_of
 from ridercrm.products.models import Product
 from ridercrm.transfer.checks import (
     Checked,
@@ -69,9 +71,12 @@ class MatchedRow:
     kind: str
     updated: bool
 
+    by_id: bool = False  # the row's own id named the person (a re-run), not the matcher
+
     def __str__(self) -> str:
         done = "updated" if self.updated else "skipped"
-        return f"line {self.line}: matches {self.kind} {self.person_id}: {done}"
+        how = "is" if self.by_id else "matches"
+        return f"line {self.line}: {how} {self.kind} {self.person_id}: {done}"
 
 
 @dataclass
@@ -85,6 +90,7 @@ class ImportResult:
     bad_rows: int = 0
     updated: int = 0  # rows that matched a stored person and were written to it
     skipped: int = 0  # rows that matched a stored person and were left out
+    aliases: int = 0  # matched rows whose own id was kept, standing for that person
 
     @property
     def exit_code(self) -> int:
@@ -99,6 +105,8 @@ class ImportResult:
             parts.append(f"{self.updated} {'would be ' if self.dry_run else ''}updated")
         if self.skipped:
             parts.append(f"{self.skipped} skipped as already stored")
+        if self.aliases:
+            parts.append(f"{self.aliases} ids kept as aliases")
         parts.append("1 bad row" if self.bad_rows == 1 else f"{self.bad_rows} bad rows")
         return ", ".join(parts)
 
@@ -255,6 +263,7 @@ class _Run:
         self.products = target.person_kind is None
         self.table = PRODUCTS_TABLE if self.products else PEOPLE_TABLE
         self.columns = PRODUCT_ROW_COLUMNS if self.products else PERSON_ROW_COLUMNS
+        self.alias_columns = (*self.columns, "merged_into")
         self.seen_ids: dict[str, int] = {}
         self.seen_codes: dict[str, int] = {}
         self.seen_links: dict[str, int] = {}
@@ -269,9 +278,12 @@ class _Run:
                 bad.append(BadRow(row.line, tuple(problems)))
             else:
                 candidates.append(row)
-        refused = self._refused_by_database(candidates)
+        known = self._known_people(candidates)
+        refused = self._refused_by_database([row for row in candidates if row.line not in known])
         good: list[tuple[Any, ...]] = []
         keys: list[tuple[int, str]] = []
+        aliases: list[tuple[Any, ...]] = []
+        alias_keys: list[tuple[int, str]] = []
         matched: list[MatchedRow] = []
         for row in candidates:
             if row.line in refused:
@@ -279,18 +291,35 @@ class _Run:
                 continue
             assert row.row is not None
             assert row.record_id is not None
+            if row.line in known:
+                # The row's own id is stored: the row is that person (a re-run).
+                matched.append(self._apply_match(row, row.row, known[row.line], by_id=True))
+                continue
             if self.matcher.active and (found := self._match(row, row.row)) is not None:
                 matched.append(found)
+                if row.given:
+                    # Keep the row's CRM id: stored as a record merged into the person it
+                    # matched, so that id works afterwards (people.service.resolve).
+                    values = dict(zip(self.columns, row.row, strict=True))
+                    values["merged_into"] = found.person_id
+                    if "converted_contact_id" in values:
+                        values["converted_contact_id"] = None  # the link stays the person's
+                    aliases.append(tuple(values[name] for name in self.alias_columns))
+                    alias_keys.extend(row.keys)
                 continue
             good.append(row.row)
             keys.extend(row.keys)
+        if aliases and not self.result.dry_run:
+            bulk_insert(self.session, self.table, self.alias_columns, aliases)
+            bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), alias_keys)
+            self.result.aliases += len(aliases)
         if good and not self.result.dry_run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
             if not self.products:
-                events.people_imported(
-                    self.session, [dict(zip(self.columns, row, strict=True)) for row in good]
-                )
+                imported = [dict(zip(self.columns, row, strict=True)) for row in good]
+                events.people_imported(self.session, imported)
+                mark_touched(self.session, [values["id"] for values in imported])
         if self.matcher.active:
             self.matcher.added.update(row.record_id for row in candidates if row.record_id)
         if self.on_matched is not None:
@@ -308,14 +337,48 @@ class _Run:
         person = self.matcher.match(values)
         if person is None:
             return None
+        return self._apply_match(row, stored, person)
+
+    def _apply_match(
+        self, row: Checked, stored: tuple[Any, ...], person: Person, *, by_id: bool = False
+    ) -> MatchedRow:
+        """Skip the row or write it to the person it describes, as --on-match says."""
         update = self.matcher.on_match is OnMatch.update
         if update:
             if not self.result.dry_run:
-                self.matcher.update(person, values)
+                self.matcher.update(person, dict(zip(self.columns, stored, strict=True)))
             self.result.updated += 1
         else:
             self.result.skipped += 1
-        return MatchedRow(row.line, person.id, person.kind, update)
+        return MatchedRow(row.line, person.id, person.kind, update, by_id=by_id)
+
+    def _known_people(self, rows: list[Checked]) -> dict[int, Person]:
+        """Rows whose own id names a stored person of the import's kind: that person (live).
+
+        Not with --on-match add, which stores every row as a new person: there a stored
+        id is refused as before.
+        """
+        if self.products or self.matcher.on_match is OnMatch.add:
+            return {}
+        given = [row for row in rows if row.given and row.record_id is not None]
+        if not given:
+            return {}
+        stored = {
+            person.id: person
+            for person in self.session.scalars(
+                select(Person).where(
+                    Person.id.in_(sorted({row.record_id for row in given})),
+                    Person.kind == self.target.person_kind,
+                )
+            )
+        }
+        known: dict[int, Person] = {}
+        for row in given:
+            person = stored.get(row.record_id or "")
+            live = survivor_of(self.session, person) if person is not None else None
+            if live is not None and live.kind == self.target.person_kind:
+                known[row.line] = live
+        return known
 
     def _repeats(self, row: Checked) -> list[str]:
         """The row's own problems, plus an id, link or product code seen on an earlier line."""

@@ -1,0 +1,202 @@
+"""Duplicates: what the incremental re-check adds to a write, and what a re-check costs.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.recheck_bench --people 20000
+    .venv/bin/python -m bench.recheck_bench --people 20000 \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/recheck_bench
+
+A store of ``--people`` generated contacts (one in ten stored twice with a changed
+e-mail) is imported and scanned once. Then ``--writes`` single-person writes (operation
+2's service path: lock the person, change the city, commit) are made in blocks that
+alternate between marking on (a scan was made) and off (no scan yet), and the time
+spent marking inside each write (``mark_touched``: the check and the one-row insert)
+is measured directly. Then the marks are re-checked in the background's batches and
+the re-check time per touched person is reported. The PostgreSQL database is created
+(and dropped) by the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import create_engine, delete, make_url, select, text
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.duplicates import recheck, scan
+from ridercrm.duplicates.models import DuplicateScan, TouchedPerson
+from ridercrm.matching.score import Thresholds
+from ridercrm.migrate import upgrade
+from ridercrm.people import service as people
+from ridercrm.people.models import Person
+from ridercrm.transfer.columns import CONTACTS
+from ridercrm.transfer.importer import import_csv
+
+FIRST = ["Ann", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea"]
+LAST = ["Nguyen", "Kelly", "Smith", "Tran", "Park", "Lee", "Brown", "Wong", "Patel", "Khan"]
+
+
+def _store(path: Path, size: int, rng: random.Random) -> None:
+    lines = ["first_name,last_name,email,date_of_birth,postcode,mobile_phone"]
+    n = 0
+    while n < size:
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        born = f"{rng.randint(1950, 2008)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        phone = f"04{rng.randint(10_000_000, 99_999_999)}"
+        postcode = str(rng.randint(3000, 3999))
+        lines.append(f"{first},{last},{first}.{last}{n}@example.com,{born},{postcode},{phone}")
+        n += 1
+        if rng.random() < 0.1 and n < size:
+            lines.append(f"{first},{last},{first}{n}@example.org,{born},{postcode},{phone}")
+            n += 1
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _write(sessions: sessionmaker[Session], person_id: str, city: str) -> float:
+    started = time.perf_counter()
+    with session_scope(sessions, write=True) as session:
+        person = people.lock_person(session, person_id)
+        assert person is not None
+        people.apply_changes(session, person, {"city": city})
+    return (time.perf_counter() - started) * 1000
+
+
+def _set_marking(sessions: sessionmaker[Session], on: bool, scan_row: dict[str, Any]) -> None:
+    with session_scope(sessions, write=True) as session:
+        session.execute(delete(DuplicateScan))
+        if on:
+            session.add(DuplicateScan(**scan_row))
+    recheck._SCANNED.clear()
+
+
+def run(url: str, size: int, writes: int, seed: int) -> None:
+    rng = random.Random(seed)
+    engine = build_engine(Settings(database_url=url))
+    upgrade(engine)
+    sessions = session_factory(engine)
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = Path(tmp) / "people.csv"
+        _store(csv_path, size, rng)
+        import_csv(sessions, CONTACTS, csv_path, workers=0)
+    thresholds = Thresholds()
+    started = time.perf_counter()
+    result = scan.scan(sessions, thresholds=thresholds, review_threshold=12.0)
+    print(f"{size} people, first scan {time.perf_counter() - started:.1f} s, "
+          f"{result.pairs} pairs, {result.clusters} clusters")  # fmt: skip
+    # The scan marked the people written in the minute before it (all of them, just
+    # imported): re-check them now, as serve's background would, and time it.
+    began = time.perf_counter()
+    drained = recheck.recheck(sessions, thresholds=thresholds, review_threshold=12.0)
+    spent = time.perf_counter() - began
+    print(f"re-check of the {drained} marks the first scan left: {spent:.1f} s, "
+          f"{spent * 1000 / max(drained, 1):.2f} ms a person (batches of {recheck.BATCH})")  # fmt: skip
+    with session_scope(sessions) as session:
+        ids = list(session.scalars(select(Person.id)))
+        scan_row = {
+            "started_at": session.scalar(select(DuplicateScan.started_at)),
+            "checked": size,
+        }
+    marking: dict[bool, list[float]] = {True: [], False: []}
+    state = [True]
+    original = recheck.mark_touched
+
+    def timed(session: Session, person_ids: Any) -> None:
+        session.flush()  # the write's own UPDATE, which the check would autoflush
+        began = time.perf_counter()
+        original(session, person_ids)
+        marking[state[0]].append((time.perf_counter() - began) * 1000)
+
+    recheck.mark_touched = timed  # type: ignore[assignment]
+    on_ms: list[float] = []
+    off_ms: list[float] = []
+    block = 50
+    for start in range(0, writes, block):
+        on = state[0] = (start // block) % 2 == 0
+        _set_marking(sessions, on, scan_row)
+        for n in range(start, min(start + block, writes)):
+            spent = _write(sessions, rng.choice(ids), f"C{n}")
+            (on_ms if on else off_ms).append(spent)
+    recheck.mark_touched = original  # type: ignore[assignment]
+    _set_marking(sessions, True, scan_row)
+    with session_scope(sessions) as session:
+        waiting = len(session.scalars(select(TouchedPerson.id)).all())
+    batch_ms: list[float] = []
+    per_person: list[float] = []
+    while True:
+        began = time.perf_counter()
+        with session_scope(sessions, write=True) as session:
+            checked = recheck.recheck_batch(
+                session, thresholds=thresholds, review_threshold=12.0, limit=100
+            )
+        if not checked:
+            break
+        spent = (time.perf_counter() - began) * 1000
+        batch_ms.append(spent)
+        per_person.append(spent / checked)
+
+    # One statement's round trip on this machine now, for scale (SELECT 1 in a transaction).
+    trips: list[float] = []
+    with session_scope(sessions) as session:
+        for _ in range(300):
+            began = time.perf_counter()
+            session.execute(text("SELECT 1"))
+            trips.append((time.perf_counter() - began) * 1000)
+
+    def p(values: list[float], q: float) -> float:
+        return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+    on_marks, off_marks = marking[True], marking[False]
+    print(f"writes: {len(on_ms)} with marking, {len(off_ms)} without")
+    print(f"write median: {statistics.median(on_ms):.2f} ms with, "
+          f"{statistics.median(off_ms):.2f} ms without; "
+          f"p99 {p(on_ms, 0.99):.2f} / {p(off_ms, 0.99):.2f} ms")  # fmt: skip
+    print(f"time inside mark_touched per write after a scan: median "
+          f"{statistics.median(on_marks):.3f} ms, p99 {p(on_marks, 0.99):.3f} ms; "
+          f"before any scan (the check only): {statistics.median(off_marks):.3f} ms")  # fmt: skip
+    print(f"one SELECT 1 round trip: median {statistics.median(trips):.3f} ms")
+    print(f"marks waiting: {waiting}; re-check per touched person: median "
+          f"{statistics.median(per_person):.2f} ms over {len(batch_ms)} batches of <=100")  # fmt: skip
+    engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--people", type=int, default=20_000)
+    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+    if args.database_url is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            run(f"sqlite:///{tmp}/bench.db", args.people, args.writes, args.seed)
+        return
+    url = make_url(args.database_url)
+    admin = create_engine(
+        url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool
+    )
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{url.database}"'))
+    try:
+        run(url.render_as_string(hide_password=False), args.people, args.writes, args.seed)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+        admin.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Merging people and undoing a merge publish person.merged / person.unmerged and a
+course.updated for each course that changed person, written in the merge's transaction
+and received signed by a real receiver (DESIGN §14, §15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.db import session_scope
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.models import Event
+from ridercrm.events.schemas import EVENT_MODELS
+from ridercrm.events.service import EVENT_TYPES
+from tests.events.conftest import register
+from tests.events.receiver import Receiver
+from tests.factories import create_person
+from tests.http.courses_helpers import Courses
+
+MERGE = "/admin/people/merge"
+
+
+def _post(client: TestClient, headers: dict[str, str], path: str, body: Any, status: int) -> Any:
+    response = client.post(path, json=body, headers=headers)
+    assert response.status_code == status, response.text
+    return response
+
+
+def test_merge_and_undo_send_their_events_in_order(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    courses = Courses(client, admin_headers)
+    first = create_person(client, admin_headers, first_name="Ann", last_name="Nguyen")
+    second = create_person(
+        client, admin_headers, first_name="Ann", last_name="Nguyen", email="ann@new.example"
+    )
+    moved = {courses.book(person_id=second, booking_number=f"HB-{n}")["asset_id"] for n in (1, 2)}
+    _endpoint, secret = register(client, admin_headers, receiver.url, *EVENT_TYPES)
+
+    merged = _post(client, admin_headers, MERGE, {"people": [first, second]}, 200)
+    merge_id = merged.json()["merge_id"]
+    undone = _post(client, admin_headers, f"{MERGE}/{merge_id}/undo", {}, 200)
+
+    deliverer.run_until_idle()
+    got = receiver.delivered()
+    assert all(r.verifies_with(secret) for r in got)
+    for request in got:
+        EVENT_MODELS[request.type].model_validate(request.payload)
+    survivor_events = [
+        r
+        for r in got
+        if r.payload["data"].get("person_id") == first
+        or r.payload["data"].get("survivor_id") == first
+    ]
+    # The survivor took the newer e-mail (person.updated), then the merge; the undo gives
+    # its own values back, then says so.
+    assert [r.type for r in survivor_events] == [
+        "person.updated",
+        "person.merged",
+        "person.updated",
+        "person.unmerged",
+    ]
+    assert survivor_events[1].payload["data"] == {
+        "survivor_id": first,
+        "kind": "contact",
+        "merged_ids": [second],
+        "merge_id": merge_id,
+        "moved_courses": sorted(moved),
+        "audit_id": merged.headers["x-audit-id"],
+    }
+    assert survivor_events[3].payload["data"] == {
+        "survivor_id": first,
+        "kind": "contact",
+        "restored_ids": [second],
+        "merge_id": merge_id,
+        "moved_courses": sorted(moved),
+        "audit_id": undone.headers["x-audit-id"],
+    }
+    # Each course (booked before the endpoint existed): moved to the survivor, then back.
+    for asset_id in moved:
+        course_events = [
+            r.payload["data"]
+            for r in got
+            if r.type.startswith("course.")
+            and (r.payload["data"].get("course") or {}).get("id") == asset_id
+        ]
+        assert [e["fields"] for e in course_events] == [["person_id"], ["person_id"]]
+        assert [e["course"]["person_id"] for e in course_events] == [first, second]
+
+
+def test_a_refused_or_previewed_merge_records_no_event(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+) -> None:
+    register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    first = create_person(client, admin_headers, first_name="Ann")
+    second = create_person(client, admin_headers, first_name="Anne")
+    lead = create_person(client, admin_headers, kind="leads", first_name="Annie")
+    with session_scope(sessions) as session:
+        before = set(session.scalars(select(Event.id)))
+    _post(client, admin_headers, MERGE, {"people": [first, second], "dry_run": True}, 200)
+    # Refused after the fields were worked out: a lead cannot absorb a contact.
+    _post(client, admin_headers, MERGE, {"people": [first, lead], "survivor": lead}, 400)
+    with session_scope(sessions) as session:
+        assert set(session.scalars(select(Event.id))) == before

@@ -1,0 +1,199 @@
+"""Delivered events are purged after the retention time (the deliverer and `ridercrm
+webhooks purge`); the queue gauges are read from the database, so every worker of
+`serve --workers 2` reports them right."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from bench.serve import free_port, ridercrm_command, run_cli, tail
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.db import session_scope
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.models import Delivery, Event
+from tests.cli.transfer_helpers import cli
+from tests.events.conftest import register
+from tests.events.receiver import Receiver
+from tests.factories import create_person, person_body
+
+
+def _age(sessions: sessionmaker[Session], days: float) -> None:
+    """Make every stored event and delivery ``days`` older."""
+    with session_scope(sessions, write=True) as session:
+        for event in session.scalars(select(Event)):
+            event.created_at -= dt.timedelta(days=days)
+        for delivery in session.scalars(select(Delivery)):
+            delivery.created_at -= dt.timedelta(days=days)
+
+
+def _stored(sessions: sessionmaker[Session]) -> tuple[set[str], list[tuple[str, str]]]:
+    with session_scope(sessions) as session:
+        events = set(session.scalars(select(Event.subject)))
+        deliveries = [(d.subject, d.status) for d in session.scalars(select(Delivery))]
+    return events, deliveries
+
+
+def _history(
+    client: TestClient,
+    headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> dict[str, str]:
+    """An old delivered event, an old one nobody wanted, an old one still pending, a new one."""
+    register(client, headers, receiver.url, "person.created")
+    delivered = create_person(client, headers, first_name="Del")
+    deliverer.run_until_idle()
+    unwanted = create_person(client, headers, first_name="Un")
+    client.post(  # person.updated: no endpoint wants it, so it has no delivery
+        "/crm/modify", json={"people_data": [{"ID": unwanted, "city": "Geelong"}]}, headers=headers
+    )
+    with session_scope(sessions, write=True) as session:  # the creation is delivered too
+        session.execute(update(Delivery).values(status="delivered"))
+    receiver.answer(503)
+    waiting = create_person(client, headers, first_name="Wait")
+    deliverer.run_once()  # fails once: pending, to be retried tomorrow
+    with session_scope(sessions, write=True) as session:
+        session.execute(
+            update(Delivery)
+            .where(Delivery.status == "pending")
+            .values(next_attempt_at=dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
+        )
+    _age(sessions, 40)
+    recent = create_person(client, headers, first_name="New")
+    deliverer.run_until_idle()
+    return {"delivered": delivered, "unwanted": unwanted, "waiting": waiting, "recent": recent}
+
+
+def test_webhooks_purge_deletes_only_delivered_events_past_the_retention(
+    db_url: str,
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    people = _history(client, admin_headers, sessions, receiver, deliverer)
+    events_before, _ = _stored(sessions)
+    counted = cli(db_url, "webhooks", "purge", "--dry-run")
+    assert counted.exit_code == 0, counted.output
+    assert "would purge 3 event(s) and 2 delivery record(s) older than 30 day(s)" in counted.output
+    assert _stored(sessions)[0] == events_before
+    assert cli(db_url, "webhooks", "purge", "--older-than-days", "50").output.startswith(
+        "purged 0 event(s)"
+    )
+    purged = cli(db_url, "webhooks", "purge")
+    assert purged.exit_code == 0, purged.output
+    assert "purged 3 event(s) and 2 delivery record(s)" in purged.output
+    events, deliveries = _stored(sessions)
+    # Kept: the old event whose delivery is still pending, and the recent one.
+    assert events == {f"person:{people['waiting']}", f"person:{people['recent']}"}
+    assert sorted(deliveries) == sorted(
+        [(f"person:{people['waiting']}", "pending"), (f"person:{people['recent']}", "delivered")]
+    )
+
+
+def test_the_deliverer_purges_as_it_runs(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+) -> None:
+    people = _history(client, admin_headers, sessions, receiver, make_deliverer())
+    running = make_deliverer(event_retention_days=30)
+    stop = threading.Event()
+    thread = threading.Thread(target=running.run, args=(stop,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            events, _ = _stored(sessions)
+            if f"person:{people['delivered']}" not in events:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    events, _ = _stored(sessions)
+    assert f"person:{people['delivered']}" not in events
+    assert f"person:{people['waiting']}" in events
+
+
+def _gauges(text: str) -> tuple[float, float]:
+    depth = re.search(r"^ridercrm_webhook_queue_depth (\S+)$", text, re.M)
+    oldest = re.search(r"^ridercrm_webhook_oldest_undelivered_seconds (\S+)$", text, re.M)
+    assert depth is not None, text
+    assert oldest is not None, text
+    return float(depth.group(1)), float(oldest.group(1))
+
+
+def test_queue_gauges_are_read_at_scrape_time(
+    client: TestClient, admin_headers: dict[str, str], receiver: Receiver
+) -> None:
+    assert _gauges(client.get("/metrics").text) == (0.0, 0.0)
+    register(client, admin_headers, receiver.url, "person.created")
+    for name in ("A", "B"):
+        create_person(client, admin_headers, first_name=name)
+    depth, oldest = _gauges(client.get("/metrics").text)
+    assert depth == 2.0
+    assert oldest > 0
+
+
+def test_every_worker_of_serve_reports_the_queue(db_url: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "RIDERCRM_DATABASE_URL": db_url,
+        "RIDERCRM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+        "RIDERCRM_WEBHOOK_DELIVERER": "false",  # nothing delivers: the queue stays
+        "RIDERCRM_LOG_LEVEL": "WARNING",
+    }
+    run_cli(["db", "upgrade"], env, timeout=120)
+    key = run_cli(["keys", "create", "--name", "m", "--scope", "admin"], env, timeout=60)
+    headers = {"Authorization": f"Bearer {key.strip().splitlines()[-1]}"}
+    run_cli(
+        ["webhooks", "add", "http://127.0.0.1:9/", "--event", "person.created"], env, timeout=60
+    )
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", "2"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, tail(log)
+            assert time.monotonic() < deadline, tail(log)
+            time.sleep(0.1)
+        with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
+            for n in range(3):
+                made = http.post("/admin/contacts", json=person_body(first_name=f"W{n}"))
+                assert made.status_code == 201, made.text
+            # New connections: the scrapes spread over both workers.
+        for _ in range(8):
+            depth, oldest = _gauges(httpx.get(f"{base}/metrics", timeout=10).text)
+            assert depth == 3.0
+            assert oldest > 0
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
