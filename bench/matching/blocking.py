@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -35,9 +36,11 @@ from sqlalchemy import select
 
 from bench.matching import damage, febrl_data
 from bench.matching.febrl_data import Asks, Store
+from bench.matching.generate import make_id
 from bench.report import code_version, machine, write_section
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.ids import RecordKind
 from ridercrm.matching import repository
 from ridercrm.matching.keys import Identity, query_keys
 from ridercrm.migrate import upgrade
@@ -97,6 +100,7 @@ def load(url: str, directory: Path, stores: list[Store], people: int, seed: int)
                     writer.writerow([person[name] for name in CSV_FIELDS])
             import_csv(sessions, CONTACTS, path)
             path.unlink()
+        distinct_ids(stores, seed)
         for number, store in enumerate(stores):
             path = directory / f"febrl-{number}.csv"
             store.write(path)
@@ -106,6 +110,27 @@ def load(url: str, directory: Path, stores: list[Store], people: int, seed: int)
             return {i for i in session.scalars(select(Person.id)) if i in wanted}
     finally:
         engine.dispose()
+
+
+def distinct_ids(stores: list[Store], seed: int) -> None:
+    """Give an original a new id where an earlier set already uses its id.
+
+    Each set's ids come from the same seeded generator, so two sets in one store can
+    share ids; the importer then keeps the first and the later set's original is not
+    stored, which would count its duplicates as blocking misses.
+    """
+    rng = random.Random(f"{seed}-distinct")
+    taken: set[str] = set()
+    for store in stores:
+        renamed: dict[str, str] = {}
+        for rec_id, person_id in store.ids.items():
+            while person_id in taken:
+                person_id = make_id(rng, RecordKind.CONTACT)
+            renamed[store.ids[rec_id]] = person_id
+            store.ids[rec_id] = person_id
+            taken.add(person_id)
+        for row in store.rows:
+            row["id"] = renamed.get(row["id"], row["id"])
 
 
 def measure(url: str, store: Store, asks: Asks, stored: set[str]) -> dict[str, Blocked]:
