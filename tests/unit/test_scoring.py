@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from ridercrm.matching import compare
+from ridercrm.matching import compare, normalize
 from ridercrm.matching.keys import Identity, query_keys, stored_keys
 from ridercrm.matching.model import default_model
 from ridercrm.matching.nicknames import same_name_family
@@ -102,6 +102,24 @@ def test_identifier_levels() -> None:
     assert compare.street("biffin sreet", "biffin street") == "close"
     assert compare.street("meredith circuit", "6 meredith circuit") == "close"
     assert compare.street("1 main street", "99 other road") == "different"
+
+
+def test_street_lines_swapped_or_one_replaced() -> None:
+    """FEBRL's two address lines: swapped is close; one replaced or dropped is partial."""
+
+    def street(query: str, stored: str) -> str:
+        return compare.street(normalize.street(query), normalize.street(stored))
+
+    assert (
+        street("15 Tathra Est Hawkesbury Crescent", "15 Hawkesbury Crescent Tathra East") == "close"
+    )
+    assert street("10 Minora Sumner Alace", "10 Sumner Place Minora") == "close"
+    assert street("3 Corona Place Sweet W Atdrs", "3 Spinifex Street Sweet Waters") == "partial"
+    assert street("Goodman Street", "32 Goodman Street Yambira") == "partial"
+    # a shared street type or another number says nothing
+    assert street("12 Park Street", "40 Park Road") == "different"
+    assert street("3 Corona Place", "3 Spinifex Place") == "different"
+    assert street("7 Bay Road Sweet Waters", "3 Corona Place Sweet Waters") == "different"
 
 
 @pytest.mark.parametrize(
