@@ -85,8 +85,21 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     if given and (len(query[0]) == 1 or len(stored[0]) == 1) and query[0][0] == stored[0][0]:
         return "initial"
     if given and slips <= 1:
+        if _typo(q, s):
+            return "close"
         return "short_slip"
     return DIFFERENT
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _typo(first: str, second: str) -> bool:
+    """One slip in a short name that makes no other name: two letters swapped (Wil/Wli),
+    or a name left without a vowel (Max/Msx, Zac/Zqc). Mei/Wei and Tom/Tim are names."""
+    if len(first) == len(second) and sorted(first) == sorted(second):
+        return True
+    return not _VOWELS & set(first) or not _VOWELS & set(second)
 
 
 def given_name(
