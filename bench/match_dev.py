@@ -52,6 +52,7 @@ def identity_of(data: dict[str, Any]) -> Identity:
         drivers_license=data.get("drivers_license") or None,
         street=data.get("street") or None,
         postcode=data.get("postcode") or None,
+        city=data.get("city") or None,
     )
 
 
@@ -163,6 +164,7 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
             drivers_license=p.drivers_license,
             street=p.street,
             postcode=p.postcode,
+            city=p.city,
         )
         for p in data.people
     }
@@ -183,6 +185,7 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
             drivers_license=d.get("drivers_license"),
             street=d.get("street"),
             postcode=d.get("postcode"),
+            city=d.get("city"),
         )
         ids: set[str] = set()
         for key in query_keys(query):

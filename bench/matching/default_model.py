@@ -40,6 +40,7 @@ def identities() -> list[Identity]:
                     drivers_license=record.soc_sec_id or None,
                     street=title(record.street) or None,
                     postcode=postcode(record.postcode),
+                    city=title(record.suburb) or None,
                 )
             )
     return people

@@ -267,3 +267,26 @@ def test_a_slip_in_a_short_name_that_makes_no_name_is_a_typo() -> None:
     # Ben/Ken and Mei/Wei are both names: the household guard still wants the licence
     assert compare.given_name(("ken",), ("ben",), ()) == "short_slip"
     assert compare.given_name(("wei",), ("mei",), ()) == "short_slip"
+
+
+def test_postcode_and_suburb_are_one_comparison() -> None:
+    """The suburb refines the postcode's level; it is never a second, independent field."""
+    assert compare.locality("3064", "3064", "craigieburn", "craigieburn") == "exact"
+    assert compare.locality("3064", "3064", "craigieburn", "craigeburn") == "exact"
+    assert compare.locality("3064", "3064", None, "craigieburn") == "exact_no_city"
+    assert compare.locality("3064", "3064", "mickleham", "craigieburn") == "exact_other_city"
+    assert compare.locality("3046", "3064", "craigieburn", "craigieburn") == "one_digit_same_city"
+    assert compare.locality("3046", "3064", "mickleham", "craigieburn") == "one_digit"
+    assert compare.locality("2000", "3064", "craigieburn", "craigieburn") == "same_city"
+    assert compare.locality("2000", "3064", "sydney", "craigieburn") == "different"
+    assert compare.locality("2000", None, "sydney", None) == "missing"
+    assert normalize.city("Mt Isa") == normalize.city("mount isa") == "mountisa"
+    query = person(city="Craigieburn", email="other@example.com", phones=())
+    verdict = evaluate(query, person(city="Craigieburn"))
+    assert verdict.levels["postcode"] == "exact"
+    assert "city" not in verdict.levels
+
+
+def test_a_household_member_in_the_same_suburb_is_still_refused() -> None:
+    sister = person(first_name="Linh", drivers_license=None, city="Epping")
+    assert not evaluate(sister, person(city="Epping")).accepted

@@ -33,7 +33,12 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "phone": ("exact", DIFFERENT, MISSING),
     "licence": ("exact", "one_digit", DIFFERENT, MISSING),
     "street": ("exact", "close", "partial", DIFFERENT, MISSING),
-    "postcode": ("exact", "one_digit", DIFFERENT, MISSING),
+    # postcode and suburb together: they say the same thing in a real store (each suburb
+    # has its postcode), so they are one comparison, not two independent pieces of evidence
+    "postcode": (
+        "exact", "exact_no_city", "exact_other_city", "one_digit_same_city", "one_digit",
+        "same_city", DIFFERENT, MISSING,
+    ),
 }  # fmt: skip
 
 # A given name that differs outright (not a slip, nickname or initial), or by one slip in
@@ -187,6 +192,30 @@ def one_digit(query: str | None, stored: str | None) -> str:
     if query == stored:
         return "exact"
     return "one_digit" if _slips(query, stored, 1) <= 1 else DIFFERENT
+
+
+def locality(
+    query_postcode: str | None,
+    stored_postcode: str | None,
+    query_city: str | None,
+    stored_city: str | None,
+) -> str:
+    """Postcode and suburb as one comparison: the postcode's level, refined by the suburb."""
+    postcode = one_digit(query_postcode, stored_postcode)
+    if not query_city or not stored_city:
+        return "exact_no_city" if postcode == "exact" else postcode
+    city = query_city == stored_city or (
+        min(len(query_city), len(stored_city)) >= 4
+        and (
+            _slips(query_city, stored_city, 1) <= 1
+            or JaroWinkler.similarity(query_city, stored_city) >= 0.9
+        )
+    )
+    if postcode == "exact":
+        return "exact" if city else "exact_other_city"
+    if postcode == "one_digit":
+        return "one_digit_same_city" if city else "one_digit"
+    return "same_city" if city else postcode
 
 
 def street(query: str | None, stored: str | None) -> str:

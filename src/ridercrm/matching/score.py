@@ -62,7 +62,7 @@ def levels(query: Identity, stored: Identity) -> dict[str, str]:
         "phone": compare.phones(query.phones, stored.phones),
         "licence": compare.one_digit(query.licence, stored.licence),
         "street": compare.street(query.street, stored.street),
-        "postcode": compare.one_digit(query.postcode, stored.postcode),
+        "postcode": compare.locality(query.postcode, stored.postcode, query.city, stored.city),
     }
 
 
