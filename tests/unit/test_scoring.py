@@ -290,3 +290,14 @@ def test_postcode_and_suburb_are_one_comparison() -> None:
 def test_a_household_member_in_the_same_suburb_is_still_refused() -> None:
     sister = person(first_name="Linh", drivers_license=None, city="Epping")
     assert not evaluate(sister, person(city="Epping")).accepted
+
+
+def test_a_person_who_moved_is_found_by_names_and_birth_date() -> None:
+    """New street, postcode and suburb, no shared identifier: FEBRL has no movers, people do."""
+    moved = person(
+        street="9 Banksia Cres", postcode="2250", city="Gosford", email="new@example.com",
+        phones=(), drivers_license=None,
+    )  # fmt: skip
+    verdict = evaluate(moved, person(city="Epping", email=None))
+    assert verdict.levels["postcode"] == "different"
+    assert verdict.accepted
