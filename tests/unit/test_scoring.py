@@ -301,3 +301,20 @@ def test_a_person_who_moved_is_found_by_names_and_birth_date() -> None:
     verdict = evaluate(moved, person(city="Epping", email=None))
     assert verdict.levels["postcode"] == "different"
     assert verdict.accepted
+
+
+def test_both_names_other_and_the_same_birth_date_is_no_relative() -> None:
+    """The household guard is for relatives, who share the surname (twins: the birth date too)."""
+    renamed = person(first_name="Caitlin", last_name="Okafor", drivers_license=None)
+    verdict = evaluate(renamed, person())
+    assert verdict.levels["given_name"] == "different"
+    assert verdict.levels["family_name"] == "different"
+    assert verdict.accepted
+    # a sister under the same surname still needs the licence
+    assert not evaluate(person(first_name="Caitlin", drivers_license=None), person()).accepted
+    # a partner under other names, born another day, is another person
+    partner = person(
+        first_name="Caitlin", last_name="Okafor", date_of_birth=dt.date(1997, 8, 30),
+        drivers_license=None,
+    )  # fmt: skip
+    assert not evaluate(partner, person()).accepted
