@@ -130,11 +130,16 @@ _SHARED_SURNAME = ("exact", "close", "part", "phonetic", "near", compare.MISSING
 
 
 def _not_a_relative(found: dict[str, str]) -> bool:
-    """Both names differ and the date of birth is the same: not the twin or sibling the
-    guard is for (they share the surname), but the stored person under other names; a
-    co-resident under other names born the very same day is a coincidence of about one
-    in ten thousand."""
-    return found["family_name"] not in _SHARED_SURNAME and found["date_of_birth"] == "exact"
+    """Both names differ, and the date of birth and the street are the same: not the twin
+    or sibling the guard is for (they share the surname), but the stored person under
+    other names; a co-resident under other names born the very same day is a coincidence
+    of about one in ten thousand. The street is required so that wrong names with a
+    known e-mail do not tell a right birth date from a wrong one (tests/security)."""
+    return (
+        found["family_name"] not in _SHARED_SURNAME
+        and found["date_of_birth"] == "exact"
+        and found["street"] in ("exact", "close")
+    )
 
 
 def same_person(first: Identity, second: Identity) -> bool:
