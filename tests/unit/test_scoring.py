@@ -318,3 +318,7 @@ def test_both_names_other_and_the_same_birth_date_is_no_relative() -> None:
         drivers_license=None,
     )  # fmt: skip
     assert not evaluate(partner, person()).accepted
+    # wrong names with the e-mail and the birth date, but not the street: no oracle for
+    # the birth date (tests/security/test_explain.py)
+    probe = person(first_name="Mallory", last_name="Probe", street=None, drivers_license=None)
+    assert not evaluate(probe, person()).accepted
