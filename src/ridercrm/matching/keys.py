@@ -34,11 +34,17 @@ class Identity:
     licence: str | None
     raw_street: str | None = field(repr=False)
     postcode: str | None
+    raw_city: str | None = field(default=None, repr=False)
 
     @cached_property
     def street(self) -> str | None:
         """Normalised only when compared: the blocking keys do not use it."""
         return normalize.street(self.raw_street)
+
+    @cached_property
+    def city(self) -> str | None:
+        """The suburb or town, compared with the postcode (not used by the keys)."""
+        return normalize.city(self.raw_city)
 
     @classmethod
     def of(
@@ -52,6 +58,7 @@ class Identity:
         drivers_license: str | None,
         street: str | None,
         postcode: object,
+        city: str | None = None,
     ) -> Identity:
         return cls(
             first=normalize.name_tokens(first_name),
@@ -62,6 +69,7 @@ class Identity:
             licence=normalize.licence(drivers_license),
             raw_street=street,
             postcode=normalize.postcode(postcode),
+            raw_city=city,
         )
 
 

@@ -120,6 +120,14 @@ def street(text: str | None) -> str | None:
     return " ".join(expanded) or None
 
 
+def city(text: str | None) -> str | None:
+    """A suburb or town as lower-case letters without spaces (Mount Isa -> mountisa)."""
+    if not text:
+        return None
+    words = _NOT_WORD.sub(" ", strip_accents(text).casefold()).split()
+    return "".join(STREET_TYPES.get(word, word) for word in words) or None
+
+
 def state(text: str | None) -> str | None:
     """A state or territory as its code (Victoria -> VIC); other text folded."""
     if not text:

@@ -28,6 +28,7 @@ def identity_of(person: Any) -> Identity:
         drivers_license=person.drivers_license,
         street=person.street,
         postcode=person.postcode,
+        city=getattr(person, "city", None),
     )
 
 

@@ -211,7 +211,7 @@ def stored_sample(session: Session, *, seed: int = 0) -> tuple[list[Identity], i
     columns = select(
         Person.first_name, Person.last_name, Person.date_of_birth, Person.email,
         Person.mobile_phone, Person.home_phone, Person.drivers_license, Person.street,
-        Person.postcode,
+        Person.postcode, Person.city,
     )  # fmt: skip
     rng = random.Random(seed)
     sample: list[Identity] = []

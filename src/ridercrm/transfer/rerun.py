@@ -80,6 +80,7 @@ class Matcher:
             drivers_license=values.get("drivers_license"),
             street=values.get("street"),
             postcode=values.get("postcode"),
+            city=values.get("city"),
         )
         person = find_match(
             self.session, query=identity, assets=[], leads_only=self.kind == LEAD
