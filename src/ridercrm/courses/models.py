@@ -43,6 +43,19 @@ class Asset(Base):
         # The interface's "pair" rule: a person's course of a product.
         Index("ix_assets_person_product", person_id, product_id),
         Index("ix_assets_product_id", product_id),
+        # A training site's day sheet: one site, one day of course_datetime.
+        Index("ix_assets_location_datetime", course_location, course_datetime),
+        # The dashboard: a period of course dates, grouped by these columns, read
+        # from the index alone.
+        Index(
+            "ix_assets_datetime_report",
+            course_datetime,
+            course_location,
+            course_status,
+            booking_source,
+            product_id,
+            rider_instructor_1,
+        ),
     )
 
 
