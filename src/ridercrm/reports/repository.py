@@ -39,7 +39,7 @@ def courses_by_day_location_status(
         .where(_in_period(first, last))
         .group_by(_DAY, Asset.course_location, Asset.course_status)
     )
-    return session.execute(query).tuples()
+    return session.execute(query).all()
 
 
 def courses_by_day_source(
@@ -51,7 +51,7 @@ def courses_by_day_source(
         .where(_in_period(first, last))
         .group_by(_DAY, Asset.booking_source)
     )
-    return session.execute(query).tuples()
+    return session.execute(query).all()
 
 
 def results(
@@ -71,7 +71,7 @@ def results(
             Asset.course_location, Asset.rider_instructor_1, Asset.product_id, Asset.course_status
         )
     )
-    return session.execute(query).tuples()
+    return session.execute(query).all()
 
 
 def product_names(session: Session, product_ids: Iterable[str]) -> dict[str, str]:
