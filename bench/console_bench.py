@@ -1,0 +1,368 @@
+"""Staff console: server time per page at 100,000 people and 300,000 courses on SQLite.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.console_bench                 # the services, in process
+    .venv/bin/python -m bench.console_bench --write         # ... and the README section
+
+A store is generated at run time in a temporary directory (nothing is committed): the
+people through ``ridercrm import`` 's own importer (so their matching keys exist, as
+in a real store), then the courses straight into the tables, spread over three years
+(two back, one ahead) at the seven training sites, Wednesday to Sunday, three products
+per site, five instructors per site; past courses mostly completed, future ones booked.
+
+Measured, each call in its own session as a request has it:
+
+- the day sheet of a random site and day (``courses.daysheet.day_sheet``);
+- the dashboard of the default period, 12 weeks ending on a random day, and of a
+  53-week period (``reports.service.dashboard``, the charts rendered too);
+- a 40-row submission of a day sheet (``courses.daysheet.record_results``: 40 rows of
+  pass, fail, cancelled and one broken row, its own write transaction and commit).
+
+Targets (issue 14): median <= 100 ms and p99 <= 300 ms per page; a 40-row submission
+<= 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import Engine, func, select  # noqa: E402
+from sqlalchemy.orm import Session, sessionmaker  # noqa: E402
+
+from bench.match_perf import CSV_FIELDS, PeopleGenerator, percentile  # noqa: E402
+from bench.report import code_version, machine, write_section  # noqa: E402
+from ridercrm.config import Settings  # noqa: E402
+from ridercrm.courses import daysheet, rules  # noqa: E402
+from ridercrm.courses.models import Asset, AssetStatusChange  # noqa: E402
+from ridercrm.db import build_engine, bulk_insert, session_factory, session_scope  # noqa: E402
+from ridercrm.fields import COURSE_LOCATIONS  # noqa: E402
+from ridercrm.http.context import Call, Caller  # noqa: E402
+from ridercrm.ids import RecordKind, new_id  # noqa: E402
+from ridercrm.migrate import upgrade  # noqa: E402
+from ridercrm.people.models import Person  # noqa: E402
+from ridercrm.products.models import Product  # noqa: E402
+from ridercrm.reports import charts  # noqa: E402
+from ridercrm.reports import service as reports  # noqa: E402
+from ridercrm.transfer.columns import CONTACTS  # noqa: E402
+from ridercrm.transfer.importer import import_csv  # noqa: E402
+
+TODAY = dt.date(2026, 11, 22)
+PRODUCTS = (  # (code stem, name, start time, end time, price)
+    ("LAP", "Learner Approved Pre-Licence", "08:30:00", "16:30:00", "249.00"),
+    ("RDY", "Ride Ready", "07:30:00", "12:00:00", "189.00"),
+    ("LIC", "Licence Test", "13:00:00", "15:30:00", "199.00"),
+)
+SOURCES = (("Website", 0.62), ("Phone", 0.25), ("In Person", 0.1), ("None", 0.03))
+OPEN_DAYS = {2, 3, 4, 5, 6}  # Wednesday to Sunday
+TARGET_MEDIAN_MS, TARGET_P99_MS, TARGET_SUBMISSION_MS = 100.0, 300.0, 300.0
+
+
+@dataclass
+class Store:
+    path: Path
+    url: str
+    people: int = 0
+    courses: int = 0
+    import_s: float = 0.0
+    courses_s: float = 0.0
+    open_days: list[dt.date] = field(default_factory=list)
+
+
+def build_store(directory: Path, *, people: int, courses: int, seed: int) -> Store:
+    path = directory / "console.sqlite3"
+    store = Store(path=path, url=f"sqlite:///{path}")
+    engine = build_engine(Settings(database_url=store.url, log_level="WARNING"))
+    try:
+        upgrade(engine)
+        started = time.perf_counter()
+        csv_path = directory / "people.csv"
+        with csv_path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(CSV_FIELDS)
+            for person in PeopleGenerator(seed).people(people):
+                writer.writerow([person[name] for name in CSV_FIELDS])
+        result = import_csv(session_factory(engine), CONTACTS, csv_path)
+        csv_path.unlink()
+        if result.imported != people:
+            raise SystemExit(f"import of {people} people: {result.summary()}")
+        store.import_s = time.perf_counter() - started
+        started = time.perf_counter()
+        store.open_days = _fill_courses(engine, courses=courses, seed=seed)
+        store.courses_s = time.perf_counter() - started
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ANALYZE")
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        with engine.connect() as connection:
+            store.people = connection.scalar(select(func.count()).select_from(Person)) or 0
+            store.courses = connection.scalar(select(func.count()).select_from(Asset)) or 0
+    finally:
+        engine.dispose()
+    return store
+
+
+def _fill_courses(engine: Engine, *, courses: int, seed: int) -> list[dt.date]:
+    """Products, then the courses and their first status-history rows; the open days."""
+    rng = random.Random(seed * 7 + 1)
+    now = dt.datetime.now(dt.UTC)
+    first = TODAY - dt.timedelta(days=730)
+    days = [first + dt.timedelta(days=i) for i in range(1096)]
+    open_days = [day for day in days if day.weekday() in OPEN_DAYS]
+    sources = [name for name, _ in SOURCES]
+    weights = [weight for _, weight in SOURCES]
+    with session_scope(session_factory(engine), write=True) as session:
+        person_ids = list(session.scalars(select(Person.id)))
+        products: list[tuple[str, str, str, str, Decimal]] = []  # id, site, start, end, price
+        for site in COURSE_LOCATIONS:
+            for stem, name, start, end, price in PRODUCTS:
+                product = Product(
+                    id=new_id(RecordKind.PRODUCT),
+                    name=f"{name} ({site.title()})",
+                    code=f"{stem}-{site.upper().replace(' ', '')[:4]}",
+                    price=Decimal(price),
+                )
+                session.add(product)
+                products.append((product.id, site, start, end, product.price))
+        session.flush()
+        instructors = {
+            site: [f"Instructor {site.title()} {n}" for n in range(1, 6)]
+            for site in COURSE_LOCATIONS
+        }
+        asset_rows: list[tuple[Any, ...]] = []
+        history_rows: list[tuple[Any, ...]] = []
+        audit_id = new_id(RecordKind.AUDIT)
+        for number in range(courses):
+            product_id, site, start, end, price = rng.choice(products)
+            day = rng.choice(open_days)
+            status, feedback = _outcome(rng, past=day < TODAY)
+            asset_id = new_id(RecordKind.ASSET)
+            asset_rows.append(
+                (
+                    asset_id, rng.choice(person_ids), product_id, f"BN-{number:07d}", status,
+                    feedback, f"{day} {start}", f"{day} {end}", site,
+                    rng.choice(instructors[site]), "", "D001", price,
+                    rng.choices(sources, weights)[0], now, now,
+                )
+            )  # fmt: skip
+            history_rows.append((asset_id, None, status, now, audit_id))
+        bulk_insert(
+            session,
+            Asset.__table__,  # type: ignore[arg-type]
+            (
+                "id", "person_id", "product_id", "booking_number", "course_status",
+                "course_feedback", "course_datetime", "course_date_end", "course_location",
+                "rider_instructor_1", "rider_instructor_2", "dealer_code", "course_price",
+                "booking_source", "created_at", "updated_at",
+            ),  # fmt: skip
+            asset_rows,
+        )
+        bulk_insert(
+            session,
+            AssetStatusChange.__table__,  # type: ignore[arg-type]
+            ("asset_id", "from_status", "to_status", "changed_at", "audit_id"),
+            history_rows,
+        )
+    return open_days
+
+
+def _outcome(rng: random.Random, *, past: bool) -> tuple[str, str | None]:
+    roll = rng.random()
+    if not past:
+        return (rules.CANCELLED, None) if roll < 0.08 else (rules.BOOKED, None)
+    if roll < 0.08:
+        return rules.CANCELLED, None
+    if roll < 0.12:
+        return rules.BOOKED, None  # never recorded
+    if roll < 0.25:
+        return rules.FAILED, rng.choice(rules.FAIL_FEEDBACK)
+    return rules.PASSED, rng.choice(rules.PASS_FEEDBACK)
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+@dataclass
+class Timing:
+    name: str
+    times_ms: list[float] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times_ms) if self.times_ms else float("nan")
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.times_ms, 0.99)
+
+    def row(self, target_median: float | None, target_p99: float) -> str:
+        met = (target_median is None or self.median <= target_median) and self.p99 <= target_p99
+        return (
+            f"| {self.name} | {len(self.times_ms)} | {self.median:.1f} | {self.p99:.1f} |"
+            f" {max(self.times_ms):.1f} | {'met' if met else '**not met**'} | {self.note} |"
+        )
+
+
+def timed(sessions: sessionmaker[Session], work: Callable[[Session], object]) -> float:
+    started = time.perf_counter()
+    with session_scope(sessions) as session:
+        work(session)
+    return (time.perf_counter() - started) * 1000
+
+
+def measure_services(
+    store: Store, *, samples: int, submissions: int, seed: int
+) -> list[Timing]:
+    rng = random.Random(seed * 13 + 5)
+    engine = build_engine(Settings(database_url=store.url, log_level="WARNING"))
+    sessions = session_factory(engine)
+    sheet = Timing("day sheet (service)", note="a random site and open day")
+    board = Timing("dashboard, 12 weeks (service + charts)", note="ending on a random day")
+    year = Timing("dashboard, 53 weeks (service + charts)", note="the longest period allowed")
+    try:
+        for _ in range(3):  # warm the page cache as a running server's would be
+            timed(sessions, lambda s: _dashboard(s, rng, weeks=53))
+        for _ in range(samples):
+            site, day = rng.choice(COURSE_LOCATIONS), rng.choice(store.open_days)
+            sheet.times_ms.append(timed(sessions, lambda s: daysheet.day_sheet(s, site=site, day=day)))  # noqa: B023
+            board.times_ms.append(timed(sessions, lambda s: _dashboard(s, rng, weeks=12)))
+        for _ in range(max(10, samples // 10)):
+            year.times_ms.append(timed(sessions, lambda s: _dashboard(s, rng, weeks=53)))
+        submission = Timing("day-sheet submission, 40 rows", note="own transaction and commit")
+        future = [day for day in store.open_days if day >= TODAY]
+        rng.shuffle(future)
+        for day in future[:submissions]:
+            submission.times_ms.append(_submit(sessions, rng, day))
+    finally:
+        engine.dispose()
+    return [sheet, board, year, submission]
+
+
+def _dashboard(session: Session, rng: random.Random, *, weeks: int) -> None:
+    end = TODAY + dt.timedelta(days=rng.randint(-600, 300))
+    period = reports.period_of(end - dt.timedelta(weeks=weeks - 1), end, today=TODAY)
+    board = reports.dashboard(session, period=period)
+    charts.stacked_weeks(chart_id="a", title="t", data=board.bookings_by_location, unit="c")
+    charts.stacked_weeks(chart_id="b", title="t", data=board.bookings_by_source, unit="c")
+    charts.stacked_weeks(chart_id="c", title="t", data=board.cancellations_by_location, unit="c")
+    charts.rate_bars(chart_id="d", title="t", rates=board.pass_by_location)
+    charts.rate_bars(chart_id="e", title="t", rates=board.pass_by_instructor)
+    charts.rate_bars(chart_id="f", title="t", rates=board.pass_by_product)
+
+
+def _submit(sessions: sessionmaker[Session], rng: random.Random, day: dt.date) -> float:
+    """Record 40 rows of the busiest site's sheet on ``day``; the time of the whole write."""
+    with session_scope(sessions) as session:
+        site = max(
+            COURSE_LOCATIONS,
+            key=lambda s: daysheet.day_sheet(session, site=s, day=day).rider_count,
+        )
+        riders = [
+            rider
+            for group in daysheet.day_sheet(session, site=site, day=day).groups
+            for rider in group.riders
+            if rider.course_status == rules.BOOKED
+        ][:40]
+    entries = [_entry(rng, rider.asset_id, index) for index, rider in enumerate(riders)]
+    call = Call(method="POST", path="/console/daysheet", operation="console.daysheet")
+    call.caller = Caller(key_id=0, name="bench", scopes=frozenset())
+    started = time.perf_counter()
+    with session_scope(sessions, write=True) as session:
+        daysheet.record_results(session, site=site, day=day, entries=entries, call=call)
+    return (time.perf_counter() - started) * 1000
+
+
+def _entry(rng: random.Random, asset_id: str, index: int) -> daysheet.Entry:
+    if index == 0:  # one broken row: a pass without its grade
+        return daysheet.Entry(asset_id, rules.PASSED, "")
+    roll = rng.random()
+    if roll < 0.75:
+        return daysheet.Entry(asset_id, rules.PASSED, rng.choice(rules.PASS_FEEDBACK))
+    if roll < 0.92:
+        return daysheet.Entry(asset_id, rules.FAILED, rng.choice(rules.FAIL_FEEDBACK))
+    return daysheet.Entry(asset_id, rules.CANCELLED, "")
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) -> str:
+    facts = machine()
+    lines = [
+        "## Staff console (issue 14)",
+        "",
+        f"`.venv/bin/python -m bench.console_bench --people {args.people} --courses"
+        f" {args.courses} --samples {args.samples} --submissions {args.submissions}`,"
+        f" {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {code_version()};"
+        f" {facts['nproc']} CPUs ({facts['cpu']}), Python {facts['python']},"
+        f" SQLite {facts['sqlite']}. **The machine was loaded**: other helpers' tests and"
+        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds.",
+        "",
+        f"Store: {store.people:,} people (imported in {store.import_s:.0f} s with their"
+        f" matching keys), {store.courses:,} courses over three years at"
+        f" {len(COURSE_LOCATIONS)} sites (written in {store.courses_s:.0f} s); about"
+        f" {store.courses / (len(store.open_days) * len(COURSE_LOCATIONS)):.0f} riders per"
+        " site and open day.",
+        "",
+        "Server time per call, in milliseconds (each call its own session; a submission"
+        " its own write transaction, commit included):",
+        "",
+        "| what | calls | median | p99 | max | target | note |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for timing in timings:
+        if timing.name.startswith("day-sheet submission"):
+            lines.append(timing.row(None, TARGET_SUBMISSION_MS))
+        else:
+            lines.append(timing.row(TARGET_MEDIAN_MS, TARGET_P99_MS))
+    lines += [
+        "",
+        "Targets: median <= 100 ms and p99 <= 300 ms per page; a 40-row submission <= 300 ms"
+        " (the submission's target is checked against its p99).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--people", type=int, default=100_000)
+    parser.add_argument("--courses", type=int, default=300_000)
+    parser.add_argument("--samples", type=int, default=300, help="calls per page")
+    parser.add_argument("--submissions", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--write", action="store_true", help="write bench/README.md's section")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="console-bench-") as directory:
+        print(f"building {args.people:,} people and {args.courses:,} courses ...", flush=True)
+        store = build_store(
+            Path(directory), people=args.people, courses=args.courses, seed=args.seed
+        )
+        print(f"built in {store.import_s + store.courses_s:.0f} s; measuring ...", flush=True)
+        timings = measure_services(
+            store, samples=args.samples, submissions=args.submissions, seed=args.seed
+        )
+    text = report(store, timings, args)
+    print(text)
+    if args.write:
+        write_section(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
