@@ -1,0 +1,7 @@
+"""Console pages: audit."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()
