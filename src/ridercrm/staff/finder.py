@@ -25,6 +25,7 @@ from ridercrm.people import repository as people_repository
 from ridercrm.people.models import Person
 
 CANDIDATE_LIMIT = 300
+CLOSE_NAME = 75  # rapidfuzz token-sort ratio of a misspelt name still shown
 _DATE_PATTERNS = (
     (re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"), (1, 2, 3)),
     (re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$"), (3, 2, 1)),  # day first (AU)
@@ -136,6 +137,15 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
         # Name prefixes ("Smi", "ann ngu") through the name indexes.
         for person in people_repository.search(session, query=" ".join(query.names), limit=limit):
             found.setdefault(person.id, person)
+        if len(query.names) >= 2:
+            # A misspelt name whose sound differs too ("Anne Nguyn"): the same first
+            # letters, kept when the whole name is close.
+            stems = " ".join(word[:2] for word in query.names)
+            wanted = normalize.name(" ".join(query.names))
+            for person in people_repository.search(session, query=stems, limit=CANDIDATE_LIMIT):
+                have = normalize.name(f"{person.first_name or ''} {person.last_name}")
+                if fuzz.token_sort_ratio(wanted, have) >= CLOSE_NAME:
+                    found.setdefault(person.id, person)
     if query.date_of_birth is not None and not query.names:
         statement = (
             select(Person)

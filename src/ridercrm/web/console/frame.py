@@ -46,6 +46,8 @@ from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
 from ridercrm.http.context import Call
 from ridercrm.http.runtime import Services, services_of
+
+__all__ = ["services_of"]  # re-exported for page modules
 from ridercrm.staff import rules
 from ridercrm.staff import service as staff_service
 
