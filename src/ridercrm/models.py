@@ -10,6 +10,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
+from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
 
 __all__ = [
@@ -29,5 +30,7 @@ __all__ = [
     "PersonKey",
     "PersonMerge",
     "Product",
+    "StaffSession",
+    "StaffUser",
     "WebhookEndpoint",
 ]

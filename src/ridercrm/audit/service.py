@@ -194,4 +194,5 @@ def to_dict(record: AuditRecord) -> dict[str, Any]:
         "outcomes": record.outcomes,
         "idempotency_key": record.idempotency_key,
         "replay_of": record.replay_of,
+        "staff_user": record.staff_user,
     }
