@@ -5,15 +5,14 @@ product. Results come back as rows of (course, new status, feedback); each row g
 through operation 1's own item path (:func:`ridercrm.courses.service.book_one`), so the
 status machine, the feedback rule, the status history and the events are exactly the
 interface's, and each row runs in its own savepoint: a broken row is reported with its
-error and the others are kept. The whole submission is one audit record.
+error and the others are kept. The whole submission is one audit record, written by
+the caller (the console's change, which names the staff user).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,11 +20,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.service import record_call
 from ridercrm.courses import rules, service
 from ridercrm.courses.models import Asset
 from ridercrm.fields import COURSE_FEEDBACK, COURSE_LOCATIONS, enumeration
-from ridercrm.http.context import Call
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
@@ -203,7 +200,27 @@ class Submission:
     site: str
     day: dt.date
     audit_id: str
+    entries: list[Entry]
     results: list[RowResult]
+
+    def summary(self) -> dict[str, Any]:
+        """What the audit record keeps as the submission's response: every row's outcome."""
+        return {
+            "site": self.site,
+            "date": self.day.isoformat(),
+            "saved": self.saved,
+            "failed": len(self.results) - self.saved,
+            "rows": [
+                {
+                    "asset_id": result.asset_id,
+                    "course_status": entry.course_status,
+                    "course_feedback": entry.course_feedback,
+                    "saved": result.saved,
+                    "message": result.message,
+                }
+                for entry, result in zip(self.entries, self.results, strict=True)
+            ],
+        }
 
     @property
     def saved(self) -> int:
@@ -237,19 +254,17 @@ def record_results(
     site: str,
     day: dt.date,
     entries: Sequence[Entry],
-    call: Call,
-    redact: bool = False,
+    audit_id: str,
 ) -> Submission:
-    """Apply each row in its own savepoint and write one audit record for the submission.
+    """Apply each row in its own savepoint; a broken row is reported, the others kept.
 
-    A row must name a course on this site's sheet for this day; the rest of its rules
-    are operation 1's. ``call`` says who submitted (its caller is recorded in the audit
-    record) and carries the record's id, which every status change of the submission
-    points to. ``redact`` is RIDERCRM_AUDIT_REDACT.
+    A row must name a course on this site's sheet for this day, once; the rest of its
+    rules are operation 1's. ``audit_id`` names the submission's one audit record (its
+    caller writes it, with :meth:`Submission.summary` as its response), to which every
+    status change of the submission points.
     """
     if len(entries) > MAX_ROWS:
         raise SheetError(f"rows: at most {MAX_ROWS} in one submission")
-    started = time.perf_counter()
     # Held for the whole submission: the session's identity map keeps rows only weakly.
     held = _sheet_courses(session, site=site, day=day, entries=entries)
     on_sheet = {asset.id for asset in held if isinstance(asset, Asset)}
@@ -275,13 +290,9 @@ def record_results(
                 }
             )
     # Operation 1's own batch path: its lock order, then each item in its own savepoint.
-    applied = iter(service.book_courses(session, items=items, audit_id=call.audit_id))
+    applied = iter(service.book_courses(session, items=items, audit_id=audit_id))
     rows = [result if result is not None else _row(next(applied)) for result in results]
-    submission = Submission(site=site, day=day, audit_id=call.audit_id, results=rows)
-    _audit(
-        session, call=call, submission=submission, entries=entries, started=started, redact=redact
-    )
-    return submission
+    return Submission(site=site, day=day, audit_id=audit_id, entries=list(entries), results=rows)
 
 
 def _row(result: service.ItemResult) -> RowResult:
@@ -308,43 +319,3 @@ def _sheet_courses(
     if person_ids:
         assets.extend(session.scalars(select(Person).where(Person.id.in_(person_ids))))
     return assets
-
-
-def _audit(
-    session: Session,
-    *,
-    call: Call,
-    submission: Submission,
-    entries: Sequence[Entry],
-    started: float,
-    redact: bool,
-) -> None:
-    request: dict[str, Any] = {
-        "site": submission.site,
-        "date": submission.day.isoformat(),
-        "rows": [
-            {
-                "asset_id": e.asset_id,
-                "course_status": e.course_status,
-                "course_feedback": e.course_feedback,
-            }
-            for e in entries
-        ],
-    }
-    outcomes = [
-        {"index": i, "asset_id": r.asset_id, "saved": r.saved, "message": r.message}
-        for i, r in enumerate(submission.results)
-    ]
-    call.content_type = call.content_type or "application/json"
-    call.request_body = json.dumps(request).encode()
-    call.outcomes = outcomes
-    response = {"saved": submission.saved, "failed": len(entries) - submission.saved}
-    record_call(
-        session,
-        call=call,
-        status=200,
-        response_body=json.dumps({**response, "rows": outcomes}).encode(),
-        duration_ms=(time.perf_counter() - started) * 1000,
-        redact=redact,
-    )
-    call.recorded = True
