@@ -29,7 +29,8 @@ PALETTE = (
 )
 INK = "#1a1a1a"
 GRID = "#c8c8c8"
-FONT = "font-family:system-ui,sans-serif;font-size:12px"
+# Presentation attributes, not a style attribute: the console's CSP allows no inline style.
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 
 
 def colour(index: int) -> str:
@@ -51,7 +52,7 @@ def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> list
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}"'
         f' viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-title {chart_id}-desc"'
-        f' id="{chart_id}" class="chart" style="{FONT}">',
+        f' id="{chart_id}" class="chart" {FONT}>',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
     ]

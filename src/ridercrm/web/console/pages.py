@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ridercrm.web.console import admin, audit, auth, people
+from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, people
 from ridercrm.web.console.frame import NavItem
 
 ROUTERS: list[APIRouter] = [
@@ -13,10 +13,14 @@ ROUTERS: list[APIRouter] = [
     people.router,
     audit.router,
     admin.router,
+    daysheet.router,
+    dashboard.router,
 ]
 
 NAV: list[NavItem] = [
     NavItem("Find a person", "/people"),
+    NavItem("Day sheet", "/daysheet"),
+    NavItem("Dashboard", "/dashboard"),
     NavItem("Audit", "/audit"),
     NavItem("Products", "/admin/products", role="admin"),
     NavItem("API keys", "/admin/keys", role="admin"),
