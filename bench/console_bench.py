@@ -371,12 +371,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submissions", type=int, default=30)
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--write", action="store_true", help="write bench/README.md's section")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="build the store in this new directory and keep it (delete it yourself)",
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="console-bench-") as directory:
+    with tempfile.TemporaryDirectory(prefix="console-bench-") as scratch:
+        directory = args.keep or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
         print(f"building {args.people:,} people and {args.courses:,} courses ...", flush=True)
-        store = build_store(
-            Path(directory), people=args.people, courses=args.courses, seed=args.seed
-        )
+        store = build_store(directory, people=args.people, courses=args.courses, seed=args.seed)
         print(f"built in {store.import_s + store.courses_s:.0f} s; measuring ...", flush=True)
         timings = measure_services(
             store, samples=args.samples, submissions=args.submissions, seed=args.seed
