@@ -22,7 +22,8 @@ def test_stacked_weeks_is_a_labelled_image_with_a_bar_per_count() -> None:
         charts.stacked_weeks(chart_id="loc", title="Bookings & more", data=data, unit="courses")
     )
     assert root.get("role") == "img"
-    assert root.get("aria-labelledby") == "loc-title loc-desc"
+    assert root.get("aria-labelledby") == "loc-title"
+    assert root.get("aria-describedby") == "loc-desc"
     assert root.find(f"{SVG}title").text == "Bookings & more"  # type: ignore[union-attr]
     desc = root.find(f"{SVG}desc").text  # type: ignore[union-attr]
     assert desc.startswith(

@@ -51,7 +51,8 @@ def nice_ceiling(value: float) -> float:
 def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> list[str]:
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}"'
-        f' viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-title {chart_id}-desc"'
+        f' viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-title"'
+        f' aria-describedby="{chart_id}-desc"'
         f' id="{chart_id}" class="chart" {FONT}>',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
