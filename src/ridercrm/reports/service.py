@@ -129,16 +129,25 @@ def dashboard(session: Session, *, period: Period) -> Dashboard:
     first, last = period.first, period.last
     booked: dict[tuple[dt.date, str], int] = defaultdict(int)
     cancelled: dict[tuple[dt.date, str], int] = defaultdict(int)
-    for day, location, status, count in repository.courses_by_day_location_status(
+    weeks_of: dict[str, dt.date] = {}  # a start time's week, worked out once per day
+
+    def week(start: str | None) -> dt.date:
+        day = (start or "")[:10]  # never None: the period's range excludes NULL
+        found = weeks_of.get(day)
+        if found is None:
+            found = weeks_of[day] = _week_of(day)
+        return found
+
+    for start, location, status, count in repository.courses_by_start_location_status(
         session, first=first, last=last
     ):
-        key = (_week_of(day), location or NOT_GIVEN)
+        key = (week(start), location or NOT_GIVEN)
         booked[key] += count
         if status == rules.CANCELLED:
             cancelled[key] += count
     by_source: dict[tuple[dt.date, str], int] = defaultdict(int)
-    for day, source, count in repository.courses_by_day_source(session, first=first, last=last):
-        by_source[(_week_of(day), source or NOT_GIVEN)] += count
+    for start, source, count in repository.courses_by_start_source(session, first=first, last=last):
+        by_source[(week(start), source or NOT_GIVEN)] += count
     locations: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     instructors: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     products: dict[str, list[int]] = defaultdict(lambda: [0, 0])

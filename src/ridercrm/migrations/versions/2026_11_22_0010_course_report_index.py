@@ -1,4 +1,4 @@
-"""Course indexes for the staff console: a site's day sheet and the dashboard's figures.
+"""A course index for the staff console: the dashboard's figures and a site's day sheet.
 
 Revision ID: 0010
 Revises: 0009
@@ -25,10 +25,8 @@ REPORT_COLUMNS = [
 
 
 def upgrade() -> None:
-    op.create_index("ix_assets_location_datetime", "assets", ["course_location", "course_datetime"])
     op.create_index("ix_assets_datetime_report", "assets", REPORT_COLUMNS)
 
 
 def downgrade() -> None:
     op.drop_index("ix_assets_datetime_report", table_name="assets")
-    op.drop_index("ix_assets_location_datetime", table_name="assets")
