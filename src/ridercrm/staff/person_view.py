@@ -109,7 +109,9 @@ def view_person(session: Session, raw_id: str) -> PersonView | None:
                 "to": change.to_status,
                 "when": change.changed_at,
                 "audit_id": change.audit_id,
-                "who": who(named.get(change.audit_id)),
+                "who": who(named.get(change.audit_id))
+                if change.audit_id
+                else "(stored without a request: import or demo data)",
             }
             for change in asset.status_history
         ]

@@ -124,13 +124,13 @@ def require(role: str) -> Callable[[Request], Any]:
         staff = await signed_in(request)
         if staff is None:
             raise SignInNeeded
+        request.state.staff = staff  # the 403 page shows the navigation and sign-out
         if not rules.allows(staff.role, role):
             raise ConsoleRefusal(
                 403,
                 f"Your role ({staff.role}) cannot open this page or make this change;"
                 f" it needs the {role} role.",
             )
-        request.state.staff = staff
         return staff
 
     return dependency
