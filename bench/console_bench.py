@@ -19,6 +19,12 @@ Measured, each call in its own session as a request has it:
 - a 40-row submission of a day sheet (``courses.daysheet.record_results``: 40 rows of
   pass, fail, cancelled and one broken row, its own write transaction and commit).
 
+With ``--http`` the same pages are also asked of a real ``ridercrm serve`` (one worker)
+on the store, signed in as a staff user, through a keep-alive httpx client on
+127.0.0.1: search (a stored person's name, phone or e-mail), a person's page (someone
+with courses), the day sheet, the dashboard, and a 40-row day-sheet submission (the
+form as the page sends it, CSRF token included).
+
 Targets (issue 14): median <= 100 ms and p99 <= 300 ms per page; a 40-row submission
 <= 300 ms.
 """
@@ -29,7 +35,10 @@ import argparse
 import csv
 import datetime as dt
 import json
+import os
 import random
+import re
+import secrets
 import statistics
 import sys
 import tempfile
@@ -43,11 +52,13 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpx
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bench.match_perf import CSV_FIELDS, PeopleGenerator, percentile
 from bench.report import code_version, machine, write_section
+from bench.serve import free_port, running_server
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.courses import daysheet, rules
@@ -61,6 +72,8 @@ from ridercrm.people.models import Person
 from ridercrm.products.models import Product
 from ridercrm.reports import charts
 from ridercrm.reports import service as reports
+from ridercrm.staff import finder, person_view
+from ridercrm.staff import service as staff_service
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
 
@@ -227,10 +240,10 @@ class Timing:
 
     def row(self, target_median: float | None, target_p99: float) -> str:
         met = (target_median is None or self.median <= target_median) and self.p99 <= target_p99
-        cpu = statistics.median(self.cpu_ms) if self.cpu_ms else float("nan")
+        cpu = f"{statistics.median(self.cpu_ms):.1f}" if self.cpu_ms else "-"
         return (
             f"| {self.name} | {len(self.times_ms)} | {self.median:.1f} | {self.p99:.1f} |"
-            f" {max(self.times_ms):.1f} | {cpu:.1f} | {'met' if met else '**not met**'} |"
+            f" {max(self.times_ms):.1f} | {cpu} | {'met' if met else '**not met**'} |"
             f" {self.note} |"
         )
 
@@ -249,12 +262,18 @@ def measure_services(store: Store, *, samples: int, submissions: int, seed: int)
     rng = random.Random(seed * 13 + 5)
     engine = build_engine(Settings(database_url=store.url, log_level="WARNING"))
     sessions = session_factory(engine)
+    search = Timing("search (service)", note="a stored person's name, phone or e-mail")
+    person = Timing("person page (service)", note="someone with courses")
     sheet = Timing("day sheet (service)", note="a random site and open day")
     board = Timing("dashboard, 12 weeks (service + charts)", note="ending on a random day")
     year = Timing("dashboard, 53 weeks (service + charts)", note="the longest period allowed")
     try:
         for _ in range(3):  # warm the page cache as a running server's would be
             timed(sessions, lambda s: _dashboard(s, rng, weeks=53))
+        texts, people = _samples(sessions, rng, samples)
+        for text, person_id in zip(texts, people, strict=True):
+            search.add(timed(sessions, lambda s, text=text: finder.find_people(s, text=text)))
+            person.add(timed(sessions, lambda s, pid=person_id: person_view.view_person(s, pid)))
         for _ in range(samples):
             site, day = rng.choice(COURSE_LOCATIONS), rng.choice(store.open_days)
             sheet.add(
@@ -273,7 +292,24 @@ def measure_services(store: Store, *, samples: int, submissions: int, seed: int)
             submission.add(_submit(sessions, rng, day))
     finally:
         engine.dispose()
-    return [sheet, board, year, submission]
+    return [search, person, sheet, board, year, submission]
+
+
+def _samples(
+    sessions: sessionmaker[Session], rng: random.Random, count: int
+) -> tuple[list[str], list[str]]:
+    """Search texts (a stored person's name, mobile or e-mail) and people with courses."""
+    with session_scope(sessions) as session:
+        rows = session.execute(
+            select(Person.first_name, Person.last_name, Person.mobile_phone, Person.email)
+            .order_by(func.random())
+            .limit(count)
+        ).all()
+        people = list(session.scalars(select(Asset.person_id).order_by(func.random()).limit(count)))
+    texts = []
+    for first, last, mobile, email in rows:
+        texts.append(rng.choice([f"{first or ''} {last}".strip(), mobile or last, email or last]))
+    return texts, people
 
 
 def _dashboard(session: Session, rng: random.Random, *, weeks: int) -> None:
@@ -335,6 +371,82 @@ def _entry(rng: random.Random, asset_id: str, index: int) -> daysheet.Entry:
     return daysheet.Entry(asset_id, rules.CANCELLED, "")
 
 
+# ----------------------------------------------------------------------------- HTTP
+
+PASSWORD = secrets.token_urlsafe(16)  # a throwaway store's only user
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+RESULT = re.compile(r'name="result-([0-9A-Za-z]{18})"')
+
+
+def measure_http(store: Store, *, samples: int, submissions: int, seed: int) -> list[Timing]:
+    """The same pages through a real server; wall time per request on 127.0.0.1."""
+    rng = random.Random(seed * 17 + 3)
+    engine = build_engine(Settings(database_url=store.url, log_level="WARNING"))
+    sessions = session_factory(engine)
+    with session_scope(sessions, write=True) as session:
+        staff_service.create_user(session, name="bench", role="staff", password=PASSWORD)
+    texts, people = _samples(sessions, rng, samples)
+    engine.dispose()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIDERCRM_")}
+    env.update(RIDERCRM_DATABASE_URL=store.url, RIDERCRM_LOG_LEVEL="WARNING")
+    timings = {
+        name: Timing(f"{name} (HTTP)", note=note)
+        for name, note in (
+            ("search", "GET /console/people?q=..."),
+            ("person", "GET /console/people/{id}"),
+            ("day sheet", "GET /console/daysheet?site=...&date=..."),
+            ("dashboard", "GET /console/dashboard, 12 weeks"),
+            ("submission", "POST /console/daysheet, 40 rows"),
+        )
+    }
+    with (
+        running_server(env, free_port(), store.path.with_suffix(".log")) as (base, _pid),
+        httpx.Client(base_url=base + "/console", trust_env=False, timeout=60) as client,
+    ):
+        login = client.get("/login")
+        token = CSRF.search(login.text)
+        assert token, "no sign-in form"
+        answer = client.post(
+            "/login", data={"csrf": token.group(1), "username": "bench", "password": PASSWORD}
+        )
+        assert answer.status_code == 303, answer.text
+
+        def get(name: str, path: str, params: dict[str, str] | None = None) -> str:
+            started = time.perf_counter()
+            page = client.get(path, params=params)
+            timings[name].times_ms.append((time.perf_counter() - started) * 1000)
+            assert page.status_code == 200, (path, page.status_code)
+            return page.text
+
+        for _ in range(3):
+            get("dashboard", "/dashboard")
+        timings["dashboard"].times_ms.clear()
+        for text, person_id in zip(texts, people, strict=True):
+            get("search", "/people", {"q": text})
+            get("person", f"/people/{person_id}")
+            site, day = rng.choice(COURSE_LOCATIONS), rng.choice(store.open_days)
+            get("day sheet", "/daysheet", {"site": site, "date": day.isoformat()})
+            end = TODAY + dt.timedelta(days=rng.randint(-600, 300))
+            first = end - dt.timedelta(weeks=11)
+            get("dashboard", "/dashboard", {"from": first.isoformat(), "to": end.isoformat()})
+        future = [day for day in store.open_days if day >= TODAY + dt.timedelta(days=200)]
+        rng.shuffle(future)
+        for day in future[:submissions]:
+            site = rng.choice(COURSE_LOCATIONS)
+            page = client.get("/daysheet", params={"site": site, "date": day.isoformat()})
+            token = CSRF.search(page.text)
+            assert token, "no csrf on the sheet"
+            form = {"csrf": token.group(1), "site": site, "date": day.isoformat()}
+            for index, asset_id in enumerate(RESULT.findall(page.text)[:40]):
+                entry = _entry(rng, asset_id, index)
+                form[f"result-{asset_id}"] = entry.course_feedback or entry.course_status
+            started = time.perf_counter()
+            answer = client.post("/daysheet", data=form)
+            timings["submission"].times_ms.append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text[:500]
+    return list(timings.values())
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -364,7 +476,7 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
         "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for timing in timings:
-        if timing.name.startswith("day-sheet submission"):
+        if "submission" in timing.name:
             lines.append(timing.row(None, TARGET_SUBMISSION_MS))
         else:
             lines.append(timing.row(TARGET_MEDIAN_MS, TARGET_P99_MS))
@@ -383,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=300, help="calls per page")
     parser.add_argument("--submissions", type=int, default=30)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--http", action="store_true", help="also through ridercrm serve")
     parser.add_argument("--write", action="store_true", help="write bench/README.md's section")
     parser.add_argument(
         "--keep",
@@ -399,6 +512,10 @@ def main(argv: list[str] | None = None) -> int:
         timings = measure_services(
             store, samples=args.samples, submissions=args.submissions, seed=args.seed
         )
+        if args.http:
+            timings += measure_http(
+                store, samples=args.samples, submissions=args.submissions, seed=args.seed
+            )
     text = report(store, timings, args)
     print(text)
     if args.write:
