@@ -7,6 +7,7 @@ browser tests. Writes PNG files to FOLDER (default docs/console).
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.demo import load_demo
 from ridercrm.migrate import upgrade
 from ridercrm.staff import service as staff_service
+from tests.browser import screenshots_ops
 from tests.browser.chromium import MISSING, chromium_path, launch
 from tests.live import live_server
 
@@ -43,6 +45,8 @@ def take(folder: Path) -> None:
         upgrade(engine)
         sessions = session_factory(engine)
         load_demo(sessions, only_if_empty=True)
+        day = screenshots_ops.sheet_day(dt.date.today())
+        screenshots_ops.add_riders(sessions, day)
         with session_scope(sessions, write=True) as session:
             staff_service.create_user(session, name="ada", role="admin", password=PASSWORD)
             staff_service.create_user(session, name="sid", role="staff", password=PASSWORD)
@@ -68,6 +72,7 @@ def take(folder: Path) -> None:
             shot("audit")
             page.locator("#records tbody a").first.click()
             shot("audit-record")
+            screenshots_ops.shoot(page, root, shot, day)
             page.goto(root + "/admin/keys")
             shot("forbidden")
             page.get_by_role("button", name="Sign out", exact=True).click()
