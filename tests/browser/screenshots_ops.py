@@ -27,13 +27,13 @@ def add_riders(sessions: sessionmaker[Session], day: dt.date) -> None:
     with session_scope(sessions, write=True) as session:
         ride = builders.product(session, "RR-SOM", "Ride Ready (Somerton)")
         for index, (first, last, status) in enumerate(RIDERS):
+            # A booking's person fields update the person: these are the rider's own.
+            own = {
+                "mobile_phone": f"0412 555 {index:03d}",
+                "license_type": "CYP" if index % 3 else "CYL",
+            }
             person = builders.person(
-                session,
-                first_name=first,
-                last_name=last,
-                email=f"{first}.{last}@example.com",
-                mobile_phone=f"0412 555 {index:03d}",
-                license_type="CYL" if index % 3 else "CYP",
+                session, first_name=first, last_name=last, email=f"{first}@example.com", **own
             )
             builders.course(
                 session,
@@ -44,6 +44,7 @@ def add_riders(sessions: sessionmaker[Session], day: dt.date) -> None:
                 course_datetime=f"{day} {'08:30' if index < 4 else '13:00'}:00",
                 course_date_end=f"{day} {'12:30' if index < 4 else '16:30'}:00",
                 rider_instructor_1="Sam Lee",
+                **own,
             )
 
 
