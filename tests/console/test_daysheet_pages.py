@@ -195,3 +195,27 @@ def test_the_default_is_the_first_site_today(console_as: Callable[..., TestClien
     assert page.status_code == 200
     assert f'value="{dt.date.today().isoformat()}"' in page.text
     assert "No course is booked at Somerton on this day." in page.text
+
+
+def test_injection_in_a_result_or_a_course_id_is_shown_escaped(
+    console_as: Callable[..., TestClient], riders: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    client = console_as("staff")
+    hostile = "<img src=x onerror=alert(1)>"
+    answer = client.post(
+        "/console/daysheet",
+        data={
+            "csrf": csrf(client),
+            "site": "somerton",
+            "date": DAY,
+            f"result-{riders['Ann']}": hostile,
+            f"result-{hostile}": "cancelled",
+            f"result-{riders['Ben']}": "' OR 1=1 --",
+        },
+    )
+    assert answer.status_code == 200
+    assert "Saved 0 of 3 rows." in answer.text
+    assert "<img src=x" not in answer.text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in answer.text
+    assert statuses(sessions)[riders["Ann"]] == ("booked", None)
+    assert statuses(sessions)[riders["Ben"]] == ("booked", None)
