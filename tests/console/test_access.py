@@ -23,6 +23,7 @@ ROUTES: list[tuple[str, str, str | None]] = [
     ("GET", f"/people/{PERSON}", "viewer"),
     ("POST", f"/people/{PERSON}", "staff"),
     ("POST", f"/people/{PERSON}/convert", "staff"),
+    ("POST", f"/people/{PERSON}/courses/02iDEMO00000001YDA", "staff"),
     ("GET", "/audit", "viewer"),
     ("GET", "/audit/a0A000000000001AAA", "viewer"),
     ("GET", "/admin/products", "admin"),
@@ -43,6 +44,7 @@ LOWER = {"staff": "viewer", "admin": "staff"}
 def _template(path: str) -> str:
     return (
         path.replace(PERSON, "{person_id}")
+        .replace("02iDEMO00000001YDA", "{asset_id}")
         .replace("a0A000000000001AAA", "{audit_id}")
         .replace("01tDEMO00LAPSOMYT5", "{product_id}")
         .replace("/keys/1/", "/keys/{key_id}/")

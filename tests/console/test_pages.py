@@ -225,3 +225,24 @@ def test_admin_creates_and_deactivates_products(console_as: Callable[..., TestCl
         f"/console/admin/products/{product_id}/active", data={"csrf": token, "active": "false"}
     )
     assert "inactive" in off.text
+
+
+@pytest.mark.usefixtures("demo")
+def test_staff_change_a_course_through_the_status_machine(
+    console_as: Callable[..., TestClient],
+) -> None:
+    client = console_as("staff")
+    token = csrf(client)
+    path = f"/console/people/{BEN}/courses/{BEN_COURSE}"
+    refused = client.post(path, data={"csrf": token, "course_status": "completed - pass"})
+    assert refused.status_code == 400
+    assert "feedback" in refused.text.lower()
+    done = client.post(
+        path, data={"csrf": token, "course_status": "completed - pass", "course_feedback": "pass A"}
+    )
+    assert done.status_code == 200, done.text
+    history = done.text.split("Status history")[1]
+    assert "completed - pass" in history
+    assert "staff" in history  # who changed it: the console's staff user
+    wrong = client.post(path, data={"csrf": token, "course_status": "booked"})
+    assert wrong.status_code == 400  # completed - pass → booked breaks the status machine

@@ -26,6 +26,8 @@ from ridercrm.people.models import Person
 
 CANDIDATE_LIMIT = 300
 CLOSE_NAME = 75  # rapidfuzz token-sort ratio of a misspelt name still shown
+FEW = 5  # fewer found by sound and prefix: look for misspellings by the names' stems
+STEM = 2
 _DATE_PATTERNS = (
     (re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"), (1, 2, 3)),
     (re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$"), (3, 2, 1)),  # day first (AU)
@@ -133,14 +135,14 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
         )
         for person in session.scalars(select(Person).where(Person.id.in_(owners))):
             found[person.id] = person
-    if query.names and not query.email and not query.phone:
+    if query.names and not (query.email or query.phone or query.date_of_birth):
         # Name prefixes ("Smi", "ann ngu") through the name indexes.
         for person in people_repository.search(session, query=" ".join(query.names), limit=limit):
             found.setdefault(person.id, person)
-        if len(query.names) >= 2:
+        if len(query.names) >= 2 and len(found) < FEW:
             # A misspelt name whose sound differs too ("Anne Nguyn"): the same first
             # letters, kept when the whole name is close.
-            stems = " ".join(word[:2] for word in query.names)
+            stems = " ".join(word[:STEM] for word in query.names)
             wanted = normalize.name(" ".join(query.names))
             for person in people_repository.search(session, query=stems, limit=CANDIDATE_LIMIT):
                 have = normalize.name(f"{person.first_name or ''} {person.last_name}")

@@ -31,6 +31,7 @@ import hmac
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -286,6 +287,7 @@ async def change(
 
     def run() -> Done:
         started = time.perf_counter()
+        _change_audit_id.set(call.audit_id)
         try:
             with session_scope(services.sessions, write=True) as session:
                 body = work(session)
@@ -307,6 +309,15 @@ async def change(
             return Done(ok=False, audit_id=call.audit_id, error=reason)
 
     return await run_in_threadpool(run)
+
+
+_change_audit_id: ContextVar[str] = ContextVar("console_change_audit_id")
+
+
+def change_audit_id() -> str:
+    """Inside ``work`` of :func:`change`: the id of the audit record the change will be
+    stored with (what a service that keeps history rows, like the courses', needs)."""
+    return _change_audit_id.get()
 
 
 def _write(

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.courses import service as courses_service
 from ridercrm.people import modify
 from ridercrm.people import service as people_service
 from ridercrm.people.models import LEAD
@@ -138,4 +139,29 @@ async def convert(request: Request, person_id: str, staff: AsStaff) -> Response:
     )
     if done.ok:
         return frame.redirect(request, f"/people/{target['id']}")
+    return await _person_page(request, staff, person_id, done=done)
+
+
+@router.post("/people/{person_id}/courses/{asset_id}")
+async def change_course(
+    request: Request, person_id: str, asset_id: str, staff: AsStaff
+) -> Response:
+    """Change one course's status and feedback through operation 1's service."""
+    form = await frame.checked_form(request, staff)
+    person_id, asset_id = person_id[:40], asset_id[:40]
+    item = {
+        "asset_id": asset_id,
+        "course_status": form.get("course_status", ""),
+        "course_feedback": form.get("course_feedback", ""),
+    }
+
+    def work(session: Session) -> Any:
+        result = courses_service.book_one(session, raw=item, audit_id=frame.change_audit_id())
+        if not result.delivery:
+            return frame.Refused(result.to_json(), result.receipt)
+        return result.to_json()
+
+    done = await frame.change(
+        request, staff, operation="console.change_course", asked=item, work=work
+    )
     return await _person_page(request, staff, person_id, done=done)
