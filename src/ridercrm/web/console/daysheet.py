@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import daysheet, rules
 from ridercrm.courses.daysheet import Entry, SheetError
-from ridercrm.ids import RecordKind, new_id
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
 
@@ -111,14 +110,13 @@ async def record(request: Request, staff: AsStaff) -> Response:
         if name.startswith(FIELD) and value.strip()
     }
     entries = [entry_for(asset_id, result) for asset_id, result in chosen.items()]
-    audit_id = new_id(RecordKind.AUDIT)
 
     def work(session: Session) -> Any:
         if not entries:
             raise frame.ConsoleProblem("no row has a result chosen; nothing was recorded")
         try:
             submission = daysheet.record_results(
-                session, site=site, day=day, entries=entries, audit_id=audit_id
+                session, site=site, day=day, entries=entries, audit_id=frame.change_audit_id()
             )
         except SheetError as problem:
             raise frame.ConsoleProblem(str(problem)) from None
@@ -130,6 +128,5 @@ async def record(request: Request, staff: AsStaff) -> Response:
         operation="console.daysheet",
         asked={"site": site, "date": day.isoformat(), **{FIELD + a: r for a, r in chosen.items()}},
         work=work,
-        audit_id=audit_id,
     )
     return await _page(request, staff, site, day, done=done, entered=chosen)

@@ -266,20 +266,16 @@ async def change(
     asked: Mapping[str, Any],
     work: Callable[[Session], Any],
     actor: str | None = None,
-    audit_id: str | None = None,
 ) -> Done:
     """Run ``work`` (which calls a feature's service) in one write transaction with its
     audit record, made by ``staff`` (or, signing in, ``actor``).
 
     ``work`` returns a JSON-able value, kept as the record's response; raising
     :class:`ConsoleProblem` (or a service's ValueError) rolls the work back and stores
-    a failed record with the reason instead. ``audit_id``: the record's id, made by the
-    caller when ``work`` must name it (a course's status history points to it).
+    a failed record with the reason instead.
     """
     services = services_of(request)
     call = Call(method=request.method, path=request.url.path)
-    if audit_id is not None:
-        call.audit_id = audit_id
     call.operation = operation
     call.content_type = "application/json"
     call.request_body = json.dumps(recorded(asked), default=str).encode()
