@@ -83,6 +83,7 @@ def test_the_default_period_is_twelve_weeks(console_as: Callable[..., TestClient
         ("from=yesterday", "from: &#39;yesterday&#39; is not a date written YYYY-MM-DD."),
         ("from=2026-12-01&to=2026-01-01", "the period must start before it ends"),
         ("from=2020-01-01&to=2026-01-01", "a period is at most 53 weeks"),
+        ("to=9999-12-31", "to: must be in the years 1900 to 9998"),
     ],
 )
 def test_a_bad_period_is_a_400_page(

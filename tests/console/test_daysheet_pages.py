@@ -179,6 +179,8 @@ def test_an_empty_submission_or_a_course_of_another_day_changes_nothing(
         ("site=atlantis", "site: must be one of"),
         ("site=somerton&date=2026-13-01", "is not a date written YYYY-MM-DD"),
         ("site=%3Cscript%3E", "site: must be one of"),
+        ("site=somerton&date=9999-12-31", "date: must be in the years 1900 to 9998"),
+        ("site=somerton&date=0001-01-01", "date: must be in the years 1900 to 9998"),
     ],
 )
 def test_a_bad_site_or_date_is_a_400_page(

@@ -27,6 +27,9 @@ def test_a_period_is_whole_weeks_and_bounded() -> None:
     with pytest.raises(PeriodError, match="at most 53 weeks"):
         period_of(dt.date(2025, 1, 1), dt.date(2026, 11, 1), today=TODAY)
     assert len(period_of(dt.date(2025, 11, 1), dt.date(2026, 11, 1), today=TODAY).weeks) == 53
+    for edge in (dt.date.min, dt.date.max):
+        with pytest.raises(PeriodError, match="years 1900 to 9998"):
+            period_of(edge, edge, today=TODAY)
 
 
 def test_pass_rate_of_nothing_is_zero() -> None:

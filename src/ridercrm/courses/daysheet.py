@@ -2,7 +2,7 @@
 
 A sheet lists every course booked at a site on a date, grouped by start time and
 product. Results come back as rows of (course, new status, feedback); each row goes
-through operation 1's own item path (:func:`ridercrm.courses.service.book_one`), so the
+through operation 1's own batch path (:func:`ridercrm.courses.service.book_courses`), so the
 status machine, the feedback rule, the status history and the events are exactly the
 interface's, and each row runs in its own savepoint: a broken row is reported with its
 error and the others are kept. The whole submission is one audit record, written by
@@ -33,6 +33,7 @@ parse_site = enumeration(COURSE_LOCATIONS)
 # What a row of a submission may set: the interface's statuses that a day at the site
 # ends with. "booked" puts a course back (e.g. a cancelled rider who turned up after all).
 RESULT_STATUSES = (rules.PASSED, rules.FAILED, rules.CANCELLED, rules.BOOKED)
+FIRST_YEAR, LAST_YEAR = 1900, 9998  # a sheet links to the day before and after
 MAX_ROWS = 500
 """Rows one submission may carry: far more than a site's day (about 40 riders)."""
 
@@ -94,9 +95,12 @@ def parse_day(value: str | None, *, today: dt.date) -> dt.date:
     if value is None or not value.strip():
         return today
     try:
-        return dt.date.fromisoformat(value.strip())
+        day = dt.date.fromisoformat(value.strip())
     except ValueError:
-        raise SheetError(f"date: {value!r} is not a date written YYYY-MM-DD") from None
+        raise SheetError(f"date: {value[:40]!r} is not a date written YYYY-MM-DD") from None
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:
+        raise SheetError(f"date: must be in the years {FIRST_YEAR} to {LAST_YEAR}")
+    return day
 
 
 def site_of(value: str | None) -> str:

@@ -45,6 +45,9 @@ def monday(day: dt.date) -> dt.date:
 
 def period_of(start: dt.date | None, end: dt.date | None, *, today: dt.date) -> Period:
     """The whole weeks from ``start``'s to ``end``'s; by default the 12 up to this week."""
+    for name, day in (("from", start), ("to", end)):
+        if day is not None and not 1900 <= day.year <= 9998:
+            raise PeriodError(f"{name}: must be in the years 1900 to 9998")
     last = monday(end or today) + dt.timedelta(days=6)
     first = monday(start) if start else last - dt.timedelta(days=7 * DEFAULT_WEEKS - 1)
     if first > last:
