@@ -456,7 +456,8 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
         "## Staff console (issue 14)",
         "",
         f"`.venv/bin/python -m bench.console_bench --people {args.people} --courses"
-        f" {args.courses} --samples {args.samples} --submissions {args.submissions}`,"
+        f" {args.courses} --samples {args.samples} --submissions {args.submissions}"
+        f"{' --http' if args.http else ''}`,"
         f" {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {code_version()};"
         f" {facts['nproc']} CPUs ({facts['cpu']}), Python {facts['python']},"
         f" SQLite {facts['sqlite']}. **The machine was loaded**: other helpers' tests and"
