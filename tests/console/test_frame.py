@@ -169,3 +169,14 @@ def test_every_asset_is_served_by_the_service(console_as: Callable[..., TestClie
 def test_console_pages_are_not_in_the_api_document(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert not [path for path in paths if "console" in path]
+
+
+def test_sign_in_attempts_from_one_address_are_bounded(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client(refused_rate_limit="3/minute")
+    for _ in range(3):
+        assert sign_in(client, "nobody").status_code == 401
+    refused = sign_in(client, "nobody")
+    assert refused.status_code == 429
+    assert "Too many sign-in attempts" in refused.text

@@ -13,9 +13,10 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rapidfuzz import fuzz
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Select, and_, func, select
 from sqlalchemy.orm import Session
 
 from ridercrm.matching import normalize
@@ -27,7 +28,8 @@ from ridercrm.people.models import Person
 CANDIDATE_LIMIT = 300
 CLOSE_NAME = 75  # rapidfuzz token-sort ratio of a misspelt name still shown
 FEW = 5  # fewer found by sound and prefix: look for misspellings by the names' stems
-STEM = 2
+LAST_STEM = 3
+FIRST_STEM = 2
 _DATE_PATTERNS = (
     (re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"), (1, 2, 3)),
     (re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$"), (3, 2, 1)),  # day first (AU)
@@ -140,11 +142,10 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
         for person in people_repository.search(session, query=" ".join(query.names), limit=limit):
             found.setdefault(person.id, person)
         if len(query.names) >= 2 and len(found) < FEW:
-            # A misspelt name whose sound differs too ("Anne Nguyn"): the same first
-            # letters, kept when the whole name is close.
-            stems = " ".join(word[:STEM] for word in query.names)
+            # A misspelt name whose sound differs too ("Anne Nguyn"): the names' first
+            # letters, through the name index; kept when the whole name is close.
             wanted = normalize.name(" ".join(query.names))
-            for person in people_repository.search(session, query=stems, limit=CANDIDATE_LIMIT):
+            for person in session.scalars(_one_name_misspelt(query.names)):
                 have = normalize.name(f"{person.first_name or ''} {person.last_name}")
                 if fuzz.token_sort_ratio(wanted, have) >= CLOSE_NAME:
                     found.setdefault(person.id, person)
@@ -185,3 +186,25 @@ def _rank(query: Query, person: Person) -> tuple[float, str, str, str]:
 
 def people_of(session: Session, ids: Sequence[str]) -> list[Person]:
     return list(session.scalars(select(Person).where(Person.id.in_(ids))))
+
+
+def _starts_with(column: Any, stem: str) -> ColumnElement[bool]:
+    """lower(column) starts with ``stem``, as a range the lower() index serves."""
+    expression = func.lower(column)
+    return and_(expression >= stem, expression < stem[:-1] + chr(ord(stem[-1]) + 1))
+
+
+def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
+    """People whose names start as the query's do: a range of the family-name index,
+    cut at CANDIDATE_LIMIT (no sort)."""
+    first, last = names[0].lower(), " ".join(names[1:]).lower()
+    return (
+        select(Person)
+        .where(
+            _starts_with(Person.last_name, last[:LAST_STEM]),
+            # Not the first-name index: a few letters of a given name are far less
+            # selective than the family name's (SQLite has no statistics to know).
+            func.substr(func.lower(Person.first_name), 1, FIRST_STEM) == first[:FIRST_STEM],
+        )
+        .limit(CANDIDATE_LIMIT)
+    )

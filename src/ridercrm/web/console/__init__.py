@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridercrm.http.ratelimit import build_rate_limiter
 from ridercrm.http.runtime import Services
 from ridercrm.web.console import frame
 
@@ -32,6 +33,13 @@ def build(services: Services) -> FastAPI:
     root = services.settings.base_path + "/console"
     console = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     console.state.services = services
+    # Sign-in attempts per client address, bounded like requests refused by the API.
+    console.state.sign_in_limiter = build_rate_limiter(
+        services.settings,
+        services.settings.refused_rate_limit,
+        namespace="console-sign-in",
+        counted="sign-in attempts from this address",
+    )
     for router in ROUTERS:
         console.include_router(router, prefix=root)
     console.mount(root + "/static", StaticFiles(directory=STATIC), name="static")

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from ridercrm.http.middleware import client_address
 from ridercrm.http.runtime import services_of
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
@@ -64,6 +65,15 @@ async def login_form(request: Request) -> Response:
 @router.post("/login")
 async def login(request: Request) -> Response:
     """Check the name and password; start a session or say why not."""
+    limiter = request.app.state.sign_in_limiter
+    if limiter is not None:
+        refusal = limiter.check(client_address(request.scope))
+        if refusal is not None:
+            raise frame.ConsoleRefusal(
+                429,
+                f"Too many sign-in attempts from this address; try again in"
+                f" {refusal.retry_after} seconds.",
+            )
     form = await frame.form_of(request)
     cookie = request.cookies.get(frame.LOGIN_COOKIE, "")
     sent = form.get(frame.CSRF_FIELD, "")
