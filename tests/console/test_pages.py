@@ -35,6 +35,8 @@ def test_search_uses_the_matchers_normalisation(console_as: Callable[..., TestCl
         assert page.status_code == 200
         assert ANN in found_ids(page.text)[:3], query
     assert found_ids(client.get("/console/people", params={"q": "zzzz qqqq"}).text) == []
+    for odd in ("\U0010ffff", "a\U0010ffff b\U0010ffff", "\ud7ff x", "%_ \\"):
+        assert client.get("/console/people", params={"q": odd}).status_code == 200
 
 
 def test_search_finds_a_respelt_name_and_a_licence_and_a_birth_date(

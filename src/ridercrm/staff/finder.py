@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rapidfuzz import fuzz
-from sqlalchemy import ColumnElement, Select, and_, func, select
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from ridercrm.matching import normalize
 from ridercrm.matching.keys import Identity, query_keys
 from ridercrm.matching.models import PersonKey
-from ridercrm.people import repository as people_repository
 from ridercrm.people.models import Person
 
 CANDIDATE_LIMIT = 300
@@ -139,7 +138,7 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
             found[person.id] = person
     if query.names and not (query.email or query.phone or query.date_of_birth):
         # Name prefixes ("Smi", "ann ngu") through the name indexes.
-        for person in people_repository.search(session, query=" ".join(query.names), limit=limit):
+        for person in session.scalars(_name_prefixes(query.names)):
             found.setdefault(person.id, person)
         if len(query.names) >= 2 and len(found) < FEW:
             # A misspelt name whose sound differs too ("Anne Nguyn"): the names' first
@@ -191,7 +190,12 @@ def people_of(session: Session, ids: Sequence[str]) -> list[Person]:
 def _starts_with(column: Any, stem: str) -> ColumnElement[bool]:
     """lower(column) starts with ``stem``, as a range the lower() index serves."""
     expression = func.lower(column)
-    return and_(expression >= stem, expression < stem[:-1] + chr(ord(stem[-1]) + 1))
+    following = ord(stem[-1]) + 1
+    if following > 0x10FFFF:
+        return expression >= stem
+    if 0xD800 <= following <= 0xDFFF:
+        following = 0xE000  # no text holds a surrogate
+    return and_(expression >= stem, expression < stem[:-1] + chr(following))
 
 
 def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
@@ -202,9 +206,30 @@ def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
         select(Person)
         .where(
             _starts_with(Person.last_name, last[:LAST_STEM]),
-            # Not the first-name index: a few letters of a given name are far less
-            # selective than the family name's (SQLite has no statistics to know).
-            func.substr(func.lower(Person.first_name), 1, FIRST_STEM) == first[:FIRST_STEM],
+            _given_starts(first[:FIRST_STEM]),
         )
         .limit(CANDIDATE_LIMIT)
     )
+
+
+def _given_starts(stem: str) -> ColumnElement[bool]:
+    # Not through the given-name index: the family name's range is far more selective
+    # (SQLite has no statistics to know it), and this is read from the same rows.
+    return func.substr(func.lower(Person.first_name), 1, len(stem)) == stem
+
+
+def _name_prefixes(names: tuple[str, ...]) -> Select[Any]:
+    """People whose names start with the words typed ("Smi", "ann ngu"), either order."""
+    words = [word.lower() for word in names]
+    if len(words) == 1:
+        condition = or_(
+            _starts_with(Person.last_name, words[0]), _starts_with(Person.first_name, words[0])
+        )
+    else:
+        first, last = words[0], " ".join(words[1:])
+        condition = or_(
+            and_(_starts_with(Person.last_name, last), _given_starts(first)),
+            and_(_starts_with(Person.last_name, words[-1]), _given_starts(" ".join(words[:-1]))),
+            _starts_with(Person.last_name, " ".join(words)),
+        )
+    return select(Person).where(condition).limit(CANDIDATE_LIMIT)
