@@ -133,4 +133,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install(app)
     docs_pages.install(app)
     app.add_middleware(AuditMiddleware)
+    # The staff console, in front of the API (its own pages, audit records and errors).
+    from ridercrm.web import console
+
+    console.install(app)
     return app

@@ -24,6 +24,7 @@ from ridercrm.duplicates.recheck import start_rechecker
 from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
+from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
 from ridercrm.transfer.commands import demo_command, export_command, import_app
 
@@ -116,6 +117,7 @@ def serve(
     plaintext = ensure_admin_key(settings)
     if plaintext:
         _hand_over_admin_key(plaintext, settings)
+    _first_console_admin(sessions, sock, settings)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ridercrm-metrics-")
     bound_host, bound_port = sock.getsockname()[:2]
@@ -133,6 +135,18 @@ def serve(
             stop_rechecker()
         if stop_deliverer is not None:
             stop_deliverer()
+
+
+def _first_console_admin(sessions, sock, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    """On a database without staff users, create the console's admin (docs/console.md)."""
+    from ridercrm.staff.commands import ensure_console_admin, hand_over_console_admin
+
+    password = ensure_console_admin(sessions)
+    if password:
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{port}{settings.base_path}/console/login"
+        hand_over_console_admin(password, url, settings)
 
 
 def _hand_over_admin_key(plaintext: str, settings: Settings) -> None:
@@ -281,6 +295,7 @@ app.add_typer(import_app, name="import")
 app.add_typer(webhooks_app, name="webhooks")
 app.command("deliver")(deliver_command)
 app.add_typer(duplicates_app, name="duplicates")
+app.add_typer(users_app, name="users")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -233,6 +233,33 @@ class Settings(BaseSettings):
         ),
     )
 
+    # --- staff console (src/ridercrm/web/console, docs/console.md) ---
+    console_session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30, description="Console: a sign-in lasts this long"
+    )
+    console_lockout_attempts: int = Field(
+        default=5, ge=1, le=100, description="Console: failed sign-ins in a row that lock"
+    )
+    console_lockout_minutes: float = Field(
+        default=15.0, gt=0, description="Console: how long a locked account stays locked"
+    )
+    console_secure_cookies: str = Field(
+        default="auto",
+        pattern="^(auto|always|never)$",
+        description=(
+            "Console: mark cookies Secure: auto (when the request came over https, as seen"
+            " by the server or by X-Forwarded-Proto from a trusted proxy), always, never"
+        ),
+    )
+    console_admin_file: str = Field(
+        default="ridercrm-console-admin.txt",
+        min_length=1,
+        description=(
+            "`serve`: where the first-start console admin's sign-in is written"
+            " (owner-only) when standard error is not a terminal"
+        ),
+    )
+
     @field_validator("base_path")
     @classmethod
     def _normalise_base_path(cls, value: str) -> str:

@@ -16,6 +16,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.matching.models import PersonKey
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
+from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
 
 __all__ = [
@@ -36,5 +37,8 @@ __all__ = [
     "PersonMerge",
     "Product",
     "TouchedPerson",
+
+    "StaffSession",
+    "StaffUser",
     "WebhookEndpoint",
 ]

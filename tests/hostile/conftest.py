@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.console.conftest import console_as, make_staff  # noqa: F401 (console forms)
 from tests.factories import create_person, create_product, person_body
 from tests.hostile.state import Ledger
 from tests.http.courses_helpers import new_booking

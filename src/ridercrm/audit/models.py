@@ -30,8 +30,11 @@ class AuditRecord(Base):
     outcomes: Mapped[Any | None] = mapped_column(JSONType)
     idempotency_key: Mapped[str | None] = mapped_column(String(255))
     replay_of: Mapped[str | None] = mapped_column(String(18))
+    # The console's staff user who made the change (api_key_* are then empty).
+    staff_user: Mapped[str | None] = mapped_column(String(80))
 
     __table_args__ = (
         Index("ix_audit_records_created_at", created_at),
         Index("ix_audit_records_operation_created_at", operation, created_at),
+        Index("ix_audit_records_staff_user_created_at", staff_user, created_at),
     )

@@ -30,6 +30,9 @@ class AuditEntry(BaseModel):
     outcomes: Any = Field(description="Per-item outcomes, or the match explanation.")
     idempotency_key: str | None
     replay_of: str | None = Field(description="The audit record whose answer was replayed.")
+    staff_user: str | None = Field(
+        default=None, description="The console's staff user who made the change (no API key)."
+    )
 
 
 class AuditEntries(BaseModel):

@@ -72,4 +72,6 @@ class Person(Base):
         Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
         Index("ix_people_first_name", func.lower(first_name)),
         Index("ix_people_merged_into", merged_into),
+        # The console finds people by date of birth alone.
+        Index("ix_people_date_of_birth", date_of_birth),
     )

@@ -34,3 +34,13 @@ def find_product(session: Session, raw_id: str) -> Product | None:
 
 def list_products(session: Session) -> Sequence[Product]:
     return session.scalars(select(Product).order_by(Product.name, Product.code)).all()
+
+
+def set_active(session: Session, *, raw_id: str, active: bool) -> Product:
+    """Activate or deactivate a product (an inactive one is not offered for booking)."""
+    product = find_product(session, raw_id)
+    if product is None:
+        raise ValueError(f"no product with id {raw_id}")
+    product.active = active
+    session.flush()
+    return product

@@ -1,7 +1,7 @@
 """Duplicates: the people touched by writes since the first scan, waiting to be re-checked.
 
-Revision ID: 0010
-Revises: 0008
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-22
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0008"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

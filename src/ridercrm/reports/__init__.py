@@ -1,0 +1,1 @@
+"""Reports for the staff console: the dashboard's statistics and its charts."""

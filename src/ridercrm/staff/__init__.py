@@ -1,0 +1,1 @@
+"""Staff users of the console: accounts, roles, passwords and sessions (DESIGN §13)."""

@@ -1,0 +1,137 @@
+"""The console's audit search: filters on top of the audit records (framework-free)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.models import AuditRecord
+from ridercrm.ids import RecordKind, canonical_id
+
+PAGE = 50
+
+
+@dataclass(frozen=True)
+class Filters:
+    operation: str = ""
+    since: dt.date | None = None
+    until: dt.date | None = None  # inclusive
+    who: str = ""  # an API key's name or a staff user's
+    person: str = ""  # a contact or lead id (15 or 18 characters)
+    booking: str = ""  # a booking number
+    outcome: str = ""  # "", "success" or "failure"
+    before: str = ""  # the id of the last record of the previous page
+
+
+def _date(text: str) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(text.strip()) if text.strip() else None
+    except ValueError:
+        return None
+
+
+def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
+    """Filters from a query string, and what could not be used (shown to the person)."""
+    problems: list[str] = []
+    since, until = _date(params.get("since", "")), _date(params.get("until", ""))
+    for name, value in (("since", since), ("until", until)):
+        if params.get(name, "").strip() and value is None:
+            problems.append(f"{name}: not a date (write YYYY-MM-DD)")
+    outcome = params.get("outcome", "")
+    if outcome not in ("", "success", "failure"):
+        problems.append("outcome: success or failure")
+        outcome = ""
+    person = params.get("person", "").strip()[:40]
+    if person and canonical_id(person) is None:
+        problems.append(f"person: {person} is not a record id")
+        person = ""
+    return (
+        Filters(
+            operation=params.get("operation", "").strip()[:40],
+            since=since,
+            until=until,
+            who=params.get("who", "").strip()[:120],
+            person=canonical_id(person) or "" if person else "",
+            booking=params.get("booking", "").strip()[:80],
+            outcome=outcome,
+            before=params.get("before", "").strip()[:40],
+        ),
+        problems,
+    )
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _holds(text: str) -> Any:
+    pattern = _like(text)
+    return or_(
+        AuditRecord.path.like(pattern, escape="\\"),
+        AuditRecord.request_body.like(pattern, escape="\\"),
+        AuditRecord.response_body.like(pattern, escape="\\"),
+    )
+
+
+def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:
+    """One page of matching records, newest first, and the id to page on from (or None)."""
+    statement = select(AuditRecord)
+    if filters.operation:
+        statement = statement.where(AuditRecord.operation == filters.operation)
+    if filters.since:
+        start = dt.datetime.combine(filters.since, dt.time(), tzinfo=dt.UTC)
+        statement = statement.where(AuditRecord.created_at >= start)
+    if filters.until:
+        end = dt.datetime.combine(filters.until, dt.time(), tzinfo=dt.UTC) + dt.timedelta(days=1)
+        statement = statement.where(AuditRecord.created_at < end)
+    if filters.who:
+        statement = statement.where(
+            or_(AuditRecord.staff_user == filters.who, AuditRecord.api_key_name == filters.who)
+        )
+    if filters.person:
+        statement = statement.where(_holds(filters.person[:15]))
+    if filters.booking:
+        statement = statement.where(_holds(filters.booking))
+    if filters.outcome == "success":
+        statement = statement.where(
+            AuditRecord.response_status < 400, AuditRecord.failure_reason.is_(None)
+        )
+    elif filters.outcome == "failure":
+        statement = statement.where(
+            or_(AuditRecord.response_status >= 400, AuditRecord.failure_reason.is_not(None))
+        )
+    after = canonical_id(filters.before, RecordKind.AUDIT) if filters.before else None
+    last = session.get(AuditRecord, after) if after else None
+    if last is not None:
+        statement = statement.where(
+            or_(
+                AuditRecord.created_at < last.created_at,
+                and_(AuditRecord.created_at == last.created_at, AuditRecord.id < last.id),
+            )
+        )
+    statement = statement.order_by(AuditRecord.created_at.desc(), AuditRecord.id.desc())
+    records = list(session.scalars(statement.limit(PAGE + 1)))
+    if len(records) > PAGE:
+        return records[:PAGE], records[PAGE - 1].id
+    return records, None
+
+
+def record(session: Session, raw_id: str) -> AuditRecord | None:
+    audit_id = canonical_id(raw_id, RecordKind.AUDIT)
+    return session.get(AuditRecord, audit_id) if audit_id else None
+
+
+def pretty(body: str | None) -> str:
+    """A stored body for reading: JSON indented, anything else as stored."""
+    if body is None:
+        return ""
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError:
+        return body

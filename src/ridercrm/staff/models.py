@@ -1,0 +1,39 @@
+"""Staff users and their console sessions; passwords and session tokens are stored hashed."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ridercrm.db import Base, UTCDateTime, utcnow
+
+
+class StaffUser(Base):
+    __tablename__ = "staff_users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    role: Mapped[str] = mapped_column(String(10))
+    password_hash: Mapped[str] = mapped_column(String(255))
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Consecutive failed sign-ins; at the bound the account is locked until ``locked_until``.
+    failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    locked_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    password_changed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StaffSession(Base):
+    __tablename__ = "staff_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # SHA-256 of the cookie's random token: a copy of the table signs nobody in.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(Integer, ForeignKey("staff_users.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_staff_sessions_user_id", user_id),)

@@ -1,0 +1,231 @@
+"""Create and manage staff users, check their passwords, start and end their sessions.
+
+Passwords are hashed with Argon2id (argon2-cffi's defaults, RFC 9106's second
+recommended set). Session tokens carry 256 random bits and are stored as SHA-256
+hashes, like API keys. After ``lockout_attempts`` failed sign-ins in a row an account
+is locked for ``lockout_minutes``; a correct password during the lock is refused too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from sqlalchemy.orm import Session
+
+from ridercrm.db import utcnow
+from ridercrm.staff import repository, rules
+from ridercrm.staff.models import StaffSession, StaffUser
+
+_hasher = PasswordHasher()
+# Verified against when the name is unknown, so the answer takes as long either way.
+_DUMMY_HASH = _hasher.hash("not a password of anyone")
+
+
+class StaffProblem(ValueError):
+    """A staff-user request that cannot be carried out; the message says why."""
+
+
+def generate_password() -> str:
+    """A new random password: 20 URL-safe characters (120 bits)."""
+    return secrets.token_urlsafe(15)
+
+
+def create_user(
+    session: Session, *, name: str, role: str, password: str | None = None
+) -> tuple[StaffUser, str]:
+    """Create a staff user; return it and its password (generated unless given)."""
+    problem = rules.name_problem(name)
+    if problem:
+        raise StaffProblem(problem)
+    if role not in rules.ROLES:
+        raise StaffProblem(f"unknown role {role!r}; roles are {', '.join(rules.ROLES)}")
+    if password is None:
+        password = generate_password()
+    elif problem := rules.password_problem(password):
+        raise StaffProblem(problem)
+    if repository.by_name(session, name) is not None:
+        raise StaffProblem(f"a staff user named {name!r} exists already")
+    user = StaffUser(
+        name=name,
+        role=role,
+        password_hash=_hasher.hash(password),
+        disabled=False,
+        failed_attempts=0,
+    )
+    session.add(user)
+    session.flush()
+    return user, password
+
+
+def list_users(session: Session) -> Sequence[StaffUser]:
+    return repository.all_users(session)
+
+
+def _existing(session: Session, name: str) -> StaffUser:
+    user = repository.by_name(session, name, lock=True)
+    if user is None:
+        raise StaffProblem(f"no staff user named {name!r}")
+    return user
+
+
+def disable_user(session: Session, *, name: str) -> StaffUser:
+    """Disable a user and end all their sessions."""
+    user = _existing(session, name)
+    user.disabled = True
+    repository.revoke_sessions(session, user_id=user.id, at=utcnow())
+    session.flush()
+    return user
+
+
+def enable_user(session: Session, *, name: str) -> StaffUser:
+    user = _existing(session, name)
+    user.disabled = False
+    user.failed_attempts = 0
+    user.locked_until = None
+    session.flush()
+    return user
+
+
+def reset_password(
+    session: Session, *, name: str, password: str | None = None
+) -> tuple[StaffUser, str]:
+    """Give a user a new password (generated unless given), lift a lock-out and end
+    their sessions; return the user and the password."""
+    user = _existing(session, name)
+    if password is None:
+        password = generate_password()
+    elif problem := rules.password_problem(password):
+        raise StaffProblem(problem)
+    user.password_hash = _hasher.hash(password)
+    user.password_changed_at = utcnow()
+    user.failed_attempts = 0
+    user.locked_until = None
+    repository.revoke_sessions(session, user_id=user.id, at=utcnow())
+    session.flush()
+    return user, password
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """The answer to a sign-in attempt: a user, or a reason shown to the person."""
+
+    user: StaffUser | None
+    refusal: str | None = None
+
+
+WRONG = "Wrong user name or password."
+
+
+def check_password(
+    session: Session,
+    *,
+    name: str,
+    password: str,
+    lockout_attempts: int,
+    lockout_minutes: float,
+) -> SignIn:
+    """Check a sign-in; count a failure against the account and lock it at the bound."""
+    now = utcnow()
+    user = repository.by_name(session, name, lock=True) if name else None
+    if user is None:
+        _verify(_DUMMY_HASH, password)
+        return SignIn(None, WRONG)
+    if user.locked_until is not None and user.locked_until > now:
+        return SignIn(None, _locked_message(user.locked_until))
+    if not _verify(user.password_hash, password):
+        user.failed_attempts += 1
+        if user.failed_attempts >= lockout_attempts:
+            user.locked_until = now + dt.timedelta(minutes=lockout_minutes)
+            user.failed_attempts = 0
+            session.flush()
+            return SignIn(None, _locked_message(user.locked_until))
+        session.flush()
+        return SignIn(None, WRONG)
+    if user.disabled:
+        return SignIn(None, "This account is disabled; ask an administrator.")
+    user.failed_attempts = 0
+    user.locked_until = None
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+    session.flush()
+    return SignIn(user)
+
+
+def _locked_message(until: dt.datetime) -> str:
+    return (
+        "Too many failed sign-ins: this account is locked until"
+        f" {until.strftime('%H:%M')} UTC. Try again later or ask an administrator."
+    )
+
+
+def _verify(stored: str, password: str) -> bool:
+    try:
+        return _hasher.verify(stored, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def start_session(session: Session, *, user: StaffUser, hours: float) -> str:
+    """Start a session for a signed-in user; return its token (the cookie's value)."""
+    token = secrets.token_urlsafe(32)
+    now = utcnow()
+    session.add(
+        StaffSession(
+            token_hash=hash_token(token),
+            user_id=user.id,
+            created_at=now,
+            expires_at=now + dt.timedelta(hours=hours),
+        )
+    )
+    session.flush()
+    return token
+
+
+def session_user(session: Session, token: str) -> tuple[StaffUser, StaffSession] | None:
+    """The user of a live session token, or None (unknown, expired, revoked, disabled)."""
+    if not token or len(token) > 200:
+        return None
+    digest = hash_token(token)
+    found = repository.session_by_hash(session, digest)
+    if found is None or not hmac.compare_digest(found.token_hash, digest):
+        return None
+    if found.revoked_at is not None or found.expires_at <= utcnow():
+        return None
+    user = repository.by_id(session, found.user_id)
+    if user is None or user.disabled:
+        return None
+    return user, found
+
+
+def end_session(session: Session, token: str) -> None:
+    """Revoke one session (signing out)."""
+    found = repository.session_by_hash(session, hash_token(token)) if token else None
+    if found is not None and found.revoked_at is None:
+        found.revoked_at = utcnow()
+        session.flush()
+
+
+def end_all_sessions(session: Session, *, user_id: int) -> int:
+    """Revoke every session of a user (signing out everywhere); return how many."""
+    return repository.revoke_sessions(session, user_id=user_id, at=utcnow())
+
+
+def csrf_token(token: str) -> str:
+    """The CSRF token of a session: derived from its secret token, so nothing is stored
+    and a page from another site, which cannot read the cookie, cannot know it."""
+    return hmac.new(token.encode("utf-8"), b"ridercrm console csrf", hashlib.sha256).hexdigest()
+
+
+def any_user(session: Session) -> bool:
+    return repository.any_user(session)

@@ -1,0 +1,120 @@
+"""Console page: the dashboard, its charts with their numbers beside them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from markupsafe import Markup
+
+from ridercrm.reports import charts
+from ridercrm.reports import service as reports
+from ridercrm.reports.service import Dashboard, PassRate, PeriodError, WeeklySeries
+from ridercrm.web.console import frame
+from ridercrm.web.console.frame import AsViewer
+
+router = APIRouter()
+
+QUICK_WEEKS = (4, 12, 26, 52)
+
+
+@dataclass
+class Chart:
+    """One chart and the table of its numbers."""
+
+    id: str
+    title: str
+    svg: Markup
+    headers: list[str]
+    rows: list[list[Any]]
+    numeric_from: int = 1  # columns from this one hold numbers
+
+
+def _date(value: str | None, name: str) -> dt.date | None:
+    if not value or not value.strip():
+        return None
+    try:
+        return dt.date.fromisoformat(value.strip())
+    except ValueError:
+        raise frame.ConsoleRefusal(
+            400, f"{name}: {value[:40]!r} is not a date written YYYY-MM-DD."
+        ) from None
+
+
+def _weekly(chart_id: str, title: str, data: WeeklySeries, unit: str) -> Chart:
+    svg = charts.stacked_weeks(chart_id=chart_id, title=title, data=data, unit=unit)
+    labels = list(data.series)
+    rows = [
+        [week.isoformat(), *(data.series[label][i] for label in labels), data.totals[i]]
+        for i, week in enumerate(data.weeks)
+    ]
+    return Chart(chart_id, title, Markup(svg), ["Week starting", *labels, "Total"], rows)  # noqa: S704 - escaped by charts
+
+
+def _rates(chart_id: str, title: str, heading: str, rates: list[PassRate]) -> Chart:
+    svg = charts.rate_bars(chart_id=chart_id, title=title, rates=rates)
+    rows = [[r.label, r.passed, r.failed, f"{r.rate:.0%}"] for r in rates]
+    headers = [heading, "Passed", "Failed", "Pass rate"]
+    return Chart(chart_id, title, Markup(svg), headers, rows)  # noqa: S704 - escaped by charts
+
+
+def charts_of(board: Dashboard) -> list[Chart]:
+    return [
+        _weekly(
+            "bookings-location", "Bookings per week by site", board.bookings_by_location, "courses"
+        ),
+        _weekly(
+            "bookings-source", "Bookings per week by source", board.bookings_by_source, "courses"
+        ),
+        _weekly(
+            "cancellations",
+            "Cancellations per week by site",
+            board.cancellations_by_location,
+            "cancelled",
+        ),
+        _rates("pass-location", "Pass rate by site", "Site", board.pass_by_location),
+        _rates(
+            "pass-instructor",
+            "Pass rate by lead instructor",
+            "Instructor",
+            board.pass_by_instructor,
+        ),
+        _rates("pass-product", "Pass rate by product", "Product", board.pass_by_product),
+    ]
+
+
+@router.get("/dashboard", name="dashboard")
+async def dashboard(request: Request, staff: AsViewer) -> Response:
+    """Bookings, cancellations and pass rates over a chosen period, as charts and tables."""
+    today = dt.date.today()
+    start = _date(request.query_params.get("from"), "from")
+    end = _date(request.query_params.get("to"), "to")
+    try:
+        period = reports.period_of(start, end, today=today)
+    except PeriodError as problem:
+        raise frame.ConsoleRefusal(400, f"{problem}.") from None
+    board = await frame.read(request, lambda session: reports.dashboard(session, period=period))
+    this_week = reports.monday(today)
+    quick = [
+        (weeks, this_week - dt.timedelta(weeks=weeks - 1), this_week + dt.timedelta(days=6))
+        for weeks in QUICK_WEEKS
+    ]
+    cancelled = board.cancellations_by_location.total
+    booked = board.bookings_by_location.total
+    return frame.render(
+        request,
+        staff,
+        "dashboard.html",
+        {
+            "board": board,
+            "period": period,
+            "charts": charts_of(board),
+            "quick": quick,
+            "booked": booked,
+            "cancelled": cancelled,
+            "cancelled_share": cancelled / booked if booked else 0.0,
+        },
+    )

@@ -1,0 +1,167 @@
+"""Console pages: find a person, and a person's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.courses import service as courses_service
+from ridercrm.people import modify
+from ridercrm.people import service as people_service
+from ridercrm.people.models import LEAD
+from ridercrm.staff import finder, person_view
+from ridercrm.web.console import frame
+from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
+
+router = APIRouter()
+
+
+@router.get("/people", name="people")
+async def find(request: Request, staff: AsViewer) -> Response:
+    """Find a person by name, e-mail, phone, licence or date of birth."""
+    text = request.query_params.get("q", "").replace("\x00", "")[:200]
+    people = await frame.read(request, lambda session: finder.find_people(session, text=text))
+    return frame.render(
+        request, staff, "people.html", {"q": text, "people": people, "searched": bool(text.strip())}
+    )
+
+
+async def _person_page(
+    request: Request,
+    staff: Staff,
+    person_id: str,
+    *,
+    done: Done | None = None,
+    errors: list[str] | None = None,
+    entered: dict[str, str] | None = None,
+) -> Response:
+    view = await frame.read(request, lambda session: person_view.view_person(session, person_id))
+    if view is None:
+        raise frame.ConsoleRefusal(404, f"There is no contact or lead with id {person_id}.")
+    values = {name: person_view.form_value(view.person, name) for name in person_view.EDITABLE}
+    return frame.render(
+        request,
+        staff,
+        "person.html",
+        {
+            "view": view,
+            "person": view.person,
+            "fields": FIELD_LABELS,
+            "values": {**values, **(entered or {})},
+            "done": done,
+            "errors": errors or [],
+        },
+        status=done.status if done else 200,
+    )
+
+
+FIELD_LABELS = {
+    "first_name": "First name",
+    "last_name": "Last name",
+    "date_of_birth": "Date of birth (YYYY-MM-DD)",
+    "email": "E-mail",
+    "mobile_phone": "Mobile phone",
+    "drivers_license": "Licence number",
+    "street": "Street",
+    "city": "City",
+    "state": "State",
+    "postcode": "Postcode",
+    "country": "Country",
+    "lead_source": "Lead source",
+}
+
+
+@router.get("/people/{person_id}", name="person")
+async def person_page(request: Request, person_id: str, staff: AsViewer) -> Response:
+    """A person's details, kind, conversion, courses with their history, audit and matches."""
+    return await _person_page(request, staff, person_id[:40])
+
+
+@router.post("/people/{person_id}")
+async def modify_person(request: Request, person_id: str, staff: AsStaff) -> Response:
+    """Change a person's details through operation 2's service (modify)."""
+    form = await frame.checked_form(request, staff)
+    person_id = person_id[:40]
+    entered = {name: form[name].strip() for name in person_view.EDITABLE if name in form}
+
+    def work(session: Session) -> Any:
+        person = people_service.find_person(session, person_id)
+        if person is None:
+            raise frame.ConsoleProblem(f"no contact or lead with id {person_id}")
+        # Only what was changed is sent, as a client of operation 2 would send it.
+        item: dict[str, Any] = {"ID": person.id}
+        for name, value in entered.items():
+            if value != person_view.form_value(person, name):
+                item[name] = value or None
+        result = modify.modify_one(session, item)
+        if not result.status:
+            return frame.Refused(result.to_json(), "; ".join(result.errors))
+        return result.to_json()
+
+    done = await frame.change(
+        request,
+        staff,
+        operation="console.modify_person",
+        asked={"ID": person_id, **entered},
+        work=work,
+    )
+    errors = [] if done.ok else (done.error or "").split("; ")
+    return await _person_page(
+        request, staff, person_id, done=done, errors=errors, entered=None if done.ok else entered
+    )
+
+
+@router.post("/people/{person_id}/convert")
+async def convert(request: Request, person_id: str, staff: AsStaff) -> Response:
+    """Convert a lead to a contact (the lead then stands for the contact)."""
+    await frame.checked_form(request, staff)
+    person_id = person_id[:40]
+    target: dict[str, str] = {}
+
+    def work(session: Session) -> Any:
+        lead = people_service.find_person(session, person_id)
+        if lead is None or lead.kind != LEAD:
+            raise frame.ConsoleProblem(f"{person_id} is not a lead")
+        if lead.converted_contact_id:
+            raise frame.ConsoleProblem(
+                f"this lead was converted to {lead.converted_contact_id} already"
+            )
+        contact = people_service.convert_lead(session, lead)
+        session.flush()
+        target["id"] = contact.id
+        return {"lead": lead.id, "contact": contact.id}
+
+    done = await frame.change(
+        request, staff, operation="console.convert_lead", asked={"ID": person_id}, work=work
+    )
+    if done.ok:
+        return frame.redirect(request, f"/people/{target['id']}")
+    return await _person_page(request, staff, person_id, done=done)
+
+
+@router.post("/people/{person_id}/courses/{asset_id}")
+async def change_course(
+    request: Request, person_id: str, asset_id: str, staff: AsStaff
+) -> Response:
+    """Change one course's status and feedback through operation 1's service."""
+    form = await frame.checked_form(request, staff)
+    person_id, asset_id = person_id[:40], asset_id[:40]
+    item = {
+        "asset_id": asset_id,
+        "course_status": form.get("course_status", ""),
+        "course_feedback": form.get("course_feedback", ""),
+    }
+
+    def work(session: Session) -> Any:
+        result = courses_service.book_one(session, raw=item, audit_id=frame.change_audit_id())
+        if not result.delivery:
+            return frame.Refused(result.to_json(), result.receipt)
+        return result.to_json()
+
+    done = await frame.change(
+        request, staff, operation="console.change_course", asked=item, work=work
+    )
+    return await _person_page(request, staff, person_id, done=done)

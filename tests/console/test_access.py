@@ -1,0 +1,104 @@
+"""Every console route's access rules: no session → sign-in; a lower role → 403; a form
+without its CSRF token → 403, nothing changed. A new route must be added to ROUTES."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from ridercrm.web.console.pages import ROUTERS
+
+PERSON = "003DEMO00000BENYD2"
+# (method, path below /console, the least role; None: open to anyone)
+ROUTES: list[tuple[str, str, str | None]] = [
+    ("GET", "/login", None),
+    ("POST", "/login", None),
+    ("GET", "/", "viewer"),
+    ("POST", "/logout", "viewer"),
+    ("POST", "/logout-everywhere", "viewer"),
+    ("GET", "/people", "viewer"),
+    ("GET", f"/people/{PERSON}", "viewer"),
+    ("POST", f"/people/{PERSON}", "staff"),
+    ("POST", f"/people/{PERSON}/convert", "staff"),
+    ("POST", f"/people/{PERSON}/courses/02iDEMO00000001YDA", "staff"),
+    ("GET", "/daysheet", "viewer"),
+    ("POST", "/daysheet", "staff"),
+    ("GET", "/dashboard", "viewer"),
+    ("GET", "/audit", "viewer"),
+    ("GET", "/audit/a0A000000000001AAA", "viewer"),
+    ("GET", "/admin/products", "admin"),
+    ("POST", "/admin/products", "admin"),
+    ("POST", "/admin/products/01tDEMO00LAPSOMYT5/active", "admin"),
+    ("GET", "/admin/keys", "admin"),
+    ("POST", "/admin/keys", "admin"),
+    ("POST", "/admin/keys/1/revoke", "admin"),
+    ("GET", "/admin/users", "admin"),
+    ("POST", "/admin/users", "admin"),
+    ("POST", "/admin/users/someone/disable", "admin"),
+    ("POST", "/admin/users/someone/enable", "admin"),
+    ("POST", "/admin/users/someone/reset-password", "admin"),
+]
+LOWER = {"staff": "viewer", "admin": "staff"}
+
+
+def _template(path: str) -> str:
+    return (
+        path.replace(PERSON, "{person_id}")
+        .replace("02iDEMO00000001YDA", "{asset_id}")
+        .replace("a0A000000000001AAA", "{audit_id}")
+        .replace("01tDEMO00LAPSOMYT5", "{product_id}")
+        .replace("/keys/1/", "/keys/{key_id}/")
+        .replace("/users/someone/", "/users/{name}/")
+    )
+
+
+def test_the_table_names_every_console_route() -> None:
+    served = {
+        (method, route.path.removeprefix("/console"))
+        for router in ROUTERS
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods
+    }
+    listed = {(method, _template(path)) for method, path, _role in ROUTES}
+    assert served == listed
+
+
+@pytest.mark.parametrize(("method", "path", "role"), [r for r in ROUTES if r[2]])
+def test_no_session_is_sent_to_sign_in(
+    make_client: Callable[..., TestClient], method: str, path: str, role: str
+) -> None:
+    client = make_client()
+    answer = client.request(method, "/console" + path, follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/console/login")
+
+
+def test_a_lower_role_is_refused_everywhere(console_as: Callable[..., TestClient]) -> None:
+    clients = {role: console_as(role) for role in ("viewer", "staff")}
+    for method, path, role in ROUTES:
+        if role not in LOWER:
+            continue
+        client = clients[LOWER[role]]
+        answer = client.request(
+            method, "/console" + path, data={"csrf": "x"} if method == "POST" else None
+        )
+        assert answer.status_code == 403, (method, path)
+        assert f"it needs the {role} role" in answer.text
+
+
+def test_every_form_refuses_a_missing_or_wrong_csrf_token(
+    console_as: Callable[..., TestClient],
+) -> None:
+    client = console_as("admin")
+    for method, path, role in ROUTES:
+        if method != "POST" or role is None:
+            continue
+        for data in ({}, {"csrf": "forged", "name": "x"}):
+            answer = client.post("/console" + path, data=data)
+            assert answer.status_code == 403, (path, data)
+            assert "CSRF check" in answer.text
+    assert client.get("/console/people").status_code == 200  # still signed in
