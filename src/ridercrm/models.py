@@ -36,9 +36,8 @@ __all__ = [
     "PersonKey",
     "PersonMerge",
     "Product",
-    "TouchedPerson",
-
     "StaffSession",
     "StaffUser",
+    "TouchedPerson",
     "WebhookEndpoint",
 ]
