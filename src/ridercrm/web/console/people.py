@@ -9,9 +9,11 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.courses import service as courses_service
+from ridercrm.courses.schemas import CourseResult
 from ridercrm.people import modify
 from ridercrm.people import service as people_service
 from ridercrm.people.models import LEAD
+from ridercrm.people.schemas import ModifiedPerson
 from ridercrm.staff import finder, person_view
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
@@ -97,9 +99,10 @@ async def modify_person(request: Request, person_id: str, staff: AsStaff) -> Res
             if value != person_view.form_value(person, name):
                 item[name] = value or None
         result = modify.modify_one(session, item)
+        answer = ModifiedPerson.model_validate(result).model_dump(mode="json")
         if not result.status:
-            return frame.Refused(result.to_json(), "; ".join(result.errors))
-        return result.to_json()
+            return frame.Refused(answer, "; ".join(result.errors))
+        return answer
 
     done = await frame.change(
         request,
@@ -157,9 +160,10 @@ async def change_course(
 
     def work(session: Session) -> Any:
         result = courses_service.book_one(session, raw=item, audit_id=frame.change_audit_id())
+        answer = CourseResult.model_validate(result).model_dump(mode="json")
         if not result.delivery:
-            return frame.Refused(result.to_json(), result.receipt)
-        return result.to_json()
+            return frame.Refused(answer, result.receipt)
+        return answer
 
     done = await frame.change(
         request, staff, operation="console.change_course", asked=item, work=work
