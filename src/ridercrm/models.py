@@ -5,12 +5,11 @@ from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
 from ridercrm.duplicates.models import DuplicateCluster, DuplicatePair, DuplicateScan, PersonMerge
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint
-from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
-from ridercrm.matching.models import PersonKey
-from ridercrm.people.models import Person
+from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.transfer.models import ImportRun
+from ridercrm.web.idempotency.models import IdempotencyRecord
 
 __all__ = [
     "ApiKey",

@@ -36,13 +36,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 from sqlalchemy import event
+from testkit.databases import create_run_database, drop_run_database, postgres_url
+from testkit.factories import new_booking
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.keys.service import create_key
-from tests.conftest import create_run_database, drop_run_database, postgres_url
-from tests.factories import new_booking
 
 pytestmark = pytest.mark.fuzz
 

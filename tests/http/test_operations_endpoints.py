@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from testkit.factories import person_body
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
-from tests.factories import person_body
 
 
 def test_healthz(client: TestClient) -> None:

@@ -19,14 +19,14 @@ from httpx import Response
 from pydantic import ValidationError
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product, person_body
 
+from ridercrm import ratelimit
 from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.http import ratelimit
-from ridercrm.http.ratelimit import KeyRateLimiter, parse_limits
 from ridercrm.models import Base
-from tests.factories import create_person, create_product, person_body
+from ridercrm.ratelimit import KeyRateLimiter, parse_limits
 from tests.http.courses_helpers import new_booking
 
 REDIS_ENV = "RIDERCRM_TEST_REDIS_URL"

@@ -10,9 +10,9 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import person_body
 
-from ridercrm.http.runtime import unread_note
-from tests.factories import person_body
+from ridercrm.web.runtime import unread_note
 
 FORM = "application/x-www-form-urlencoded"
 

@@ -14,12 +14,12 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import person_body
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
-from tests.factories import person_body
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])

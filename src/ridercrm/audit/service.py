@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.redact import Redaction
 from ridercrm.db import utcnow
-from ridercrm.http.context import Call
 
 MAX_STORED_BODY = 2 * 1024 * 1024
 

@@ -20,6 +20,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, scan, service
 from ridercrm.matching.score import Thresholds
+from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
@@ -29,7 +30,7 @@ errors = Console(stderr=True, markup=False)
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
-    return session_factory(open_database(settings, may_create=False))
+    return keep_keys(session_factory(open_database(settings, may_create=False)))
 
 
 def _print(value: Any) -> None:

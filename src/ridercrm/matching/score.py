@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.model import Model, default_model
+from ridercrm.people.blocking import Identity
 
 PERSONAL = ("given_name", "date_of_birth", "licence")
 # A course the person booked, named in the request (DESIGN §8: strong evidence).

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
-from ridercrm.matching.keys import Identity, query_keys
+from ridercrm.people.blocking import Identity, query_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.people.service import survivor_of
 
@@ -70,7 +71,7 @@ def find_match(
         person = survivor_of(session, stored) if stored.merged_into else stored
         if person is None or (leads_only and person.kind != LEAD):
             continue
-        identity = repository.identity_of(stored)
+        identity = identity_of(stored)
         verdict = score.evaluate(
             query, identity, model=model, thresholds=_thresholds, asset=stored.id in asset_owners
         )

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from ridercrm.db import utcnow
 from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
-from ridercrm.matching.repository import note_new_person, note_person_change
 from ridercrm.people import repository
+from ridercrm.people.index import note_new_person, note_person_change
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.service import find_match
+from ridercrm.people.blocking import Identity
 from ridercrm.people.models import LEAD, PERSON_FIELDS, Person
 from ridercrm.people.service import apply_changes
 from ridercrm.transfer.columns import Target

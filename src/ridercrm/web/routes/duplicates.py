@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
 from ridercrm.duplicates import merge, service
 from ridercrm.duplicates.schemas import (
     MERGE_EXAMPLE,
@@ -20,11 +21,10 @@ from ridercrm.duplicates.schemas import (
     UndoRequest,
     UndoResult,
 )
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_post, run_read
-from ridercrm.http.validation import parse_model
+from ridercrm.errors import ApiError
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, run_read
+from ridercrm.web.validation import parse_model
 
 # Ids are database integers: a larger number names nothing (and would overflow SQLite).
 MAX_ID = 2**62

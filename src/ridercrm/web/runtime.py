@@ -25,13 +25,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from ridercrm.audit.call import Call, Caller
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.http.context import Call, Caller
-from ridercrm.http.errors import ApiError, ErrorShape, default_shape
-from ridercrm.http.ratelimit import KeyRateLimiter
-from ridercrm.http.wire import (
+from ridercrm.errors import ApiError, ErrorShape, default_shape
+from ridercrm.keys import service as keys
+from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web.idempotency import service as idempotency
+from ridercrm.wire import (
     BodyError,
     decode_body,
     encode_json,
@@ -39,10 +41,8 @@ from ridercrm.http.wire import (
     parse_content_type,
     response_content_type,
 )
-from ridercrm.idempotency import service as idempotency
-from ridercrm.keys import service as keys
 
-log = logging.getLogger("ridercrm.http")
+log = logging.getLogger("ridercrm.web")
 
 
 @dataclass

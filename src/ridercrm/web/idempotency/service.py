@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
-from ridercrm.http.errors import ApiError
-from ridercrm.idempotency.models import IdempotencyRecord
+from ridercrm.errors import ApiError
+from ridercrm.web.idempotency.models import IdempotencyRecord
 
 MAX_KEY_LENGTH = 255
 

@@ -9,17 +9,12 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError, sentence
 from ridercrm.fields import error_messages, parse_bool, received
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError, sentence
-from ridercrm.http.ratelimit import KeyRateLimiter
-from ridercrm.http.runtime import Outcome, operation, run_post, services_of
-from ridercrm.http.validation import forms
 from ridercrm.keys import service as keys
 from ridercrm.matching import service
 from ridercrm.matching.disclosure import disclosed
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.schemas import (
     LEADS_MATCH_EXAMPLE,
     PEOPLE_MATCH_EXAMPLE,
@@ -30,7 +25,12 @@ from ridercrm.matching.schemas import (
     PeopleMatchQuery,
     PeopleMatchRequest,
 )
+from ridercrm.people.blocking import Identity
 from ridercrm.people.models import CONTACT
+from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, services_of
+from ridercrm.web.validation import forms
 
 router = APIRouter(tags=["matching"])
 

@@ -24,16 +24,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
-from ridercrm.http import metrics
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.ratelimit import Refusal
-from ridercrm.http.runtime import CLIENT_CLOSED
-from ridercrm.http.wire import encode_json
+from ridercrm.errors import ApiError
+from ridercrm.ratelimit import Refusal
+from ridercrm.web import metrics
+from ridercrm.web.runtime import CLIENT_CLOSED
+from ridercrm.wire import encode_json
 
-log = logging.getLogger("ridercrm.http")
+log = logging.getLogger("ridercrm.web")
 
 UNAUDITED = frozenset({"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc"})
 UNAUDITED_PREFIX = "/docs-assets/"  # the documentation pages' scripts and styles

@@ -10,11 +10,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError, sentence
-from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
-from ridercrm.http.validation import items_of, parse_model, utc_time
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError, sentence
 from ridercrm.people import modify, service
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.people.schemas import (
@@ -28,6 +25,9 @@ from ridercrm.people.schemas import (
     PersonCreate,
     PersonRead,
 )
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.validation import items_of, parse_model, utc_time
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 crm_router = APIRouter(tags=["people"])

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
 from ridercrm.courses import service
 from ridercrm.courses.models import Asset
 from ridercrm.courses.schemas import (
@@ -16,12 +17,11 @@ from ridercrm.courses.schemas import (
     RiderCoursesRequest,
     RiderCoursesResponse,
 )
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
-from ridercrm.http.validation import items_of
+from ridercrm.errors import ApiError
 from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.validation import items_of
 
 router = APIRouter(tags=["courses"])
 

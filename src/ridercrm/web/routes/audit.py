@@ -9,12 +9,12 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import service
+from ridercrm.audit.call import Call
 from ridercrm.audit.schemas import AuditEntries, AuditEntry
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_read
+from ridercrm.errors import ApiError
 from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_read
 
 router = APIRouter(prefix="/admin/audit", tags=["admin"])
 

@@ -8,11 +8,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_post, run_read
-from ridercrm.http.validation import parse_model
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError
 from ridercrm.products import service
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
@@ -21,6 +18,9 @@ from ridercrm.products.schemas import (
     ProductCreate,
     ProductRead,
 )
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, run_read
+from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["products"])
 

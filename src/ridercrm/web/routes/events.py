@@ -9,8 +9,9 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError
 from ridercrm.events import manage
-from ridercrm.events.safety import AllowList, UnsafeUrl
 from ridercrm.events.schemas import (
     EVENT_MODELS,
     DeliveryList,
@@ -23,11 +24,10 @@ from ridercrm.events.schemas import (
     WebhookRotate,
     WebhookSecret,
 )
-from ridercrm.http import openapi
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import Outcome, operation, run_post, run_read, services_of
-from ridercrm.http.validation import parse_model, utc_time
+from ridercrm.netsafety import AllowList, UnsafeUrl
+from ridercrm.web import openapi
+from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
 
