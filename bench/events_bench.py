@@ -229,7 +229,7 @@ def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
                 details = response.json()["details"]
                 if not all(d["delivery"] == "true" for d in details):
                     raise SystemExit("a booking failed")
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
     return statistics.median(timings[True]), statistics.median(timings[False])
 
 

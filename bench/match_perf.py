@@ -68,7 +68,7 @@ from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
 from ridercrm.matching import model_store, repository, score  # noqa: E402
-from ridercrm.matching.service import find_match  # noqa: E402
+from ridercrm.matching.service import match_identity as find_match  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
 from ridercrm.people import index as person_index  # noqa: E402
 from ridercrm.people.blocking import Identity, query_keys  # noqa: E402

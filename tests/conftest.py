@@ -106,7 +106,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
     app = create_app(settings)
     with TestClient(app) as test_client:
         yield test_client
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
 
         yield make
     for app in apps:
-        app.state.services.engine.dispose()
+        app.state.context.engine.dispose()
 
 
 @pytest.fixture

@@ -35,4 +35,4 @@ def live_server(settings: Settings) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        app.state.services.engine.dispose()
+        app.state.context.engine.dispose()

@@ -25,7 +25,7 @@ from ridercrm.web.routes.matching import router as matching_router
 from ridercrm.web.routes.people import crm_router as people_crm_router
 from ridercrm.web.routes.people import router as people_router
 from ridercrm.web.routes.products import router as products_router
-from ridercrm.web.runtime import Services, services_of
+from ridercrm.web.runtime import AppContext, app_context
 
 health = APIRouter(tags=["operations"])
 
@@ -55,7 +55,7 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(request: Request) -> Response:
     """Answer 200 when the database can take writes, 503 (saying why) when it cannot."""
-    services = services_of(request)
+    services = app_context(request)
     found = await run_in_threadpool(readiness.problem, services.engine, services.settings)
     if found is not None:
         return JSONResponse({"status": "unavailable", "database": found}, status_code=503)
@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # Every limiter counts where RIDERCRM_RATE_LIMIT_STORAGE says, each in its namespace.
     shared = {"storage": settings.rate_limit_storage, "key_prefix": settings.rate_limit_key_prefix}
-    app.state.services = Services(
+    app.state.context = AppContext(
         settings=settings,
         engine=engine,
         sessions=keep_keys(session_factory(engine)),

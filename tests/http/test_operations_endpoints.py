@@ -36,7 +36,7 @@ def unreachable_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     app = create_app(Settings(database_url=url))
     with TestClient(app) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 def test_readyz_is_503_when_the_database_is_unreachable(unreachable_client: TestClient) -> None:

@@ -325,7 +325,7 @@ def test_the_limit_can_be_turned_off(
     value: str, make_client: Callable[..., TestClient], make_key: Callable[..., str]
 ) -> None:
     unlimited = make_client(rate_limit=value)
-    assert unlimited.app.state.services.rate_limiter is None  # type: ignore[attr-defined]
+    assert unlimited.app.state.context.rate_limiter is None  # type: ignore[attr-defined]
     headers = {"X-API-Key": make_key("products")}
     assert all(
         unlimited.get("/crm/products", headers=headers).status_code == 200 for _ in range(20)

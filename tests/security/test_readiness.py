@@ -42,7 +42,7 @@ def read_only(
     app = create_app(Settings(database_url=url))
     with TestClient(app) as client:
         yield client, plaintext
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 def test_readyz_is_503_on_a_read_only_database(read_only: tuple[TestClient, str]) -> None:

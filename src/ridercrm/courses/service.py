@@ -74,6 +74,12 @@ def _echo(raw: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def get_asset(session: Session, asset_id: str) -> Asset | None:
+    """The course with this id (any accepted id form), or None."""
+    canonical = canonical_id(asset_id, RecordKind.ASSET)
+    return session.get(Asset, canonical) if canonical else None
+
+
 def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:
     """Carry out each item independently; return one result per item, in order."""
     _lock_in_order(session, items)

@@ -47,7 +47,27 @@ class MatchResult:
         }
 
 
-def find_match(
+def find_match(session: Session, *, details: Any, leads_only: bool) -> MatchResult:
+    """Find the person that a request's validated details describe (operations 3 and 4).
+
+    ``details`` has the interface's identifying fields (``first_name`` … ``postcode``,
+    ``mobile_phone``) and, for operation 3, ``assets``: ids of courses the person booked.
+    """
+    identity = Identity.of(
+        first_name=details.first_name,
+        last_name=details.last_name,
+        date_of_birth=details.date_of_birth,
+        email=details.email,
+        phones=(details.mobile_phone,),
+        drivers_license=details.drivers_license,
+        street=details.street,
+        postcode=details.postcode,
+    )
+    assets = getattr(details, "assets", None) or []
+    return match_identity(session, query=identity, assets=assets, leads_only=leads_only)
+
+
+def match_identity(
     session: Session, *, query: Identity, assets: list[str], leads_only: bool
 ) -> MatchResult:
     """Find the one stored person the query describes; ties and households give no guess."""

@@ -33,7 +33,7 @@ from ridercrm.web import metrics
 from ridercrm.web.runtime import CLIENT_CLOSED
 from ridercrm.wire import encode_json
 
-log = logging.getLogger("ridercrm.web")
+log = logging.getLogger("ridercrm.http")  # the name logs have always carried
 
 UNAUDITED = frozenset({"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc"})
 UNAUDITED_PREFIX = "/docs-assets/"  # the documentation pages' scripts and styles
@@ -76,7 +76,7 @@ class AuditMiddleware:
             start, parts = _internal_error(call)
         status = int(start["status"])
         body = b"".join(parts)
-        services = scope["app"].state.services
+        services = scope["app"].state.context
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:

@@ -1,7 +1,7 @@
 """The OpenAPI document (``GET /openapi.json``): the interface as it really is.
 
 The endpoints read their bodies themselves (:mod:`ridercrm.wire`) and answer with
-:class:`~ridercrm.web.runtime.Outcome`, so FastAPI sees neither a request nor a
+:class:`~ridercrm.web.runtime.Reply`, so FastAPI sees neither a request nor a
 response model. The route decorators hand the document over instead, through
 ``openapi_extra=`` (request bodies in the four content types, the Idempotency-Key
 header) and ``responses=`` (every status with its body, media types and headers), both

@@ -14,7 +14,7 @@ from ridercrm.audit.schemas import AuditEntries, AuditEntry
 from ridercrm.errors import ApiError
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_read
+from ridercrm.web.runtime import Reply, operation, run_read
 
 router = APIRouter(prefix="/admin/audit", tags=["admin"])
 
@@ -34,12 +34,12 @@ async def read_audit_record(
 ) -> Response:
     """Return one audit record: the request, the response and what happened."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         canonical = canonical_id(audit_id, RecordKind.AUDIT)
         record = service.get_record(session, canonical) if canonical else None
         if record is None:
             raise ApiError(404, f"no audit record with id {audit_id}")
-        return Outcome(service.to_dict(record))
+        return Reply(service.to_dict(record))
 
     return await run_read(request, handler)
 
@@ -84,7 +84,7 @@ async def search_audit_records(
                 400, "since: is out of range", errors=["since: is out of range"]
             ) from None
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         after = None
         if before is not None:
             canonical = canonical_id(before, RecordKind.AUDIT)
@@ -95,7 +95,7 @@ async def search_audit_records(
         page = service.search_records(
             session, operation=operation_name, since=since, limit=limit, before=after
         )
-        return Outcome(
+        return Reply(
             {
                 "records": [service.to_dict(r) for r in page.records],
                 "next_before": page.next_before,

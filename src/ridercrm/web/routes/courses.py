@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -18,12 +19,14 @@ from ridercrm.courses.schemas import (
     RiderCoursesResponse,
 )
 from ridercrm.errors import ApiError
-from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
 from ridercrm.web.validation import items_of
 
 router = APIRouter(tags=["courses"])
+
+AdminRead = Annotated[Call, Depends(operation("admin.read_asset", scope="admin"))]
 
 FAILURE_TEXT = "Status update failed."
 
@@ -33,8 +36,40 @@ def failure_shape(_error: ApiError, _audit_id: str) -> str:
     return FAILURE_TEXT
 
 
-@router.post(
+@dataclass(frozen=True)
+class Booking:
+    """Operation 1's payload: the items, and the audit id their status changes cite."""
+
+    items: list[Any]
+    audit_id: str
+
+
+def booking_of(body: Any, request: Requested) -> Booking:
+    """The body's ``people_product`` items (at most RIDERCRM_MAX_ITEMS)."""
+    limit = request.settings.max_items
+    return Booking(items_of(body, "people_product", limit=limit), request.audit_id)
+
+
+def rider_courses(session: Session, booking: Booking) -> Reply:
+    """Book contacts or leads onto courses, or change the status of booked courses."""
+    results = service.book_courses(session, items=booking.items, audit_id=booking.audit_id)
+    return Reply(
+        {"details": [r.to_json() for r in results], "audit_id": booking.audit_id},
+        audit=[
+            {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
+            for index, r in enumerate(results)
+        ],
+    )
+
+
+post(
+    router,
     "/crm/people/rider_courses",
+    rider_courses,
+    decode=booking_of,
+    name="crm.rider_courses",
+    scope="courses",
+    shape=failure_shape,
     summary="Book people onto courses, or change a course's status (operation 1; scope courses)",
     openapi_extra=openapi.request_body(
         RiderCoursesRequest,
@@ -55,23 +90,6 @@ def failure_shape(_error: ApiError, _audit_id: str) -> str:
         },
     ),
 )
-async def rider_courses(
-    request: Request,
-    call: Call = Depends(operation("crm.rider_courses", scope="courses", shape=failure_shape)),
-) -> Response:
-    """Book contacts or leads onto courses, or change the status of booked courses."""
-    limit = services_of(request).settings.max_items
-
-    def handler(session: Session, payload: Any) -> Outcome:
-        items = items_of(payload, "people_product", limit=limit)
-        results = service.book_courses(session, items=items, audit_id=call.audit_id)
-        call.outcomes = [
-            {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
-            for index, r in enumerate(results)
-        ]
-        return Outcome({"details": [r.to_json() for r in results], "audit_id": call.audit_id})
-
-    return await run_post(request, call, handler)
 
 
 def asset_to_json(asset: Asset) -> dict[str, Any]:
@@ -113,18 +131,14 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
         refused=openapi.RECORD_REFUSALS,
     ),
 )
-async def read_asset(
-    request: Request,
-    asset_id: str,
-    _call: Call = Depends(operation("admin.read_asset", scope="admin")),
-) -> Response:
+async def read_asset(request: Request, asset_id: str, _call: AdminRead) -> Response:
     """Return a booked course with its status history, oldest change first."""
+    return await run_read(request, asset_reply, asset_id)
 
-    def handler(session: Session) -> Outcome:
-        canonical = canonical_id(asset_id, RecordKind.ASSET)
-        asset = session.get(Asset, canonical) if canonical else None
-        if asset is None:
-            raise ApiError(404, f"no asset with id {asset_id}")
-        return Outcome(asset_to_json(asset))
 
-    return await run_read(request, handler)
+def asset_reply(session: Session, asset_id: str) -> Reply:
+    """The course ``asset_id`` names, or 404."""
+    asset = service.get_asset(session, asset_id)
+    if asset is None:
+        raise ApiError(404, f"no asset with id {asset_id}")
+    return Reply(asset_to_json(asset))

@@ -23,7 +23,7 @@ from ridercrm.duplicates.schemas import (
 )
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, run_read
+from ridercrm.web.runtime import Reply, operation, run_post, run_read
 from ridercrm.web.validation import parse_model
 
 # Ids are database integers: a larger number names nothing (and would overflow SQLite).
@@ -57,7 +57,7 @@ async def merge_people(
 ) -> Response:
     """Merge 2 to 20 people: fields chosen per member, courses re-pointed, nothing deleted."""
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         body = parse_model(MergeRequest, payload)
         try:
             plan, record = merge.merge_people(
@@ -71,7 +71,7 @@ async def merge_people(
         except merge.MergeError as exc:
             raise ApiError(exc.status, exc.reason) from None
         result = {"merge_id": record.id if record else None, "dry_run": body.dry_run}
-        return Outcome({**result, **plan.preview()})
+        return Reply({**result, **plan.preview()})
 
     return await run_post(request, call, handler)
 
@@ -100,13 +100,13 @@ async def undo_merge(
         # The merge id is in the path: a body-less POST is the natural call.
         call.request_body = b"{}"
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         parse_model(UndoRequest, payload)
         try:
             record = merge.undo_merge(session, merge_id)
         except merge.MergeError as exc:
             raise ApiError(exc.status, exc.reason) from None
-        return Outcome(
+        return Reply(
             {
                 "merge_id": record.id,
                 "survivor": record.survivor_id,
@@ -141,14 +141,14 @@ async def list_duplicates(
 ) -> Response:
     """List clusters found by `ridercrm duplicates scan`, paged by next_before."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         after = None
         if before is not None:
             after = service.find_cluster(session, before)
             if after is None:
                 raise ApiError(400, f"before: no cluster with id {before}")
         page = service.list_clusters(session, limit=limit, before=after, status=status)
-        return Outcome(
+        return Reply(
             {
                 "clusters": [service.summary(c) for c in page.clusters],
                 "next_before": page.next_before,
@@ -173,11 +173,11 @@ async def read_duplicates(
 ) -> Response:
     """Return a cluster's records, the fields that differ and each pair's explanation."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         cluster = service.find_cluster(session, cluster_id)
         if cluster is None:
             raise ApiError(404, f"no cluster with id {cluster_id}")
-        return Outcome(service.detail(session, cluster))
+        return Reply(service.detail(session, cluster))
 
     return await run_read(request, handler)
 
@@ -203,7 +203,7 @@ async def decide_duplicates(
 ) -> Response:
     """Merge the cluster's people, remember they are not duplicates, or skip the cluster."""
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         body = parse_model(DecideRequest, payload)
         cluster = service.find_cluster(session, cluster_id)
         if cluster is None:
@@ -220,6 +220,6 @@ async def decide_duplicates(
             )
         except merge.MergeError as exc:
             raise ApiError(exc.status, exc.reason) from None
-        return Outcome(result)
+        return Reply(result)
 
     return await run_post(request, call, handler)

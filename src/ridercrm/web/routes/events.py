@@ -26,7 +26,7 @@ from ridercrm.events.schemas import (
 )
 from ridercrm.netsafety import AllowList, UnsafeUrl
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.runtime import Reply, app_context, operation, run_post, run_read
 from ridercrm.web.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
@@ -46,7 +46,7 @@ def _problem(exc: Exception) -> ApiError:
 
 
 def _allow(request: Request) -> AllowList:
-    return AllowList.parse(services_of(request).settings.webhook_allowed_hosts)
+    return AllowList.parse(app_context(request).settings.webhook_allowed_hosts)
 
 
 @router.post(
@@ -70,7 +70,7 @@ async def create_webhook(
     """Register an endpoint for some event types; answer its id and signing secret (once)."""
     allow = _allow(request)
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         data = parse_model(WebhookCreate, payload)
         try:
             endpoint, secret = manage.create_endpoint(
@@ -82,7 +82,7 @@ async def create_webhook(
             )
         except (UnsafeUrl, manage.EndpointProblem) as exc:
             raise _problem(exc) from None
-        return Outcome({"id": endpoint.id, "secret": secret}, status=201)
+        return Reply({"id": endpoint.id, "secret": secret}, status=201)
 
     return await run_post(request, call, handler)
 
@@ -100,8 +100,8 @@ async def list_webhooks(
 ) -> Response:
     """List every endpoint with its state; a disabled one says why."""
 
-    def handler(session: Session) -> Outcome:
-        return Outcome(
+    def handler(session: Session, _payload: None) -> Reply:
+        return Reply(
             {"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]}
         )
 
@@ -123,9 +123,9 @@ async def read_webhook(
 ) -> Response:
     """Return one endpoint (never its secret)."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         try:
-            return Outcome(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
+            return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
         except manage.NoSuchEndpoint as exc:
             raise _problem(exc) from None
 
@@ -148,13 +148,13 @@ def _switch(enabled: bool) -> Any:
     ) -> Response:
         _empty_means_object(call)
 
-        def handler(session: Session, payload: Any) -> Outcome:
+        def handler(session: Session, payload: Any) -> Reply:
             parse_model(WebhookAction, payload)
             try:
                 endpoint = manage.set_enabled(session, endpoint_id=webhook_id, enabled=enabled)
             except manage.NoSuchEndpoint as exc:
                 raise _problem(exc) from None
-            return Outcome(manage.endpoint_json(endpoint))
+            return Reply(manage.endpoint_json(endpoint))
 
         return await run_post(request, call, handler)
 
@@ -200,10 +200,10 @@ async def rotate_webhook_secret(
     call: Call = Depends(operation("admin.rotate_webhook", scope="admin")),
 ) -> Response:
     """Give the endpoint a new secret; the old one also signs for the grace time."""
-    default_grace = services_of(request).settings.webhook_secret_grace_hours
+    default_grace = app_context(request).settings.webhook_secret_grace_hours
     _empty_means_object(call)
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         data = parse_model(WebhookRotate, payload)
         hours = default_grace if data.grace_hours is None else data.grace_hours
         try:
@@ -212,7 +212,7 @@ async def rotate_webhook_secret(
             )
         except manage.NoSuchEndpoint as exc:
             raise _problem(exc) from None
-        return Outcome({"id": endpoint.id, "secret": secret})
+        return Reply({"id": endpoint.id, "secret": secret})
 
     return await run_post(request, call, handler)
 
@@ -235,14 +235,14 @@ async def list_webhook_deliveries(
 ) -> Response:
     """Deliveries with status, attempts, response code, latency and next attempt."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         try:
             rows = manage.list_deliveries(
                 session, endpoint_id=webhook_id, limit=limit, status=status, before=before
             )
         except manage.NoSuchEndpoint as exc:
             raise _problem(exc) from None
-        return Outcome(
+        return Reply(
             {
                 "deliveries": [manage.delivery_json(d, t) for d, t in rows],
                 "next_before": rows[-1][0].id if len(rows) == limit else None,
@@ -268,7 +268,7 @@ async def replay_webhook(
 ) -> Response:
     """Send one event (event_id), or every event of the endpoint's types since a time, again."""
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         data = parse_model(WebhookReplay, payload)
         since = utc_time("since", data.since)
         try:
@@ -277,7 +277,7 @@ async def replay_webhook(
             )
         except (manage.NoSuchEndpoint, manage.EndpointProblem) as exc:
             raise _problem(exc) from None
-        return Outcome({"replayed": count})
+        return Reply({"replayed": count})
 
     return await run_post(request, call, handler)
 

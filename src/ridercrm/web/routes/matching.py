@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response
+from fastapi import APIRouter
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.errors import ApiError, sentence
 from ridercrm.fields import error_messages, parse_bool, received
 from ridercrm.keys import service as keys
@@ -25,11 +24,10 @@ from ridercrm.matching.schemas import (
     PeopleMatchQuery,
     PeopleMatchRequest,
 )
-from ridercrm.people.blocking import Identity
 from ridercrm.people.models import CONTACT
-from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, services_of
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import forms
 
 router = APIRouter(tags=["matching"])
@@ -43,72 +41,82 @@ def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
     return {"delivery": "false", "receipt": sentence(error.reason), "ID": "", "audit_ID": audit_id}
 
 
-def _query(model: type[BaseModel], payload: Any) -> tuple[Any, bool]:
-    if not isinstance(payload, dict):
+@dataclass(frozen=True)
+class MatchAsk:
+    """A match request's payload: the validated details, and whether to explain."""
+
+    details: Any
+    explain: bool
+    audit_id: str
+
+
+def _details(model: type[BaseModel], body: Any, request: Requested) -> MatchAsk:
+    if not isinstance(body, dict):
         raise ApiError(
-            400, f"body: must be an object with a person_data object (received {received(payload)})"
+            400, f"body: must be an object with a person_data object (received {received(body)})"
         )
-    if not isinstance(payload.get("person_data"), dict):
-        given = payload.get("person_data")
-        got = "nothing" if "person_data" not in payload else received(given)
+    if not isinstance(body.get("person_data"), dict):
+        given = body.get("person_data")
+        got = "nothing" if "person_data" not in body else received(given)
         raise ApiError(
             400,
             f"person_data: must be an object of fields (received {got});"
             f" {forms('person_data', many=False)}",
         )
     try:
-        explain = bool(parse_bool(payload.get("explain")))
+        explain = bool(parse_bool(body.get("explain")))
     except ValueError as exc:
         raise ApiError(400, f"explain: {exc}") from None
     try:
-        return model.model_validate(payload["person_data"]), explain
+        details = model.model_validate(body["person_data"])
     except ValidationError as exc:
         raise ApiError(400, "; ".join(error_messages(exc))) from None
+    if explain:
+        _allow_explain(request)
+    return MatchAsk(details, explain, request.audit_id)
 
 
-def _allow_explain(call: Call, limiter: KeyRateLimiter | None) -> None:
+def people_details(body: Any, request: Requested) -> MatchAsk:
+    """Operation 3's ``person_data`` (with ``assets``) and ``explain``."""
+    return _details(PeopleMatchQuery, body, request)
+
+
+def lead_details(body: Any, request: Requested) -> MatchAsk:
+    """Operation 4's ``person_data`` and ``explain``."""
+    return _details(LeadsMatchQuery, body, request)
+
+
+def _allow_explain(request: Requested) -> None:
     """Refuse an explanation to a key without the explain scope, or over its explain limit."""
-    assert call.caller is not None
-    if not keys.allows(call.caller.scopes, EXPLAIN_SCOPE):
+    if not keys.allows(request.caller.scopes, EXPLAIN_SCOPE):
         raise ApiError(403, f'API key lacks scope {EXPLAIN_SCOPE!r}, which "explain": true needs')
-    refusal = limiter.check(call.caller.key_id) if limiter is not None else None
+    limiter = request.explain_limiter
+    refusal = limiter.check(request.caller.key_id) if limiter is not None else None
     if refusal is not None:
         raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
 
 
-def _handler(
-    call: Call, model: type[BaseModel], *, leads_only: bool, explain_limiter: KeyRateLimiter | None
-) -> Any:
-    def handler(session: Session, payload: Any) -> Outcome:
-        data, explain = _query(model, payload)
-        if explain:
-            _allow_explain(call, explain_limiter)
-        identity = Identity.of(
-            first_name=data.first_name,
-            last_name=data.last_name,
-            date_of_birth=data.date_of_birth,
-            email=data.email,
-            phones=(data.mobile_phone,),
-            drivers_license=data.drivers_license,
-            street=data.street,
-            postcode=data.postcode,
-        )
-        result = service.find_match(
-            session, query=identity, assets=getattr(data, "assets", []), leads_only=leads_only
-        )
-        call.outcomes = result.explanation()
-        person = result.person
-        if person is None:
-            body: dict[str, Any] = {"delivery": "false", "receipt": NOT_FOUND, "ID": ""}
-        else:
-            receipt = "Contact found." if person.kind == CONTACT else "Lead found."
-            body = {"delivery": "true", "receipt": receipt, "ID": person.id}
-        body["audit_ID"] = call.audit_id
-        if explain:
-            body["match"] = disclosed(result.explanation())
-        return Outcome(body)
+def match_people(session: Session, ask: MatchAsk) -> Reply:
+    """Find the contact or unconverted lead that identifying details describe."""
+    return _reply(service.find_match(session, details=ask.details, leads_only=False), ask)
 
-    return handler
+
+def match_leads(session: Session, ask: MatchAsk) -> Reply:
+    """Find the unconverted lead that identifying details describe."""
+    return _reply(service.find_match(session, details=ask.details, leads_only=True), ask)
+
+
+def _reply(result: service.MatchResult, ask: MatchAsk) -> Reply:
+    person = result.person
+    if person is None:
+        body: dict[str, Any] = {"delivery": "false", "receipt": NOT_FOUND, "ID": ""}
+    else:
+        receipt = "Contact found." if person.kind == CONTACT else "Lead found."
+        body = {"delivery": "true", "receipt": receipt, "ID": person.id}
+    body["audit_ID"] = ask.audit_id
+    if ask.explain:
+        body["match"] = disclosed(result.explanation())
+    return Reply(body, audit=result.explanation())
 
 
 _RESPONSES = openapi.responses(
@@ -128,33 +136,29 @@ def _request_docs(model: type[BaseModel], example: dict[str, Any]) -> dict[str, 
     )
 
 
-@router.post(
+post(
+    router,
     "/crm/people/match",
+    match_people,
+    decode=people_details,
+    name="crm.people_match",
+    scope="match",
+    shape=match_failure_shape,
+    write=False,
     summary="Find a contact or unconverted lead (operation 3; scope match)",
     openapi_extra=_request_docs(PeopleMatchRequest, PEOPLE_MATCH_EXAMPLE),
     responses=_RESPONSES,
 )
-async def match_people(
-    request: Request,
-    call: Call = Depends(operation("crm.people_match", scope="match", shape=match_failure_shape)),
-) -> Response:
-    """Find the contact or unconverted lead that identifying details describe."""
-    limiter = services_of(request).explain_limiter
-    handler = _handler(call, PeopleMatchQuery, leads_only=False, explain_limiter=limiter)
-    return await run_post(request, call, handler, write=False)
-
-
-@router.post(
+post(
+    router,
     "/crm/leads/match",
+    match_leads,
+    decode=lead_details,
+    name="crm.leads_match",
+    scope="match",
+    shape=match_failure_shape,
+    write=False,
     summary="Find an unconverted lead (operation 4; scope match)",
     openapi_extra=_request_docs(LeadsMatchRequest, LEADS_MATCH_EXAMPLE),
     responses=_RESPONSES,
 )
-async def match_leads(
-    request: Request,
-    call: Call = Depends(operation("crm.leads_match", scope="match", shape=match_failure_shape)),
-) -> Response:
-    """Find the unconverted lead that identifying details describe."""
-    limiter = services_of(request).explain_limiter
-    handler = _handler(call, LeadsMatchQuery, leads_only=True, explain_limiter=limiter)
-    return await run_post(request, call, handler, write=False)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
@@ -26,54 +27,51 @@ from ridercrm.people.schemas import (
     PersonRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, run_read, services_of
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
 from ridercrm.web.validation import items_of, parse_model, utc_time
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 crm_router = APIRouter(tags=["people"])
 
-
-def _creator(kind: str) -> Any:
-    def handler(session: Session, payload: Any) -> Outcome:
-        data = parse_model(PersonCreate, payload)
-        person = service.create_person(session, kind=kind, data=data)
-        return Outcome({"id": person.id}, status=201)
-
-    return handler
+ReadPerson = Annotated[Call, Depends(operation("admin.read_person", scope="admin"))]
+SearchPeople = Annotated[Call, Depends(operation("admin.search_people", scope="admin"))]
 
 
-@router.post(
-    "/contacts",
-    status_code=201,
-    summary="Create a contact",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
-    responses=openapi.responses(
-        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
-        refused=openapi.ADMIN_POST_REFUSALS,
-    ),
-)
-async def create_contact(
-    request: Request, call: Call = Depends(operation("admin.create_contact", scope="admin"))
-) -> Response:
+def create_contact(session: Session, data: PersonCreate) -> Reply:
     """Create a contact from the interface's person fields."""
-    return await run_post(request, call, _creator(CONTACT))
+    return Reply({"id": service.create_person(session, kind=CONTACT, data=data).id}, status=201)
 
 
-@router.post(
-    "/leads",
-    status_code=201,
-    summary="Create a lead",
-    openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
-    responses=openapi.responses(
-        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
-        refused=openapi.ADMIN_POST_REFUSALS,
-    ),
-)
-async def create_lead(
-    request: Request, call: Call = Depends(operation("admin.create_lead", scope="admin"))
-) -> Response:
+def create_lead(session: Session, data: PersonCreate) -> Reply:
     """Create a lead from the interface's person fields."""
-    return await run_post(request, call, _creator(LEAD))
+    return Reply({"id": service.create_person(session, kind=LEAD, data=data).id}, status=201)
+
+
+def person_of(body: Any, _request: Requested) -> PersonCreate:
+    """The body as a new person's fields."""
+    return parse_model(PersonCreate, body)
+
+
+for _path, _work, _summary in (
+    ("/contacts", create_contact, "Create a contact"),
+    ("/leads", create_lead, "Create a lead"),
+):
+    post(
+        router,
+        _path,
+        _work,
+        decode=person_of,
+        name=f"admin.{_work.__name__}",
+        scope="admin",
+        status_code=201,
+        summary=_summary,
+        openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+        responses=openapi.responses(
+            ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
+            refused=openapi.ADMIN_POST_REFUSALS,
+        ),
+    )
 
 
 @router.get(
@@ -84,22 +82,19 @@ async def create_lead(
         refused=openapi.RECORD_REFUSALS,
     ),
 )
-async def read_person(
-    request: Request,
-    person_id: str,
-    _call: Call = Depends(operation("admin.read_person", scope="admin")),
-) -> Response:
+async def read_person(request: Request, person_id: str, _call: ReadPerson) -> Response:
     """Return every stored field of a contact or lead."""
+    return await run_read(request, person_reply, person_id)
 
-    def handler(session: Session) -> Outcome:
-        person = service.find_person(session, person_id)
-        if person is None:
-            raise ApiError(404, f"no person with id {person_id}")
-        read = PersonRead.model_validate(person)
-        read.merged_from = service.merged_from(session, person.id)
-        return Outcome(read.to_json())
 
-    return await run_read(request, handler)
+def person_reply(session: Session, person_id: str) -> Reply:
+    """The person ``person_id`` names, with the records merged into them, or 404."""
+    person = service.find_person(session, person_id)
+    if person is None:
+        raise ApiError(404, f"no person with id {person_id}")
+    read = PersonRead.model_validate(person)
+    read.merged_from = service.merged_from(session, person.id)
+    return Reply(read.to_json())
 
 
 @router.get(
@@ -116,6 +111,7 @@ async def read_person(
 )
 async def search_people(
     request: Request,
+    _call: SearchPeople,
     q: str | None = Query(
         None,
         min_length=1,
@@ -135,7 +131,6 @@ async def search_people(
         max_length=40,
         description="A person id: only people created before it (the next_before of a page).",
     ),
-    _call: Call = Depends(operation("admin.search_people", scope="admin")),
 ) -> Response:
     """List people newest first, a page at a time, or find them by name, e-mail or phone.
 
@@ -143,44 +138,63 @@ async def search_people(
     time), newest first; ``next_before`` names the person to ask ``before`` for the
     next page. With ``q``: the best ``limit`` matches by name, e-mail or phone.
     """
-    created = utc_time("created_since", created_since)
-    updated = utc_time("updated_since", updated_since)
     if q is not None and before is not None:
         reason = "before: pages the list without q; a search answers at most limit people"
         raise ApiError(400, reason, errors=[reason])
+    asked = PeopleAsked(
+        q=q,
+        kind=kind,
+        created_since=utc_time("created_since", created_since),
+        updated_since=utc_time("updated_since", updated_since),
+        limit=limit,
+        before=before,
+    )
+    return await run_read(request, people_page, asked)
 
-    def handler(session: Session) -> Outcome:
-        people: Sequence[Person]
-        if q is not None:
-            found = service.search_people(session, query=q, limit=limit)
-            people = [
-                p
-                for p in found
-                if (kind is None or p.kind == kind)
-                and (created is None or p.created_at >= created)
-                and (updated is None or p.updated_at >= updated)
-            ]
-            next_before = None
-        else:
-            try:
-                people, next_before = service.list_people(
-                    session,
-                    kind=kind,
-                    created_since=created,
-                    updated_since=updated,
-                    limit=limit,
-                    before=before,
-                )
-            except ValueError as exc:
-                raise ApiError(400, str(exc), errors=[str(exc)]) from None
-        return Outcome(
-            {
-                "people": [PersonRead.model_validate(p).to_json() for p in people],
-                "next_before": next_before,
-            }
+
+@dataclass(frozen=True)
+class PeopleAsked:
+    """The query of a people list or search."""
+
+    q: str | None
+    kind: str | None
+    created_since: dt.datetime | None
+    updated_since: dt.datetime | None
+    limit: int
+    before: str | None
+
+
+def people_page(session: Session, asked: PeopleAsked) -> Reply:
+    """A search's people (next_before null), or a page of the list."""
+    people: Sequence[Person]
+    next_before = None
+    if asked.q is not None:
+        people = service.search_people(
+            session,
+            query=asked.q,
+            limit=asked.limit,
+            kind=asked.kind,
+            created_since=asked.created_since,
+            updated_since=asked.updated_since,
         )
-
-    return await run_read(request, handler)
+    else:
+        try:
+            people, next_before = service.list_people(
+                session,
+                kind=asked.kind,
+                created_since=asked.created_since,
+                updated_since=asked.updated_since,
+                limit=asked.limit,
+                before=asked.before,
+            )
+        except ValueError as exc:
+            raise ApiError(400, str(exc), errors=[str(exc)]) from None
+    return Reply(
+        {
+            "people": [PersonRead.model_validate(p).to_json() for p in people],
+            "next_before": next_before,
+        }
+    )
 
 
 def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
@@ -194,8 +208,40 @@ def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
     }
 
 
-@crm_router.post(
+@dataclass(frozen=True)
+class Changes:
+    """Operation 2's payload: the items, at most RIDERCRM_MAX_ITEMS, and the audit id."""
+
+    items: list[Any]
+    audit_id: str
+
+
+def changes_of(body: Any, request: Requested) -> Changes:
+    """The body's ``people_data`` items."""
+    limit = request.settings.max_items
+    return Changes(items_of(body, "people_data", limit=limit), request.audit_id)
+
+
+def modify_people(session: Session, changes: Changes) -> Reply:
+    """Modify stored fields of contacts and leads, several per request."""
+    results = modify.modify_people(session, items=changes.items)
+    return Reply(
+        modify.response_body(results, changes.audit_id),
+        audit=[
+            {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
+            for index, r in enumerate(results)
+        ],
+    )
+
+
+post(
+    crm_router,
     "/crm/modify",
+    modify_people,
+    decode=changes_of,
+    name="crm.modify",
+    scope="people",
+    shape=modify_failure_shape,
     summary="Modify people's stored fields, several per request (operation 2; scope people)",
     openapi_extra=openapi.request_body(
         ModifyRequest,
@@ -212,20 +258,3 @@ def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
         refusal=openapi.json_content(openapi.ref(ModifyRefusal)),
     ),
 )
-async def modify_people(
-    request: Request,
-    call: Call = Depends(operation("crm.modify", scope="people", shape=modify_failure_shape)),
-) -> Response:
-    """Modify stored fields of contacts and leads, several per request."""
-    limit = services_of(request).settings.max_items
-
-    def handler(session: Session, payload: Any) -> Outcome:
-        items = items_of(payload, "people_data", limit=limit)
-        results = modify.modify_people(session, items=items)
-        call.outcomes = [
-            {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
-            for index, r in enumerate(results)
-        ]
-        return Outcome(modify.response_body(results, call.audit_id))
-
-    return await run_post(request, call, handler)

@@ -19,7 +19,7 @@ from ridercrm.products.schemas import (
     ProductRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Outcome, operation, run_post, run_read
+from ridercrm.web.runtime import Reply, operation, run_post, run_read
 from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["products"])
@@ -42,8 +42,8 @@ async def list_products(
 ) -> Response:
     """List every product with its id, name, code, price and whether it is active."""
 
-    def handler(session: Session) -> Outcome:
-        return Outcome(
+    def handler(session: Session, _payload: None) -> Reply:
+        return Reply(
             [ProductRead.model_validate(p).to_json() for p in service.list_products(session)]
         )
 
@@ -67,13 +67,13 @@ async def create_product(
 ) -> Response:
     """Create a product from name, code and price."""
 
-    def handler(session: Session, payload: Any) -> Outcome:
+    def handler(session: Session, payload: Any) -> Reply:
         data = parse_model(ProductCreate, payload)
         try:
             product = service.create_product(session, data=data)
         except service.DuplicateCode:
             raise ApiError(409, f"code: {data.code} is already used by another product") from None
-        return Outcome({"id": product.id}, status=201)
+        return Reply({"id": product.id}, status=201)
 
     return await run_post(request, call, handler)
 
@@ -94,10 +94,10 @@ async def read_product(
 ) -> Response:
     """Return one product."""
 
-    def handler(session: Session) -> Outcome:
+    def handler(session: Session, _payload: None) -> Reply:
         product = service.find_product(session, product_id)
         if product is None:
             raise ApiError(404, f"no product with id {product_id}")
-        return Outcome(ProductRead.model_validate(product).to_json())
+        return Reply(ProductRead.model_validate(product).to_json())
 
     return await run_read(request, handler)
