@@ -21,8 +21,9 @@ responses come from the declaration, its operationId from ``endpoint``.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -39,21 +40,23 @@ from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_
 @dataclass(frozen=True)
 class Requested:
     """What a decoder may know of the request beyond its body: who asks, under which
-    audit id, and the settings and limiters of the app."""
+    audit id, the path's parameters, and the settings and limiters of the app."""
 
     audit_id: str
     caller: Caller
     settings: Settings
     explain_limiter: KeyRateLimiter | None
+    path: dict[str, Any] = field(default_factory=dict)
 
 
-def requested(call: Call, context: AppContext) -> Requested:
+def requested(call: Call, context: AppContext, path: dict[str, Any]) -> Requested:
     assert call.caller is not None  # `operation` authenticated the request
     return Requested(
         audit_id=call.audit_id,
         caller=call.caller,
         settings=context.settings,
         explain_limiter=context.explain_limiter,
+        path=path,
     )
 
 
@@ -75,6 +78,8 @@ def post(
     decode: Callable[[Any, Requested], Any] = raw,
     shape: ErrorShape = default_shape,
     write: bool = True,
+    path_types: dict[str, Any] | None = None,
+    empty_body_is_object: bool = False,
     endpoint: str | None = None,
     status_code: int | None = None,
     summary: str | None = None,
@@ -90,15 +95,32 @@ def post(
     """
     authorised = Depends(operation(name, scope=scope, shape=shape))
 
-    async def run(request: Request, context: AppContextDep, call: Call = authorised) -> Response:
+    async def run(
+        request: Request, context: AppContextDep, call: Call = authorised, **path_params: Any
+    ) -> Response:
+        if empty_body_is_object and not (call.request_body or b"").strip():
+            call.request_body = b"{}"
+        asked = requested(call, context, path_params)
         return await run_post(
-            request,
-            call,
-            work,
-            decode=lambda body: decode(body, requested(call, context)),
-            write=write,
+            request, call, work, decode=lambda body: decode(body, asked), write=write
         )
 
+    types = path_types or {}
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("request", positional, annotation=Request),
+            inspect.Parameter("context", positional, annotation=AppContextDep),
+            inspect.Parameter("call", positional, annotation=Call, default=authorised),
+            *(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, annotation=types.get(name, str)
+                )
+                for name in re.findall(r"{(\w+)}", path)
+            ),
+        ],
+        return_annotation=Response,
+    )
     run.__name__ = endpoint or work.__name__
     router.add_api_route(
         path,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
@@ -23,13 +24,17 @@ from ridercrm.duplicates.schemas import (
 )
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Reply, operation, run_post, run_read
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
 from ridercrm.web.validation import parse_model
 
 # Ids are database integers: a larger number names nothing (and would overflow SQLite).
 MAX_ID = 2**62
 
 router = APIRouter(prefix="/admin", tags=["admin"])
+
+ListDuplicates = Annotated[Call, Depends(operation("admin.list_duplicates", scope="admin"))]
+ReadDuplicates = Annotated[Call, Depends(operation("admin.read_duplicates", scope="admin"))]
 
 MERGE_NOTES = {
     404: "A person named in people is not stored.",
@@ -38,8 +43,44 @@ MERGE_NOTES = {
 }
 
 
-@router.post(
+@dataclass(frozen=True)
+class Merge:
+    """A merge request, and the audit id its merge record cites."""
+
+    request: MergeRequest
+    audit_id: str
+
+
+def merge_of(body: Any, request: Requested) -> Merge:
+    """The body as a merge request."""
+    return Merge(parse_model(MergeRequest, body), request.audit_id)
+
+
+def merge_people(session: Session, merge_: Merge) -> Reply:
+    """Merge 2 to 20 people: fields chosen per member, courses re-pointed, nothing deleted."""
+    body = merge_.request
+    try:
+        plan, record = merge.merge_people(
+            session,
+            people_ids=body.people,
+            survivor_id=body.survivor,
+            fields=body.fields,
+            dry_run=body.dry_run,
+            audit_id=merge_.audit_id,
+        )
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    result = {"merge_id": record.id if record else None, "dry_run": body.dry_run}
+    return Reply({**result, **plan.preview()})
+
+
+post(
+    router,
     "/people/merge",
+    merge_people,
+    decode=merge_of,
+    name="admin.merge_people",
+    scope="admin",
     summary="Merge duplicate people into one survivor",
     openapi_extra=openapi.request_body(MergeRequest, example=MERGE_EXAMPLE),
     responses=openapi.responses(
@@ -52,32 +93,44 @@ MERGE_NOTES = {
         notes=MERGE_NOTES,
     ),
 )
-async def merge_people(
-    request: Request, call: Call = Depends(operation("admin.merge_people", scope="admin"))
-) -> Response:
-    """Merge 2 to 20 people: fields chosen per member, courses re-pointed, nothing deleted."""
 
-    def handler(session: Session, payload: Any) -> Reply:
-        body = parse_model(MergeRequest, payload)
-        try:
-            plan, record = merge.merge_people(
-                session,
-                people_ids=body.people,
-                survivor_id=body.survivor,
-                fields=body.fields,
-                dry_run=body.dry_run,
-                audit_id=call.audit_id,
-            )
-        except merge.MergeError as exc:
-            raise ApiError(exc.status, exc.reason) from None
-        result = {"merge_id": record.id if record else None, "dry_run": body.dry_run}
-        return Reply({**result, **plan.preview()})
-
-    return await run_post(request, call, handler)
+MergeId = Annotated[int, Path(ge=1, le=MAX_ID)]
+ClusterId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
-@router.post(
+def undo_of(body: Any, request: Requested) -> int:
+    """The merge the path names; the body may only be ``{}``."""
+    parse_model(UndoRequest, body)
+    merge_id: int = request.path["merge_id"]
+    return merge_id
+
+
+def undo_merge(session: Session, merge_id: int) -> Reply:
+    """Restore each member's own values and move the re-pointed courses back."""
+    try:
+        record = merge.undo_merge(session, merge_id)
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    return Reply(
+        {
+            "merge_id": record.id,
+            "survivor": record.survivor_id,
+            "restored": list(record.merged_ids),
+            "moved_back": {"courses": sorted(record.moved_assets)},
+        }
+    )
+
+
+post(
+    router,
     "/people/merge/{merge_id}/undo",
+    undo_merge,
+    decode=undo_of,
+    name="admin.undo_merge",
+    scope="admin",
+    path_types={"merge_id": MergeId},
+    # The merge id is in the path: a body-less POST is the natural call.
+    empty_body_is_object=True,
     summary="Undo a merge",
     openapi_extra=openapi.request_body(UndoRequest, example={}),
     responses=openapi.responses(
@@ -90,32 +143,6 @@ async def merge_people(
         },
     ),
 )
-async def undo_merge(
-    request: Request,
-    merge_id: int = Path(ge=1, le=MAX_ID),
-    call: Call = Depends(operation("admin.undo_merge", scope="admin")),
-) -> Response:
-    """Restore each member's own values and move the re-pointed courses back."""
-    if not (call.request_body or b"").strip():
-        # The merge id is in the path: a body-less POST is the natural call.
-        call.request_body = b"{}"
-
-    def handler(session: Session, payload: Any) -> Reply:
-        parse_model(UndoRequest, payload)
-        try:
-            record = merge.undo_merge(session, merge_id)
-        except merge.MergeError as exc:
-            raise ApiError(exc.status, exc.reason) from None
-        return Reply(
-            {
-                "merge_id": record.id,
-                "survivor": record.survivor_id,
-                "restored": list(record.merged_ids),
-                "moved_back": {"courses": sorted(record.moved_assets)},
-            }
-        )
-
-    return await run_post(request, call, handler)
 
 
 @router.get(
@@ -132,30 +159,37 @@ async def undo_merge(
 )
 async def list_duplicates(
     request: Request,
+    _call: ListDuplicates,
     limit: int = Query(50, ge=1, le=500),
     before: int | None = Query(
         None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
     ),
     status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
-    _call: Call = Depends(operation("admin.list_duplicates", scope="admin")),
 ) -> Response:
     """List clusters found by `ridercrm duplicates scan`, paged by next_before."""
+    return await run_read(request, clusters_page, ClustersAsked(limit, before, status))
 
-    def handler(session: Session, _payload: None) -> Reply:
-        after = None
-        if before is not None:
-            after = service.find_cluster(session, before)
-            if after is None:
-                raise ApiError(400, f"before: no cluster with id {before}")
-        page = service.list_clusters(session, limit=limit, before=after, status=status)
-        return Reply(
-            {
-                "clusters": [service.summary(c) for c in page.clusters],
-                "next_before": page.next_before,
-            }
-        )
 
-    return await run_read(request, handler)
+@dataclass(frozen=True)
+class ClustersAsked:
+    """The query of the review queue."""
+
+    limit: int
+    before: int | None
+    status: str
+
+
+def clusters_page(session: Session, asked: ClustersAsked) -> Reply:
+    """A page of clusters and the next page's ``next_before``."""
+    after = None
+    if asked.before is not None:
+        after = service.find_cluster(session, asked.before)
+        if after is None:
+            raise ApiError(400, f"before: no cluster with id {asked.before}")
+    page = service.list_clusters(session, limit=asked.limit, before=after, status=asked.status)
+    return Reply(
+        {"clusters": [service.summary(c) for c in page.clusters], "next_before": page.next_before}
+    )
 
 
 @router.get(
@@ -167,23 +201,63 @@ async def list_duplicates(
     ),
 )
 async def read_duplicates(
-    request: Request,
-    cluster_id: int = Path(ge=1, le=MAX_ID),
-    _call: Call = Depends(operation("admin.read_duplicates", scope="admin")),
+    request: Request, _call: ReadDuplicates, cluster_id: ClusterId
 ) -> Response:
     """Return a cluster's records, the fields that differ and each pair's explanation."""
-
-    def handler(session: Session, _payload: None) -> Reply:
-        cluster = service.find_cluster(session, cluster_id)
-        if cluster is None:
-            raise ApiError(404, f"no cluster with id {cluster_id}")
-        return Reply(service.detail(session, cluster))
-
-    return await run_read(request, handler)
+    return await run_read(request, cluster_reply, cluster_id)
 
 
-@router.post(
+def cluster_reply(session: Session, cluster_id: int) -> Reply:
+    """The cluster ``cluster_id`` names, side by side, or 404."""
+    cluster = service.find_cluster(session, cluster_id)
+    if cluster is None:
+        raise ApiError(404, f"no cluster with id {cluster_id}")
+    return Reply(service.detail(session, cluster))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision on the cluster the path names, and the audit id a merge cites."""
+
+    cluster_id: int
+    request: DecideRequest
+    audit_id: str
+
+
+def decision_of(body: Any, request: Requested) -> Decision:
+    """The body as a decision on the path's cluster."""
+    return Decision(request.path["cluster_id"], parse_model(DecideRequest, body), request.audit_id)
+
+
+def decide_duplicates(session: Session, decision: Decision) -> Reply:
+    """Merge the cluster's people, remember they are not duplicates, or skip the cluster."""
+    cluster = service.find_cluster(session, decision.cluster_id)
+    if cluster is None:
+        raise ApiError(404, f"no cluster with id {decision.cluster_id}")
+    body = decision.request
+    try:
+        result = service.decide(
+            session,
+            cluster,
+            decision=body.decision,
+            survivor=body.survivor,
+            fields=body.fields,
+            dry_run=body.dry_run,
+            audit_id=decision.audit_id,
+        )
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    return Reply(result)
+
+
+post(
+    router,
     "/duplicates/{cluster_id}/decide",
+    decide_duplicates,
+    decode=decision_of,
+    name="admin.decide_duplicates",
+    scope="admin",
+    path_types={"cluster_id": ClusterId},
     summary="Decide on a cluster: merge, dismiss (not duplicates) or skip",
     openapi_extra=openapi.request_body(DecideRequest, example={"decision": "dismiss"}),
     responses=openapi.responses(
@@ -196,30 +270,3 @@ async def read_duplicates(
         notes={404: "No cluster has this id.", 409: "The cluster was decided already."},
     ),
 )
-async def decide_duplicates(
-    request: Request,
-    cluster_id: int = Path(ge=1, le=MAX_ID),
-    call: Call = Depends(operation("admin.decide_duplicates", scope="admin")),
-) -> Response:
-    """Merge the cluster's people, remember they are not duplicates, or skip the cluster."""
-
-    def handler(session: Session, payload: Any) -> Reply:
-        body = parse_model(DecideRequest, payload)
-        cluster = service.find_cluster(session, cluster_id)
-        if cluster is None:
-            raise ApiError(404, f"no cluster with id {cluster_id}")
-        try:
-            result = service.decide(
-                session,
-                cluster,
-                decision=body.decision,
-                survivor=body.survivor,
-                fields=body.fields,
-                dry_run=body.dry_run,
-                audit_id=call.audit_id,
-            )
-        except merge.MergeError as exc:
-            raise ApiError(exc.status, exc.reason) from None
-        return Reply(result)
-
-    return await run_post(request, call, handler)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import Response
@@ -26,10 +27,15 @@ from ridercrm.events.schemas import (
 )
 from ridercrm.netsafety import AllowList, UnsafeUrl
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Reply, app_context, operation, run_post, run_read
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
 from ridercrm.web.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
+
+ListWebhooks = Annotated[Call, Depends(operation("admin.list_webhooks", scope="admin"))]
+ReadWebhook = Annotated[Call, Depends(operation("admin.read_webhook", scope="admin"))]
+ListDeliveries = Annotated[Call, Depends(operation("admin.list_webhook_deliveries", scope="admin"))]
 
 CREATE_EXAMPLE = {
     "url": "https://booking.example.com/hooks/ridercrm",
@@ -45,12 +51,42 @@ def _problem(exc: Exception) -> ApiError:
     return ApiError(400, reason, errors=[reason])
 
 
-def _allow(request: Request) -> AllowList:
-    return AllowList.parse(app_context(request).settings.webhook_allowed_hosts)
+@dataclass(frozen=True)
+class NewWebhook:
+    """A registration, with the hosts the operator allows beyond the public internet."""
+
+    data: WebhookCreate
+    allow: AllowList
 
 
-@router.post(
+def new_webhook_of(body: Any, request: Requested) -> NewWebhook:
+    """The body as a registration."""
+    allow = AllowList.parse(request.settings.webhook_allowed_hosts)
+    return NewWebhook(parse_model(WebhookCreate, body), allow)
+
+
+def create_webhook(session: Session, new: NewWebhook) -> Reply:
+    """Register an endpoint for some event types; answer its id and signing secret (once)."""
+    try:
+        endpoint, secret = manage.create_endpoint(
+            session,
+            url=new.data.url,
+            event_types=new.data.event_types,
+            description=new.data.description,
+            allow=new.allow,
+        )
+    except (UnsafeUrl, manage.EndpointProblem) as exc:
+        raise _problem(exc) from None
+    return Reply({"id": endpoint.id, "secret": secret}, status=201)
+
+
+post(
+    router,
     "",
+    create_webhook,
+    decode=new_webhook_of,
+    name="admin.create_webhook",
+    scope="admin",
     status_code=201,
     summary="Register a webhook endpoint",
     openapi_extra=openapi.request_body(WebhookCreate, example=CREATE_EXAMPLE),
@@ -64,27 +100,6 @@ def _allow(request: Request) -> AllowList:
         notes={400: "Or the URL resolves to a loopback, private, link-local or metadata address."},
     ),
 )
-async def create_webhook(
-    request: Request, call: Call = Depends(operation("admin.create_webhook", scope="admin"))
-) -> Response:
-    """Register an endpoint for some event types; answer its id and signing secret (once)."""
-    allow = _allow(request)
-
-    def handler(session: Session, payload: Any) -> Reply:
-        data = parse_model(WebhookCreate, payload)
-        try:
-            endpoint, secret = manage.create_endpoint(
-                session,
-                url=data.url,
-                event_types=data.event_types,
-                description=data.description,
-                allow=allow,
-            )
-        except (UnsafeUrl, manage.EndpointProblem) as exc:
-            raise _problem(exc) from None
-        return Reply({"id": endpoint.id, "secret": secret}, status=201)
-
-    return await run_post(request, call, handler)
 
 
 @router.get(
@@ -95,17 +110,14 @@ async def create_webhook(
         refused=openapi.READ_REFUSALS,
     ),
 )
-async def list_webhooks(
-    request: Request, _call: Call = Depends(operation("admin.list_webhooks", scope="admin"))
-) -> Response:
+async def list_webhooks(request: Request, _call: ListWebhooks) -> Response:
     """List every endpoint with its state; a disabled one says why."""
+    return await run_read(request, webhooks_reply)
 
-    def handler(session: Session, _payload: None) -> Reply:
-        return Reply(
-            {"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]}
-        )
 
-    return await run_read(request, handler)
+def webhooks_reply(session: Session, _: None) -> Reply:
+    """Every endpoint."""
+    return Reply({"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]})
 
 
 @router.get(
@@ -116,73 +128,110 @@ async def list_webhooks(
         refused=openapi.RECORD_REFUSALS,
     ),
 )
-async def read_webhook(
-    request: Request,
-    webhook_id: str,
-    _call: Call = Depends(operation("admin.read_webhook", scope="admin")),
-) -> Response:
+async def read_webhook(request: Request, webhook_id: str, _call: ReadWebhook) -> Response:
     """Return one endpoint (never its secret)."""
-
-    def handler(session: Session, _payload: None) -> Reply:
-        try:
-            return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
-        except manage.NoSuchEndpoint as exc:
-            raise _problem(exc) from None
-
-    return await run_read(request, handler)
+    return await run_read(request, webhook_reply, webhook_id)
 
 
-def _empty_means_object(call: Call) -> None:
-    # Action routes need no body; run_post decodes one, so an empty body reads as {}.
-    if not (call.request_body or b"").strip():
-        call.request_body = b"{}"
+def webhook_reply(session: Session, webhook_id: str) -> Reply:
+    """The endpoint ``webhook_id`` names, or 404."""
+    try:
+        return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
 
 
-def _switch(enabled: bool) -> Any:
-    async def switch(
-        request: Request,
-        webhook_id: str,
-        call: Call = Depends(
-            operation(f"admin.{'enable' if enabled else 'disable'}_webhook", scope="admin")
+@dataclass(frozen=True)
+class Switch:
+    """Which endpoint to enable or disable."""
+
+    webhook_id: str
+
+
+def switch_of(body: Any, request: Requested) -> Switch:
+    """The endpoint the path names; the body may only be ``{}``."""
+    parse_model(WebhookAction, body)
+    return Switch(request.path["webhook_id"])
+
+
+def disable_webhook(session: Session, switch: Switch) -> Reply:
+    """Disable an endpoint: nothing is sent to it; its deliveries wait until it is enabled."""
+    return _switched(session, switch, enabled=False)
+
+
+def enable_webhook(session: Session, switch: Switch) -> Reply:
+    """Enable an endpoint: its waiting deliveries are due at once."""
+    return _switched(session, switch, enabled=True)
+
+
+def _switched(session: Session, switch: Switch, *, enabled: bool) -> Reply:
+    try:
+        endpoint = manage.set_enabled(session, endpoint_id=switch.webhook_id, enabled=enabled)
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply(manage.endpoint_json(endpoint))
+
+
+for _work, _verb, _summary in (
+    (disable_webhook, "disable", "Disable a webhook endpoint (its deliveries wait)"),
+    (enable_webhook, "enable", "Enable a webhook endpoint (its waiting deliveries are sent)"),
+):
+    post(
+        router,
+        f"/{{webhook_id}}/{_verb}",
+        _work,
+        decode=switch_of,
+        name=f"admin.{_verb}_webhook",
+        scope="admin",
+        empty_body_is_object=True,
+        endpoint="switch",  # the operationId the document has always given both
+        summary=_summary,
+        openapi_extra=openapi.request_body(WebhookAction, example={}),
+        responses=openapi.responses(
+            ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
+            refused=(*openapi.ADMIN_POST_REFUSALS, 404),
         ),
-    ) -> Response:
-        _empty_means_object(call)
-
-        def handler(session: Session, payload: Any) -> Reply:
-            parse_model(WebhookAction, payload)
-            try:
-                endpoint = manage.set_enabled(session, endpoint_id=webhook_id, enabled=enabled)
-            except manage.NoSuchEndpoint as exc:
-                raise _problem(exc) from None
-            return Reply(manage.endpoint_json(endpoint))
-
-        return await run_post(request, call, handler)
-
-    return switch
+    )
 
 
-_SWITCH_DOC = openapi.responses(
-    ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
-    refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-)
-disable_webhook = router.post(
-    "/{webhook_id}/disable",
-    summary="Disable a webhook endpoint (its deliveries wait)",
-    description="Disable an endpoint: nothing is sent to it; its deliveries wait until it is enabled.",
-    openapi_extra=openapi.request_body(WebhookAction, example={}),
-    responses=_SWITCH_DOC,
-)(_switch(False))
-enable_webhook = router.post(
-    "/{webhook_id}/enable",
-    summary="Enable a webhook endpoint (its waiting deliveries are sent)",
-    description="Enable an endpoint: its waiting deliveries are due at once.",
-    openapi_extra=openapi.request_body(WebhookAction, example={}),
-    responses=_SWITCH_DOC,
-)(_switch(True))
+@dataclass(frozen=True)
+class Rotation:
+    """Which endpoint gets a new secret, and for how long the old one still signs."""
+
+    webhook_id: str
+    grace: dt.timedelta
 
 
-@router.post(
+def rotation_of(body: Any, request: Requested) -> Rotation:
+    """The body's grace_hours, RIDERCRM_WEBHOOK_SECRET_GRACE_HOURS without one."""
+    data = parse_model(WebhookRotate, body)
+    hours = (
+        request.settings.webhook_secret_grace_hours
+        if data.grace_hours is None
+        else data.grace_hours
+    )
+    return Rotation(request.path["webhook_id"], dt.timedelta(hours=hours))
+
+
+def rotate_webhook_secret(session: Session, rotation: Rotation) -> Reply:
+    """Give the endpoint a new secret; the old one also signs for the grace time."""
+    try:
+        endpoint, secret = manage.rotate_secret(
+            session, endpoint_id=rotation.webhook_id, grace=rotation.grace
+        )
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply({"id": endpoint.id, "secret": secret})
+
+
+post(
+    router,
     "/{webhook_id}/rotate",
+    rotate_webhook_secret,
+    decode=rotation_of,
+    name="admin.rotate_webhook",
+    scope="admin",
+    empty_body_is_object=True,
     summary="Rotate a webhook endpoint's secret",
     openapi_extra=openapi.request_body(WebhookRotate, example={"grace_hours": 24}),
     responses=openapi.responses(
@@ -194,27 +243,6 @@ enable_webhook = router.post(
         refused=(*openapi.ADMIN_POST_REFUSALS, 404),
     ),
 )
-async def rotate_webhook_secret(
-    request: Request,
-    webhook_id: str,
-    call: Call = Depends(operation("admin.rotate_webhook", scope="admin")),
-) -> Response:
-    """Give the endpoint a new secret; the old one also signs for the grace time."""
-    default_grace = app_context(request).settings.webhook_secret_grace_hours
-    _empty_means_object(call)
-
-    def handler(session: Session, payload: Any) -> Reply:
-        data = parse_model(WebhookRotate, payload)
-        hours = default_grace if data.grace_hours is None else data.grace_hours
-        try:
-            endpoint, secret = manage.rotate_secret(
-                session, endpoint_id=webhook_id, grace=dt.timedelta(hours=hours)
-            )
-        except manage.NoSuchEndpoint as exc:
-            raise _problem(exc) from None
-        return Reply({"id": endpoint.id, "secret": secret})
-
-    return await run_post(request, call, handler)
 
 
 @router.get(
@@ -227,33 +255,80 @@ async def rotate_webhook_secret(
 )
 async def list_webhook_deliveries(
     request: Request,
+    _call: ListDeliveries,
     webhook_id: str,
     status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
     limit: int = Query(50, ge=1, le=1000),
     before: int | None = Query(None, ge=1, le=2**62, description="next_before of a page"),
-    _call: Call = Depends(operation("admin.list_webhook_deliveries", scope="admin")),
 ) -> Response:
     """Deliveries with status, attempts, response code, latency and next attempt."""
+    asked = DeliveriesAsked(webhook_id, status, limit, before)
+    return await run_read(request, deliveries_page, asked)
 
-    def handler(session: Session, _payload: None) -> Reply:
-        try:
-            rows = manage.list_deliveries(
-                session, endpoint_id=webhook_id, limit=limit, status=status, before=before
-            )
-        except manage.NoSuchEndpoint as exc:
-            raise _problem(exc) from None
-        return Reply(
-            {
-                "deliveries": [manage.delivery_json(d, t) for d, t in rows],
-                "next_before": rows[-1][0].id if len(rows) == limit else None,
-            }
+
+@dataclass(frozen=True)
+class DeliveriesAsked:
+    """The query of an endpoint's deliveries."""
+
+    webhook_id: str
+    status: str | None
+    limit: int
+    before: int | None
+
+
+def deliveries_page(session: Session, asked: DeliveriesAsked) -> Reply:
+    """A page of the endpoint's deliveries, newest first."""
+    try:
+        rows = manage.list_deliveries(
+            session,
+            endpoint_id=asked.webhook_id,
+            limit=asked.limit,
+            status=asked.status,
+            before=asked.before,
         )
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply(
+        {
+            "deliveries": [manage.delivery_json(d, t) for d, t in rows],
+            "next_before": rows[-1][0].id if len(rows) == asked.limit else None,
+        }
+    )
 
-    return await run_read(request, handler)
+
+@dataclass(frozen=True)
+class Replay:
+    """Which endpoint, and which of its events: one (event_id), or all since a time."""
+
+    webhook_id: str
+    event_id: str | None
+    since: dt.datetime | None
 
 
-@router.post(
+def replay_of(body: Any, request: Requested) -> Replay:
+    """The body's event_id or since."""
+    data = parse_model(WebhookReplay, body)
+    return Replay(request.path["webhook_id"], data.event_id, utc_time("since", data.since))
+
+
+def replay_webhook(session: Session, replay: Replay) -> Reply:
+    """Send one event (event_id), or every event of the endpoint's types since a time, again."""
+    try:
+        count = manage.replay(
+            session, endpoint_id=replay.webhook_id, event_id=replay.event_id, since=replay.since
+        )
+    except (manage.NoSuchEndpoint, manage.EndpointProblem) as exc:
+        raise _problem(exc) from None
+    return Reply({"replayed": count})
+
+
+post(
+    router,
     "/{webhook_id}/replay",
+    replay_webhook,
+    decode=replay_of,
+    name="admin.replay_webhook",
+    scope="admin",
     summary="Send events to a webhook endpoint again",
     openapi_extra=openapi.request_body(WebhookReplay, example={"since": "2026-11-20T00:00:00Z"}),
     responses=openapi.responses(
@@ -261,25 +336,6 @@ async def list_webhook_deliveries(
         refused=(*openapi.ADMIN_POST_REFUSALS, 404),
     ),
 )
-async def replay_webhook(
-    request: Request,
-    webhook_id: str,
-    call: Call = Depends(operation("admin.replay_webhook", scope="admin")),
-) -> Response:
-    """Send one event (event_id), or every event of the endpoint's types since a time, again."""
-
-    def handler(session: Session, payload: Any) -> Reply:
-        data = parse_model(WebhookReplay, payload)
-        since = utc_time("since", data.since)
-        try:
-            count = manage.replay(
-                session, endpoint_id=webhook_id, event_id=data.event_id, since=since
-            )
-        except (manage.NoSuchEndpoint, manage.EndpointProblem) as exc:
-            raise _problem(exc) from None
-        return Reply({"replayed": count})
-
-    return await run_post(request, call, handler)
 
 
 # --- The events, as the OpenAPI document's webhooks -------------------------------------

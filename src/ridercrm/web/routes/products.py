@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -19,10 +19,14 @@ from ridercrm.products.schemas import (
     ProductRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.runtime import Reply, operation, run_post, run_read
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
 from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["products"])
+
+ListProducts = Annotated[Call, Depends(operation("crm.products", scope="products"))]
+ReadProduct = Annotated[Call, Depends(operation("admin.read_product", scope="admin"))]
 
 
 @router.get(
@@ -37,21 +41,37 @@ router = APIRouter(tags=["products"])
         refused=openapi.READ_REFUSALS,
     ),
 )
-async def list_products(
-    request: Request, _call: Call = Depends(operation("crm.products", scope="products"))
-) -> Response:
+async def list_products(request: Request, _call: ListProducts) -> Response:
     """List every product with its id, name, code, price and whether it is active."""
-
-    def handler(session: Session, _payload: None) -> Reply:
-        return Reply(
-            [ProductRead.model_validate(p).to_json() for p in service.list_products(session)]
-        )
-
-    return await run_read(request, handler)
+    return await run_read(request, products_reply)
 
 
-@router.post(
+def products_reply(session: Session, _: None) -> Reply:
+    """Every product."""
+    return Reply([ProductRead.model_validate(p).to_json() for p in service.list_products(session)])
+
+
+def create_product(session: Session, data: ProductCreate) -> Reply:
+    """Create a product from name, code and price."""
+    try:
+        product = service.create_product(session, data=data)
+    except service.DuplicateCode:
+        raise ApiError(409, f"code: {data.code} is already used by another product") from None
+    return Reply({"id": product.id}, status=201)
+
+
+def product_of(body: Any, _request: Requested) -> ProductCreate:
+    """The body as a new product's fields."""
+    return parse_model(ProductCreate, body)
+
+
+post(
+    router,
     "/admin/products",
+    create_product,
+    decode=product_of,
+    name="admin.create_product",
+    scope="admin",
     status_code=201,
     tags=["admin"],
     summary="Create a product",
@@ -62,20 +82,6 @@ async def list_products(
         notes={409: "Or another product already has this code."},
     ),
 )
-async def create_product(
-    request: Request, call: Call = Depends(operation("admin.create_product", scope="admin"))
-) -> Response:
-    """Create a product from name, code and price."""
-
-    def handler(session: Session, payload: Any) -> Reply:
-        data = parse_model(ProductCreate, payload)
-        try:
-            product = service.create_product(session, data=data)
-        except service.DuplicateCode:
-            raise ApiError(409, f"code: {data.code} is already used by another product") from None
-        return Reply({"id": product.id}, status=201)
-
-    return await run_post(request, call, handler)
 
 
 @router.get(
@@ -87,17 +93,14 @@ async def create_product(
         refused=openapi.RECORD_REFUSALS,
     ),
 )
-async def read_product(
-    request: Request,
-    product_id: str,
-    _call: Call = Depends(operation("admin.read_product", scope="admin")),
-) -> Response:
+async def read_product(request: Request, product_id: str, _call: ReadProduct) -> Response:
     """Return one product."""
+    return await run_read(request, product_reply, product_id)
 
-    def handler(session: Session, _payload: None) -> Reply:
-        product = service.find_product(session, product_id)
-        if product is None:
-            raise ApiError(404, f"no product with id {product_id}")
-        return Reply(ProductRead.model_validate(product).to_json())
 
-    return await run_read(request, handler)
+def product_reply(session: Session, product_id: str) -> Reply:
+    """The product ``product_id`` names, or 404."""
+    product = service.find_product(session, product_id)
+    if product is None:
+        raise ApiError(404, f"no product with id {product_id}")
+    return Reply(ProductRead.model_validate(product).to_json())
