@@ -1,4 +1,4 @@
-"""Rate limiting per API key (DESIGN §3: 429 with Retry-After).
+"""Rate limiting per API key (docs/decisions.md, "Wire": 429 with Retry-After).
 
 The counting is done by the `limits` library rather than by hand: it is the library
 under Flask-Limiter and SlowAPI, maintained and typed, and it implements the same

@@ -1,4 +1,4 @@
-"""Operation 1: book people onto courses and change course status (DESIGN §5, §6).
+"""Operation 1: book people onto courses and change course status (docs/decisions.md, "Operation 1 (rider courses)").
 
 Each item runs in its own savepoint: it succeeds or fails alone and never
 half-writes. Which course an item means, in order: a non-empty asset_id; a stored

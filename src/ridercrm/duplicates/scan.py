@@ -1,4 +1,4 @@
-"""Finding duplicates among stored people with the matcher's keys and model (DESIGN §14).
+"""Finding duplicates among stored people with the matcher's keys and model (docs/decisions.md, "Duplicates (issue 15)").
 
 A scan walks the live people (not merged, not converted leads) in id order, a batch
 per transaction, and records its cursor after each batch: an interrupted scan resumes

@@ -39,7 +39,7 @@ EVENT_TYPES = (
     COURSE_STATUS_CHANGED,
 )
 # Documented and accepted in subscriptions, not yet emitted: it waits for the merge
-# of duplicates (DESIGN §14).
+# of duplicates (docs/decisions.md, "Duplicates (issue 15)").
 PERSON_MERGED = "person.merged"
 KNOWN_TYPES = (*EVENT_TYPES, PERSON_MERGED)
 

@@ -40,7 +40,7 @@ class Person(Base):
         String(18), ForeignKey("people.id"), unique=True
     )
     # Set when a duplicates merge folded this record into another (the survivor); the
-    # record is kept and its id stands for the survivor from then on (DESIGN §14).
+    # record is kept and its id stands for the survivor from then on (docs/decisions.md, "Duplicates (issue 15)").
     merged_into: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
