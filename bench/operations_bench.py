@@ -102,7 +102,7 @@ class Timing:
         return len(self.latencies) / self.wall if self.wall else 0.0
 
 
-# --- the ridercrm command (the server: bench/serve.py) --------------------
+# --- the ridercrm command (the server: testkit/serve.py) ------------------
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> str:
