@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ridercrm.audit import service as audit
+from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
@@ -225,7 +226,8 @@ def audit_show(
         if record is None:
             errors.print(f"error: no audit record {audit_id}")
             raise typer.Exit(1)
-        print(json.dumps(audit.to_dict(record), indent=2, ensure_ascii=False))
+        entry = AuditEntry.model_validate(record).model_dump(mode="json")
+        print(json.dumps(entry, indent=2, ensure_ascii=False))
 
 
 @audit_app.command("purge")

@@ -11,10 +11,10 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import BeforeValidator, ValidationError
+from pydantic import BeforeValidator, PlainSerializer, ValidationError, WithJsonSchema
 
 COURSE_LOCATIONS = (
     "somerton",
@@ -74,11 +74,9 @@ def enumeration(values: Iterable[str]) -> Callable[[Any], str | None]:
     def parse(value: Any) -> str | None:
         if value is None or value == "":
             return None
-        if not isinstance(value, str):
-            raise ValueError(f"must be one of {listing}")
-        found = lookup.get(_fold(value))
+        found = lookup.get(_fold(value)) if isinstance(value, str) else None
         if found is None:
-            raise ValueError(f"must be one of {listing}")
+            raise ValueError(f"must be one of {listing} (received {received(value)})")
         return found
 
     return parse
@@ -103,8 +101,12 @@ def received(value: Any) -> str:
 
 def item_refusal(item: Any, key: str) -> str:
     """Why an item that is not an object is refused, and how to send one."""
+    got = received(item)
+    if isinstance(item, str) and item.lstrip().startswith(("{", "[")):
+        # people_data[]={"ID":...}: a form field's value is text, never JSON.
+        got += f" that looks like JSON, but the value of a field such as {key}[] is text"
     return (
-        f"item: must be an object of fields (received {received(item)}); send"
+        f"item: must be an object of fields (received {got}); send"
         f" {key}[0][field]=... or {key}=<JSON array of objects>"
     )
 
@@ -142,20 +144,23 @@ def parse_date(value: Any) -> dt.date | None:
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return value
     if not isinstance(value, str) or not _DATE.match(value.strip()):
-        raise ValueError("must be a date written YYYY-MM-DD")
+        raise ValueError(f"must be a date written YYYY-MM-DD (received {received(value)})")
     try:
         parsed = dt.date.fromisoformat(value.strip())
     except ValueError:
-        raise ValueError("is not a real calendar date") from None
+        raise ValueError(
+            "must be a real calendar date written YYYY-MM-DD (received a YYYY-MM-DD text"
+            " that names no calendar day)"
+        ) from None
     if parsed.year < 1900:
-        raise ValueError("must be 1900 or later")
+        raise ValueError("must be a date from 1900 on (received a date before 1900)")
     return parsed
 
 
 def parse_birth_date(value: Any) -> dt.date | None:
     parsed = parse_date(value)
     if parsed is not None and parsed > dt.date.today():
-        raise ValueError("must not be in the future")
+        raise ValueError("must be a date up to today (received a date in the future)")
     return parsed
 
 
@@ -163,8 +168,9 @@ def parse_datetime_text(value: Any) -> str | None:
     """A date-time written YYYY-MM-DD HH:MM:SS (or a date), kept as written."""
     if value is None or value == "":
         return None
+    form = "must be a real date-time written YYYY-MM-DD HH:MM:SS or a date YYYY-MM-DD"
     if not isinstance(value, str):
-        raise ValueError("must be written YYYY-MM-DD HH:MM:SS")
+        raise ValueError(f"{form} (received {received(value)})")
     text = value.strip()
     try:
         if _DATETIME.match(text):
@@ -174,7 +180,7 @@ def parse_datetime_text(value: Any) -> str | None:
         else:
             raise ValueError
     except ValueError:
-        raise ValueError("must be a real date-time written YYYY-MM-DD HH:MM:SS") from None
+        raise ValueError(f"{form} (received {received(value)})") from None
     return text
 
 
@@ -204,31 +210,33 @@ def parse_email(value: Any) -> str | None:
     """An e-mail address by its syntax (no DNS look-up); surrounding space is dropped."""
     if value is None or value == "":
         return None
+    refusal = f"must be an e-mail address such as ann@example.com (received {received(value)})"
     if not isinstance(value, str):
-        raise ValueError("not a valid e-mail address")
+        raise ValueError(refusal)
     plain = _plain_email(value.strip())
     if plain is not None:
         return plain
     try:
         return validate_email(value.strip(), check_deliverability=False).normalized
     except EmailNotValidError:
-        raise ValueError("not a valid e-mail address") from None
+        raise ValueError(refusal) from None
 
 
 def parse_price(value: Any) -> Decimal | None:
     """A price: a decimal number of at most 2 places, zero or more."""
     if value is None or value == "":
         return None
+    got = f"(received {received(value)})"
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise ValueError("must be a decimal number such as 249.00")
+        raise ValueError(f"must be a decimal number such as 249.00 {got}")
     try:
         price = Decimal(str(value).strip())
     except InvalidOperation:
-        raise ValueError("must be a decimal number such as 249.00") from None
+        raise ValueError(f"must be a decimal number such as 249.00 {got}") from None
     if not price.is_finite() or price < 0 or price >= Decimal("1e10"):
-        raise ValueError("must be a decimal number from 0 to 9999999999.99")
+        raise ValueError(f"must be a decimal number from 0 to 9999999999.99 {got}")
     if price != price.quantize(Decimal("0.01")):
-        raise ValueError("must have at most 2 decimal places")
+        raise ValueError(f"must be a decimal number of at most 2 places, such as 249.00 {got}")
     return price.quantize(Decimal("0.01"))
 
 
@@ -264,15 +272,21 @@ def text(max_length: int) -> Callable[[Any], str | None]:
         if type(value) is str:  # the common case first: imports call this ~8 times a row
             stripped = value.strip()
         elif isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError("must be a string")
+            raise ValueError(
+                f"must be text of at most {max_length} characters (received {received(value)})"
+            )
         else:
             stripped = str(value).strip()
         if not stripped:
             return None
         if "\x00" in stripped:
-            raise ValueError("must not contain NUL characters")
+            raise ValueError(
+                "must be text without NUL characters (received text with a NUL character)"
+            )
         if len(stripped) > max_length:
-            raise ValueError(f"must be at most {max_length} characters")
+            raise ValueError(
+                f"must be at most {max_length} characters (received {received(stripped)})"
+            )
         return stripped
 
     return parse
@@ -283,31 +297,8 @@ def parse_id_text(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError("must be a record id string")
+        raise ValueError(f"must be a record id as text (received {received(value)})")
     return value.strip() or None
-
-
-def _rule(parse: Callable[[Any], Any], kind: Any) -> Any:
-    return Annotated[kind, BeforeValidator(parse)]
-
-
-CourseLocation = _rule(enumeration(COURSE_LOCATIONS), str | None)
-CourseFeedback = _rule(enumeration(COURSE_FEEDBACK), str | None)
-BookingSource = _rule(enumeration(BOOKING_SOURCES), str | None)
-CourseStatus = _rule(enumeration(COURSE_STATUSES), str | None)
-LicenseType = _rule(enumeration(LICENSE_TYPES), str | None)
-LeadSource = _rule(enumeration(LEAD_SOURCES), str | None)
-Postcode = _rule(parse_postcode, str | None)
-BirthDate = _rule(parse_birth_date, dt.date | None)
-DateTimeText = _rule(parse_datetime_text, str | None)
-Email = _rule(parse_email, str | None)
-Price = _rule(parse_price, Decimal | None)
-Flag = _rule(parse_bool, bool | None)
-IdText = _rule(parse_id_text, str | None)
-Name = _rule(text(80), str | None)
-ShortText = _rule(text(80), str | None)
-Phone = _rule(text(40), str | None)
-LongText = _rule(text(255), str | None)
 
 
 def error_messages(exc: ValidationError) -> list[str]:
@@ -334,3 +325,186 @@ def required(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return parsed
 
     return parse_required
+
+
+# --- The rules as Pydantic types, each with the JSON schema that documents it -------
+#
+# One source per shape: the OpenAPI document is generated from the same annotated
+# types the service validates with. A schema says what the rule accepts in the
+# interface's spelling (the rules also compare case-insensitively and take aliases).
+
+ABSENT: dict[str, Any] = {"enum": ["", None]}
+DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+DATETIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$"
+POSTCODE_PATTERN = r"^\s*([0-9]{4}|[2-9][0-9]{2})\s*$"
+PRICE_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,2})?$"
+FLAG_WORDS = ("true", "false", "1", "0", "on", "off", "yes", "no")
+# JSON Schema patterns have no case-insensitive flag: each letter is a class.
+_FLAG_PATTERN = (
+    r"^\s*("
+    + "|".join("".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in w) for w in FLAG_WORDS)
+    + r")\s*$"
+)
+
+
+def rule(
+    parse: Callable[[Any], Any],
+    kind: Any,
+    accepted: list[dict[str, Any]],
+    description: str = "",
+    *,
+    optional: bool = True,
+) -> Any:
+    """``kind`` read by ``parse`` and documented as ``accepted``; an optional field
+    also takes "" and null (absent); a required one refuses them."""
+    variants = [*accepted, ABSENT] if optional else accepted
+    schema: dict[str, Any] = dict(variants[0]) if len(variants) == 1 else {"anyOf": variants}
+    if description:
+        schema["description"] = description
+    check = parse if optional else required(parse)
+    return Annotated[kind, BeforeValidator(check), WithJsonSchema(schema)]
+
+
+def free_text(max_length: int, description: str = "", *, optional: bool = True) -> Any:
+    """Free text of at most ``max_length`` characters."""
+    schema: dict[str, Any] = {"type": ["string", "null"], "maxLength": max_length}
+    if not optional:
+        schema = {"type": "string", "minLength": 1, "maxLength": max_length}
+    if description:
+        schema["description"] = description
+    check = text(max_length) if optional else required(text(max_length))
+    return Annotated[
+        str | None if optional else str, BeforeValidator(check), WithJsonSchema(schema)
+    ]
+
+
+def one_of(values: tuple[str, ...], description: str = "") -> Any:
+    """One of ``values`` in any case; empty or null is absent."""
+    schema = {
+        "enum": [*values, "", None],
+        "description": (description + " " if description else "")
+        + "Compared case-insensitively; stored in the spelling shown.",
+    }
+    return Annotated[str | None, BeforeValidator(enumeration(values)), WithJsonSchema(schema)]
+
+
+CourseLocation = one_of(
+    COURSE_LOCATIONS, "The interface's spelling is canonical; ipswich is an alias."
+)
+CourseFeedback = one_of(
+    COURSE_FEEDBACK,
+    "completed - pass needs a pass; completed - fail needs a fail; booked and cancelled none.",
+)
+BookingSource = one_of(BOOKING_SOURCES)
+CourseStatus = one_of(
+    COURSE_STATUSES,
+    "A new course may start in any status. booked -> cancelled, completed - pass or"
+    " completed - fail; cancelled -> booked; completed - pass <-> completed - fail;"
+    " staying in a status is always allowed.",
+)
+LicenseType = one_of(LICENSE_TYPES)
+LeadSource = one_of(
+    LEAD_SOURCES, "The interface's spelling is canonical; Purchased List is an alias."
+)
+
+_POSTCODE_VARIANTS: list[dict[str, Any]] = [
+    {"type": "string", "pattern": POSTCODE_PATTERN},
+    {"type": "integer", "minimum": 200, "maximum": 9999},
+]
+_POSTCODE_DESCRIPTION = (
+    '4 digits; 3 digits or a whole number 200-9999 is zero-padded ("800", 800 and 800.0'
+    ' are all stored as "0800").'
+)
+Postcode = rule(parse_postcode, str | None, _POSTCODE_VARIANTS, _POSTCODE_DESCRIPTION)
+RequiredPostcode = rule(
+    parse_postcode, str, _POSTCODE_VARIANTS, _POSTCODE_DESCRIPTION, optional=False
+)
+_BIRTH_DATE = [{"type": "string", "format": "date", "pattern": DATE_PATTERN}]
+BirthDate = rule(
+    parse_birth_date,
+    dt.date | None,
+    _BIRTH_DATE,
+    "YYYY-MM-DD, a real date from 1900 on and not in the future.",
+)
+RequiredBirthDate = rule(
+    parse_birth_date,
+    dt.date,
+    _BIRTH_DATE,
+    "YYYY-MM-DD, from 1900 on and not in the future.",
+    optional=False,
+)
+DateTimeText = rule(
+    parse_datetime_text,
+    str | None,
+    [{"type": "string", "pattern": DATETIME_PATTERN}],
+    "YYYY-MM-DD HH:MM:SS (or YYYY-MM-DD), the local wall time of the course"
+    " location, stored and echoed as written.",
+)
+_EMAIL = [{"type": "string", "format": "email", "maxLength": 254}]
+Email = rule(
+    parse_email, str | None, _EMAIL, "An e-mail address (checked by its syntax; no DNS look-up)."
+)
+RequiredEmail = rule(parse_email, str, _EMAIL, optional=False)
+_PRICE: list[dict[str, Any]] = [
+    {"type": "string", "pattern": PRICE_PATTERN},
+    {"type": "number", "minimum": 0, "exclusiveMaximum": 10000000000},
+]
+_PRICE_DESCRIPTION = 'A decimal of at most 2 places, such as "249.00".'
+Price = rule(parse_price, Decimal | None, _PRICE, _PRICE_DESCRIPTION)
+RequiredPrice = rule(parse_price, Decimal, _PRICE, _PRICE_DESCRIPTION, optional=False)
+Flag = rule(
+    parse_bool,
+    bool | None,
+    [
+        {"type": "boolean"},
+        {"enum": [0, 1]},
+        {"type": "string", "pattern": _FLAG_PATTERN},
+    ],
+    "true or false: JSON true/false or 1/0, or the text true/false, 1/0, on/off,"
+    " yes/no in any case (as PHP, HTML checkboxes and spreadsheets write them).",
+)
+IdText = Annotated[
+    str | None,
+    BeforeValidator(parse_id_text),
+    WithJsonSchema(
+        {
+            "type": ["string", "null"],
+            "maxLength": 40,
+            "description": "A record id, 15 or 18 characters (18 is read case-insensitively).",
+        }
+    ),
+]
+Name = free_text(80)
+RequiredName = free_text(80, optional=False)
+ShortText = free_text(80)
+Phone = free_text(40, "A phone number as written; compared as E.164 (0412 345 678 = +61412345678).")
+Licence = free_text(40, "Driver's licence number.")
+LongText = free_text(255)
+RequiredLongText = free_text(255, optional=False)
+RequiredShortText = free_text(80, optional=False)
+Instructor = free_text(120)
+# The lead source a match request may carry: free text, only recorded.
+LeadSourceText = free_text(40)
+RequiredLeadSourceText = free_text(40, optional=False)
+
+
+# --- The wire's spellings in responses (the response models serialise with these) --
+
+
+def _true_false(value: Any) -> Any:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _decimal_text(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+# "true"/"false" as text, where the interface spells a flag so.
+TrueFalse = Annotated[Literal["true", "false"], BeforeValidator(_true_false)]
+# A decimal as text, such as "249.00".
+DecimalText = Annotated[str, BeforeValidator(_decimal_text)]
+OptionalDecimalText = Annotated[str | None, BeforeValidator(_decimal_text)]
+# A timestamp as Python's isoformat writes it ("+00:00", not pydantic's "Z").
+Timestamp = Annotated[
+    dt.datetime, PlainSerializer(dt.datetime.isoformat, return_type=str, when_used="json")
+]

@@ -239,10 +239,10 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     lines = result.stdout.strip().splitlines()
     assert lines == [
         'line 3: postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received text of 2 characters)',
-        "line 6: last_name: is required; email: not a valid e-mail address",
+        "line 6: last_name: is required; email: must be an e-mail address such as ann@example.com (received text of 12 characters)",
         f"line 7: id: {lead_id} is not a contact id (15 or 18 characters starting 003)",
         "line 8: id: 003xyz is not a contact id (15 or 18 characters starting 003); "
-        "date_of_birth: must not be in the future",
+        "date_of_birth: must be a date up to today (received a date in the future)",
         "line 9: has 8 cells but the header has 7",
         "imported 3 contacts, 5 bad rows",
     ]
@@ -319,7 +319,8 @@ def test_a_product_code_repeated_or_already_stored_is_a_bad_row(
     assert result.stdout.strip().splitlines() == [
         "line 2: code: LAP-SOM is already used by another product",
         "line 4: code: LT-SOM repeats line 3",
-        "line 5: price: must have at most 2 decimal places",
+        "line 5: price: must be a decimal number of at most 2 places, such as 249.00"
+        " (received text of 5 characters)",
         "imported 1 product, 3 bad rows",
     ]
     assert sorted(p["code"] for p in products(sessions).values()) == ["LAP-SOM", "LT-SOM"]

@@ -245,13 +245,22 @@ def test_explain_returns_candidates_and_the_audit_keeps_them(
             query(postcode="30a4"),
             'postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received text of 4 characters).',
         ),
-        (PEOPLE, query(email="nope"), "email: not a valid e-mail address."),
+        (
+            PEOPLE,
+            query(email="nope"),
+            "email: must be an e-mail address such as ann@example.com"
+            " (received text of 4 characters).",
+        ),
         (
             PEOPLE,
             query(date_of_birth="12/04/1999"),
-            "date_of_birth: must be a date written YYYY-MM-DD.",
+            "date_of_birth: must be a date written YYYY-MM-DD (received text of 10 characters).",
         ),
-        (PEOPLE, query(assets="02i"), "assets: must be an array of asset id strings."),
+        (
+            PEOPLE,
+            query(assets="02i"),
+            "assets: must be an array of asset id strings (received text of 3 characters).",
+        ),
         (LEADS, query(), "lead_source: is required."),
         (
             PEOPLE,

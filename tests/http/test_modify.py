@@ -138,7 +138,9 @@ def test_mixed_batch_writes_good_items_and_leaves_bad_ones_untouched(
     assert body["items_failed"] == 2
     assert [d["status"] for d in body["details"]] == [True, False, False]
     assert [d["fields"] for d in body["details"]] == [2, 0, 0]
-    assert body["details"][1]["errors"] == ["email: not a valid e-mail address"]
+    assert body["details"][1]["errors"] == [
+        "email: must be an e-mail address such as ann@example.com (received text of 12 characters)"
+    ]
     assert people.get(ann)["city"] == "Somerton"
     assert people.get(bob) == bob_before
 
@@ -203,6 +205,84 @@ def test_whole_request_failure_is_400_in_the_same_shape(
     assert reason in body["receipt"]
     assert body["audit_ID"] == response.headers["x-audit-id"]
     assert body["details"] == []
+
+
+def _form(people: People, content: bytes) -> Any:
+    headers = {**people.headers, "content-type": "application/x-www-form-urlencoded"}
+    return people.client.post(PATH, content=content, headers=headers)
+
+
+def test_a_body_that_is_no_object_says_what_it_was_and_how_to_write_it(people: People) -> None:
+    response = people.client.post(
+        PATH, content=b"[1, 2]", headers={**people.headers, "content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["receipt"] == (
+        "body: must be an object with a people_data array (received an array);"
+        ' send JSON {"people_data": [{...}]}, form fields people_data[0][field]=... (or'
+        " people_data[][field]=...), or a form field people_data=<JSON array>."
+    )
+
+
+def test_sparse_form_indexes_are_items_in_index_order(people: People, contact: str) -> None:
+    # PHP writes an array with unset entries as people_data[1][...]&people_data[4][...].
+    content = urlencode(
+        {
+            "people_data[4][ID]": contact,
+            "people_data[4][city]": "Kilsyth",
+            "people_data[1][ID]": contact,
+        }
+    ).encode()
+    body = _form(people, content).json()
+    assert [entry["fields"] for entry in body["details"]] == [0, 1]
+    assert body["status"] is True
+
+
+def test_json_text_in_an_empty_bracket_field_says_form_values_are_text(
+    people: People, contact: str
+) -> None:
+    # people_data[]=<JSON object>: the value of a form field is text, never JSON.
+    content = urlencode({"people_data[]": json.dumps({"ID": contact})}).encode()
+    body = _form(people, content).json()
+    assert body["details"] == [
+        {
+            "ID": "",
+            "fields": 0,
+            "status": False,
+            "errors": [
+                "item: must be an object of fields (received text of 28 characters that looks"
+                " like JSON, but the value of a field such as people_data[] is text); send"
+                " people_data[0][field]=... or people_data=<JSON array of objects>"
+            ],
+        }
+    ]
+
+
+def test_field_refusals_name_the_shape_received_never_the_value(
+    people: People, contact: str
+) -> None:
+    item = {
+        "ID": contact,
+        "date_of_birth": "12/04/1999",
+        "email": "ann.example.com",
+        "lead_source": "Webby",
+        "city": "K" * 81,
+        "street": ["12 Main St"],
+    }
+    errors = people.modify(item)["details"][0]["errors"]
+    assert sorted(errors) == sorted(
+        [
+            "date_of_birth: must be a date written YYYY-MM-DD (received text of 10 characters)",
+            "email: must be an e-mail address such as ann@example.com"
+            " (received text of 15 characters)",
+            "lead_source: must be one of Web, Phone Inquiry, Partner Referral, Purchansed List,"
+            " Other (received text of 5 characters)",
+            "city: must be at most 80 characters (received text of 81 characters)",
+            "street: must be text of at most 255 characters (received an array)",
+        ]
+    )
+    for value in ("12/04/1999", "ann.example.com", "Webby", "12 Main St"):
+        assert all(value not in error for error in errors)
 
 
 def test_too_many_items(people: People, contact: str) -> None:

@@ -1,18 +1,21 @@
-"""Audit records as the admin API returns them (documentation of the wire)."""
+"""Audit records as the admin API and the CLI return them."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from ridercrm import fields
 
 
 class AuditEntry(BaseModel):
     """One request as the audit trail keeps it."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     id: str
-    created_at: dt.datetime
+    created_at: fields.Timestamp
     operation: str = Field(description="e.g. crm.rider_courses, admin.read_person, unrouted.")
     method: str
     path: str

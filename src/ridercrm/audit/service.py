@@ -182,24 +182,3 @@ def purge_records(session: Session, *, older_than_days: float) -> int:
         return 0  # an age beyond the calendar: no record is that old
     result = session.execute(delete(AuditRecord).where(AuditRecord.created_at < cutoff))
     return int(getattr(result, "rowcount", 0) or 0)
-
-
-def to_dict(record: AuditRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "created_at": record.created_at.isoformat(),
-        "operation": record.operation,
-        "method": record.method,
-        "path": record.path,
-        "api_key_id": record.api_key_id,
-        "api_key_name": record.api_key_name,
-        "content_type": record.content_type,
-        "request_body": record.request_body,
-        "response_status": record.response_status,
-        "response_body": record.response_body,
-        "duration_ms": record.duration_ms,
-        "failure_reason": record.failure_reason,
-        "outcomes": record.outcomes,
-        "idempotency_key": record.idempotency_key,
-        "replay_of": record.replay_of,
-    }

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field
 
 from ridercrm import fields
-from ridercrm.people import schemas as people
 
 # Fields of the item that are written to the person's record.
 PERSON_FIELDS_ON_ITEM = (
@@ -48,7 +46,17 @@ NEW_BOOKING_FIELDS = (
 
 
 class CourseItem(BaseModel):
-    """One item of ``people_product``. Every field is optional here; the rules decide."""
+    """One item of ``people_product``: a booking, or a change to a booked course.
+
+    Which course an item means: a non-empty ``asset_id``; else a ``booking_number``
+    already stored; else a new ``booking_number`` books a new course (needing
+    person_id, product_id, date_of_birth, license_type, drivers_license, mobile_phone
+    or home_phone, street, city, state, country, course_datetime, course_location,
+    booking_number, dealer_code, course_price, booking_source and course_status); else
+    the person's one open course of ``product_id``. Items are independent: each
+    succeeds or fails alone, and says why in its ``receipt``. Unknown fields are
+    ignored; empty values are absent (they never clear a stored value).
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -57,8 +65,8 @@ class CourseItem(BaseModel):
     asset_id: fields.IdText = None
     course_datetime: fields.DateTimeText = None
     course_date_end: fields.DateTimeText = None
-    rider_instructor_1: Annotated[str | None, BeforeValidator(fields.text(120))] = None
-    rider_instructor_2: Annotated[str | None, BeforeValidator(fields.text(120))] = None
+    rider_instructor_1: fields.Instructor = None
+    rider_instructor_2: fields.Instructor = None
     course_location: fields.CourseLocation = None
     course_feedback: fields.CourseFeedback = None
     booking_number: fields.ShortText = None
@@ -73,7 +81,7 @@ class CourseItem(BaseModel):
     city: fields.ShortText = None
     state: fields.ShortText = None
     country: fields.ShortText = None
-    drivers_license: fields.Phone = None
+    drivers_license: fields.Licence = None
     license_type: fields.LicenseType = None
     date_of_birth: fields.BirthDate = None
     opt_in: fields.Flag = None
@@ -90,107 +98,10 @@ class CourseItem(BaseModel):
         return missing
 
 
-# --- Documentation of the wire (the OpenAPI document) ------------------------------
-# CourseItem above is what the rules validate; CourseBookingItem describes the same
-# fields to clients (tests/http/test_openapi.py checks that they name the same fields).
-
-DATETIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$"
-
-DocDateTime = Annotated[
-    str | None,
-    WithJsonSchema(
-        {
-            "anyOf": [{"type": "string", "pattern": DATETIME_PATTERN}, {"enum": ["", None]}],
-            "description": (
-                "YYYY-MM-DD HH:MM:SS (or YYYY-MM-DD), the local wall time of the course"
-                " location, stored and echoed as written."
-            ),
-        }
-    ),
-]
-DocPrice = Annotated[
-    str | float | None,
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "string", "pattern": r"^[0-9]{1,10}(\.[0-9]{1,2})?$"},
-                {"type": "number", "minimum": 0, "exclusiveMaximum": 10000000000},
-                {"enum": ["", None]},
-            ],
-            "description": 'A decimal of at most 2 places, such as "249.00".',
-        }
-    ),
-]
-DocInstructor = Annotated[str | None, people.doc_text(120)]
-DocCourseLocation = Annotated[
-    str | None,
-    people.doc_enum(
-        fields.COURSE_LOCATIONS, "The interface's spelling is canonical; ipswich is an alias."
-    ),
-]
-DocCourseFeedback = Annotated[
-    str | None,
-    people.doc_enum(
-        fields.COURSE_FEEDBACK,
-        "completed - pass needs a pass; completed - fail needs a fail; booked and cancelled none.",
-    ),
-]
-DocBookingSource = Annotated[str | None, people.doc_enum(fields.BOOKING_SOURCES)]
-DocCourseStatus = Annotated[
-    str | None,
-    people.doc_enum(
-        fields.COURSE_STATUSES,
-        "A new course may start in any status. booked -> cancelled, completed - pass or"
-        " completed - fail; cancelled -> booked; completed - pass <-> completed - fail;"
-        " staying in a status is always allowed.",
-    ),
-]
-
-
-class CourseBookingItem(BaseModel):
-    """One item of ``people_product``: a booking, or a change to a booked course.
-
-    Which course an item means: a non-empty ``asset_id``; else a ``booking_number``
-    already stored; else a new ``booking_number`` books a new course (needing
-    person_id, product_id, date_of_birth, license_type, drivers_license, mobile_phone
-    or home_phone, street, city, state, country, course_datetime, course_location,
-    booking_number, dealer_code, course_price, booking_source and course_status); else
-    the person's one open course of ``product_id``. Items are independent: each
-    succeeds or fails alone, and says why in its ``receipt``. Unknown fields are
-    ignored; empty values are absent (they never clear a stored value).
-    """
-
-    person_id: people.DocId = None
-    product_id: people.DocId = None
-    asset_id: people.DocId = None
-    course_datetime: DocDateTime = None
-    course_date_end: DocDateTime = None
-    rider_instructor_1: DocInstructor = None
-    rider_instructor_2: DocInstructor = None
-    course_location: DocCourseLocation = None
-    course_feedback: DocCourseFeedback = None
-    booking_number: people.DocShortText = None
-    dealer_code: people.DocShortText = None
-    course_price: DocPrice = None
-    booking_source: DocBookingSource = None
-    course_status: DocCourseStatus = None
-    mobile_phone: people.DocPhone = None
-    home_phone: people.DocPhone = None
-    postcode: people.DocPostcode = None
-    street: people.DocStreet = None
-    city: people.DocShortText = None
-    state: people.DocShortText = None
-    country: people.DocShortText = None
-    drivers_license: people.DocLicence = None
-    license_type: people.DocLicenseType = None
-    date_of_birth: people.DocBirthDate = None
-    opt_in: people.DocFlag = None
-
-
 class RiderCoursesRequest(BaseModel):
     """Operation 1's body: bookings and course status changes."""
 
-    people_product: list[CourseBookingItem]
+    people_product: list[CourseItem]
 
 
 RIDER_COURSES_EXAMPLE: dict[str, object] = {
@@ -228,7 +139,9 @@ RIDER_COURSES_EXAMPLE: dict[str, object] = {
 class CourseResult(BaseModel):
     """One entry of ``details``: how one item went."""
 
-    delivery: Literal["true", "false"] = Field(description="Whether the item was applied.")
+    model_config = ConfigDict(from_attributes=True)
+
+    delivery: fields.TrueFalse = Field(description="Whether the item was applied.")
     receipt: str = Field(description="What was done, or why the item was refused.")
     person_id: str = Field(description="The person id the item gave, echoed as sent.")
     product_id: str = Field(description="The course's product (18 characters).")
@@ -246,14 +159,18 @@ class RiderCoursesResponse(BaseModel):
 
 
 class StatusChange(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     from_status: str | None = Field(description="null for the booking itself.")
     to_status: str
-    changed_at: dt.datetime
+    changed_at: fields.Timestamp
     audit_id: str = Field(description="The audit record of the request that made the change.")
 
 
 class BookedCourse(BaseModel):
     """A booked course (an asset) with its status history, oldest change first."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     id: str
     person_id: str
@@ -267,8 +184,10 @@ class BookedCourse(BaseModel):
     rider_instructor_1: str | None
     rider_instructor_2: str | None
     dealer_code: str | None
-    course_price: str | None = Field(description='A decimal as text, such as "249.00".')
+    course_price: fields.OptionalDecimalText = Field(
+        description='A decimal as text, such as "249.00".'
+    )
     booking_source: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
+    created_at: fields.Timestamp
+    updated_at: fields.Timestamp
     status_history: list[StatusChange]

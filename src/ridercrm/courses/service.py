@@ -56,18 +56,6 @@ class ItemResult:
     course_datetime: str = ""
     course_date_end: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return {
-            "delivery": "true" if self.delivery else "false",
-            "receipt": self.receipt,
-            "person_id": self.person_id,
-            "product_id": self.product_id,
-            "contact_id": self.contact_id,
-            "asset_id": self.asset_id,
-            "course_datetime": self.course_datetime,
-            "course_date_end": self.course_date_end,
-        }
-
 
 def _echo(raw: dict[str, Any], name: str) -> str:
     value = raw.get(name)

@@ -2,35 +2,43 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from ridercrm import fields
-from ridercrm.people import schemas as people
 
-RequiredName = Annotated[str, BeforeValidator(fields.required(fields.text(80)))]
-RequiredEmail = Annotated[str, BeforeValidator(fields.required(fields.parse_email))]
-RequiredPostcode = Annotated[str, BeforeValidator(fields.required(fields.parse_postcode))]
-RequiredBirthDate = Annotated[dt.date, BeforeValidator(fields.required(fields.parse_birth_date))]
-RequiredLeadSource = Annotated[str, BeforeValidator(fields.required(fields.text(40)))]
+LEAD_SOURCE_NOTE = "Recorded in the audit trail; not used to match."
 
 
 def _asset_list(value: Any) -> list[str]:
     if value is None or value == "":
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError("must be an array of asset id strings")
+        raise ValueError(
+            f"must be an array of asset id strings (received {fields.received(value)})"
+        )
     return [item.strip() for item in value if item.strip()]
+
+
+Assets = Annotated[
+    list[str],
+    BeforeValidator(_asset_list),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "array", "items": {"type": "string"}}, fields.ABSENT],
+            "description": "Ids of courses the person booked: strong evidence for their contact.",
+        }
+    ),
+]
 
 
 class _Optional(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     mobile_phone: fields.Phone = None
-    drivers_license: fields.Phone = None
+    drivers_license: fields.Licence = None
     street: fields.LongText = None
     city: fields.ShortText = None
     state: fields.ShortText = None
@@ -38,112 +46,28 @@ class _Optional(BaseModel):
 
 
 class PeopleMatchQuery(_Optional):
-    """person_data of crm/people/match: names, date of birth, e-mail and postcode are mandatory."""
+    """``person_data`` of operation 3: names, date of birth, e-mail and postcode are
+    mandatory. Unknown fields are ignored."""
 
-    first_name: RequiredName
-    last_name: RequiredName
-    date_of_birth: RequiredBirthDate
-    email: RequiredEmail
-    postcode: RequiredPostcode
-    assets: Annotated[list[str], BeforeValidator(_asset_list)] = []
-    lead_source: Annotated[str | None, BeforeValidator(fields.text(40))] = None
+    first_name: fields.RequiredName
+    last_name: fields.RequiredName
+    date_of_birth: fields.RequiredBirthDate
+    email: fields.RequiredEmail
+    postcode: fields.RequiredPostcode
+    assets: Assets = []
+    lead_source: fields.LeadSourceText = Field(default=None, description=LEAD_SOURCE_NOTE)
 
 
 class LeadsMatchQuery(_Optional):
-    """person_data of crm/leads/match: names, e-mail, postcode and lead_source are mandatory."""
+    """``person_data`` of operation 4: names, e-mail, postcode and lead_source are
+    mandatory. Unknown fields are ignored."""
 
-    first_name: RequiredName
-    last_name: RequiredName
-    email: RequiredEmail
-    postcode: RequiredPostcode
-    lead_source: RequiredLeadSource
+    first_name: fields.RequiredName
+    last_name: fields.RequiredName
+    email: fields.RequiredEmail
+    postcode: fields.RequiredPostcode
+    lead_source: fields.RequiredLeadSourceText = Field(description=LEAD_SOURCE_NOTE)
     date_of_birth: fields.BirthDate = None
-
-
-# --- Documentation of the wire (the OpenAPI document) ------------------------------
-# The queries above are what the service validates; these describe the same fields to
-# clients (tests/http/test_openapi.py checks that they name the same fields).
-
-_RequiredName = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 80})]
-_RequiredEmail = Annotated[
-    str, WithJsonSchema({"type": "string", "format": "email", "maxLength": 254})
-]
-_RequiredPostcode = Annotated[
-    str | int,
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "string", "pattern": people.POSTCODE_PATTERN},
-                {"type": "integer", "minimum": 200, "maximum": 9999},
-            ],
-            "description": people.POSTCODE_DESCRIPTION,
-        }
-    ),
-]
-_RequiredBirthDate = Annotated[
-    str,
-    WithJsonSchema(
-        {
-            "type": "string",
-            "format": "date",
-            "pattern": people.DATE_PATTERN,
-            "description": "YYYY-MM-DD, from 1900 on and not in the future.",
-        }
-    ),
-]
-_Assets = Annotated[
-    list[str] | None,
-    WithJsonSchema(
-        {
-            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"enum": ["", None]}],
-            "description": "Ids of courses the person booked: strong evidence for their contact.",
-        }
-    ),
-]
-
-
-class _OptionalPersonData(BaseModel):
-    mobile_phone: people.DocPhone = None
-    drivers_license: people.DocLicence = None
-    street: people.DocStreet = None
-    city: people.DocShortText = None
-    state: people.DocShortText = None
-    country: people.DocShortText = None
-
-
-class PeopleMatchPerson(_OptionalPersonData):
-    """``person_data`` of operation 3. Unknown fields are ignored."""
-
-    first_name: _RequiredName
-    last_name: _RequiredName
-    date_of_birth: _RequiredBirthDate
-    email: _RequiredEmail
-    postcode: _RequiredPostcode
-    assets: _Assets = None
-    lead_source: people.DocShortText = Field(
-        default=None, description="Recorded in the audit trail; not used to match."
-    )
-
-
-class LeadsMatchPerson(_OptionalPersonData):
-    """``person_data`` of operation 4. Unknown fields are ignored."""
-
-    first_name: _RequiredName
-    last_name: _RequiredName
-    email: _RequiredEmail
-    postcode: _RequiredPostcode
-    lead_source: Annotated[
-        str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 40,
-                "description": "Recorded in the audit trail; not used to match.",
-            }
-        ),
-    ]
-    date_of_birth: people.DocBirthDate = None
 
 
 _EXPLAIN = Field(
@@ -159,15 +83,15 @@ _EXPLAIN = Field(
 class PeopleMatchRequest(BaseModel):
     """Operation 3's body: find a contact or an unconverted lead."""
 
-    person_data: PeopleMatchPerson
-    explain: people.DocFlag = _EXPLAIN
+    person_data: PeopleMatchQuery
+    explain: fields.Flag = _EXPLAIN
 
 
 class LeadsMatchRequest(BaseModel):
     """Operation 4's body: find an unconverted lead."""
 
-    person_data: LeadsMatchPerson
-    explain: people.DocFlag = _EXPLAIN
+    person_data: LeadsMatchQuery
+    explain: fields.Flag = _EXPLAIN
 
 
 PEOPLE_MATCH_EXAMPLE: dict[str, Any] = {

@@ -10,41 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from ridercrm import fields
 from ridercrm.fields import error_messages, item_refusal
 from ridercrm.ids import canonical_id
 from ridercrm.people import service
+from ridercrm.people.schemas import ModifyResponse, PersonModify
 
 ALL_MODIFIED = "All records modified."
 SOME_FAILED = "One or more records could not be modified."
 REQUIRED_NAMES = ("first_name", "last_name")
-
-
-class PersonModify(BaseModel):
-    """One item of ``people_data``: ID and the fields to change."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    ID: fields.IdText = None
-    first_name: fields.Name = None
-    last_name: fields.Name = None
-    date_of_birth: fields.BirthDate = None
-    email: fields.Email = None
-    postcode: fields.Postcode = None
-    mobile_phone: fields.Phone = None
-    drivers_license: fields.Phone = None
-    street: fields.LongText = None
-    city: fields.ShortText = None
-    state: fields.ShortText = None
-    country: fields.ShortText = None
-    lead_source: fields.LeadSource = None
-
-    def changes(self) -> dict[str, Any]:
-        """The supplied fields and their new values (None clears)."""
-        return {name: getattr(self, name) for name in self.model_fields_set if name != "ID"}
 
 
 @dataclass
@@ -55,12 +31,6 @@ class ModifyResult:
     fields: int = 0
     status: bool = False
     errors: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"ID": self.ID, "fields": self.fields, "status": self.status}
-        if self.errors:
-            entry["errors"] = self.errors
-        return entry
 
 
 class _Rejected(Exception):
@@ -116,12 +86,15 @@ def _apply(session: Session, raw: Any) -> int:
     return written
 
 
-def response_body(results: list[ModifyResult], audit_id: str) -> dict[str, Any]:
+def answer(results: list[ModifyResult], audit_id: str) -> ModifyResponse:
+    """Operation 2's answer to the results."""
     failed = sum(1 for result in results if not result.status)
-    return {
-        "status": failed == 0,
-        "receipt": ALL_MODIFIED if failed == 0 else SOME_FAILED,
-        "audit_ID": audit_id,
-        "details": [result.to_json() for result in results],
-        "items_failed": failed,
-    }
+    return ModifyResponse.model_validate(
+        {
+            "status": failed == 0,
+            "receipt": ALL_MODIFIED if failed == 0 else SOME_FAILED,
+            "audit_ID": audit_id,
+            "details": results,
+            "items_failed": failed,
+        }
+    )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any, cast
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError, WithJsonSchema
 from sqlalchemy import Table
 
 from ridercrm.db import utcnow
@@ -93,7 +93,10 @@ def _steps_of(model: type[BaseModel]) -> list[tuple[str, Any, tuple[Step, ...]]]
     steps = []
     for name, info in model.model_fields.items():
         parses = [m.func for m in info.metadata if isinstance(m, BeforeValidator)]
-        if len(parses) != 1 or len(info.metadata) != 1 or info.alias or info.default_factory:
+        documented = [m for m in info.metadata if isinstance(m, WithJsonSchema)]
+        if len(parses) != 1 or len(info.metadata) != 1 + len(documented):
+            return None
+        if info.alias or info.default_factory:
             return None
         default = _REQUIRED if info.is_required() else info.default
         steps.append((name, default, (cast(Step, parses[0]), *afters[name])))

@@ -5,7 +5,8 @@ The endpoints read their bodies themselves (:mod:`ridercrm.wire`) and answer wit
 response model. The route decorators hand the document over instead, through
 ``openapi_extra=`` (request bodies in the four content types, the Idempotency-Key
 header) and ``responses=`` (every status with its body, media types and headers), both
-built here from documentation models in each feature's ``schemas.py``.
+built here from the models in each feature's ``schemas.py`` (the same models that
+validate requests and serialise responses).
 
 :func:`install` makes the app's ``openapi()`` add those models as component schemas
 (``model_json_schema()``), add the two security schemes, and drop FastAPI's generic
@@ -113,7 +114,7 @@ def ref(model: type[BaseModel]) -> dict[str, str]:
     name = model.__name__
     known = _MODELS.setdefault(name, model)
     if known is not model:
-        raise ValueError(f"two documentation models are named {name}")
+        raise ValueError(f"two models are named {name}")
     return {"$ref": REF + name}
 
 
@@ -125,7 +126,7 @@ def component_schemas() -> dict[str, Any]:
         definitions = {**schema.pop("$defs", {}), name: schema}
         for def_name, definition in definitions.items():
             if schemas.setdefault(def_name, definition) != definition:
-                raise ValueError(f"two documentation models are named {def_name}")
+                raise ValueError(f"two models are named {def_name}")
     return schemas
 
 

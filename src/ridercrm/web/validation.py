@@ -15,7 +15,11 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse_model(model: type[M], payload: Any) -> M:
     if not isinstance(payload, dict):
-        raise ApiError(400, f"body: must be an object of fields (received {received(payload)})")
+        raise ApiError(
+            400,
+            f"body: must be an object of fields (received {received(payload)}); send a JSON"
+            " object or form fields name=value",
+        )
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
@@ -40,7 +44,9 @@ def items_of(payload: Any, key: str, *, limit: int) -> list[Any]:
     """The request's array of items under ``key``, within the item-count limit."""
     if not isinstance(payload, dict):
         raise ApiError(
-            400, f"body: must be an object with a {key} array (received {received(payload)})"
+            400,
+            f"body: must be an object with a {key} array (received {received(payload)});"
+            f" {forms(key)}",
         )
     if not isinstance(payload.get(key), list):
         got = "nothing" if key not in payload else received(payload[key])

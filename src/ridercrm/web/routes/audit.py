@@ -41,7 +41,7 @@ def record_reply(session: Session, audit_id: str) -> Reply:
     record = service.find_record(session, audit_id)
     if record is None:
         raise ApiError(404, f"no audit record with id {audit_id}")
-    return Reply(service.to_dict(record))
+    return Reply(AuditEntry.model_validate(record).model_dump(mode="json"))
 
 
 @router.get(
@@ -109,6 +109,5 @@ def records_page(session: Session, asked: RecordsAsked) -> Reply:
     page = service.search_records(
         session, operation=asked.operation, since=asked.since, limit=asked.limit, before=after
     )
-    return Reply(
-        {"records": [service.to_dict(r) for r in page.records], "next_before": page.next_before}
-    )
+    answer = {"records": page.records, "next_before": page.next_before}
+    return Reply(AuditEntries.model_validate(answer).model_dump(mode="json"))

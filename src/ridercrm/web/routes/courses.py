@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session
 
 from ridercrm.audit.call import Call
 from ridercrm.courses import service
-from ridercrm.courses.models import Asset
 from ridercrm.courses.schemas import (
     RIDER_COURSES_EXAMPLE,
     BookedCourse,
@@ -53,8 +52,9 @@ def booking_of(body: Any, request: Requested) -> Booking:
 def rider_courses(session: Session, booking: Booking) -> Reply:
     """Book contacts or leads onto courses, or change the status of booked courses."""
     results = service.book_courses(session, items=booking.items, audit_id=booking.audit_id)
+    answer = {"details": results, "audit_id": booking.audit_id}
     return Reply(
-        {"details": [r.to_json() for r in results], "audit_id": booking.audit_id},
+        RiderCoursesResponse.model_validate(answer).model_dump(mode="json"),
         audit=[
             {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
             for index, r in enumerate(results)
@@ -92,36 +92,6 @@ post(
 )
 
 
-def asset_to_json(asset: Asset) -> dict[str, Any]:
-    return {
-        "id": asset.id,
-        "person_id": asset.person_id,
-        "product_id": asset.product_id,
-        "booking_number": asset.booking_number,
-        "course_status": asset.course_status,
-        "course_feedback": asset.course_feedback,
-        "course_datetime": asset.course_datetime,
-        "course_date_end": asset.course_date_end,
-        "course_location": asset.course_location,
-        "rider_instructor_1": asset.rider_instructor_1,
-        "rider_instructor_2": asset.rider_instructor_2,
-        "dealer_code": asset.dealer_code,
-        "course_price": None if asset.course_price is None else str(asset.course_price),
-        "booking_source": asset.booking_source,
-        "created_at": asset.created_at.isoformat(),
-        "updated_at": asset.updated_at.isoformat(),
-        "status_history": [
-            {
-                "from_status": change.from_status,
-                "to_status": change.to_status,
-                "changed_at": change.changed_at.isoformat(),
-                "audit_id": change.audit_id,
-            }
-            for change in asset.status_history
-        ],
-    }
-
-
 @router.get(
     "/admin/assets/{asset_id}",
     tags=["admin"],
@@ -141,4 +111,4 @@ def asset_reply(session: Session, asset_id: str) -> Reply:
     asset = service.get_asset(session, asset_id)
     if asset is None:
         raise ApiError(404, f"no asset with id {asset_id}")
-    return Reply(asset_to_json(asset))
+    return Reply(BookedCourse.model_validate(asset).model_dump(mode="json"))

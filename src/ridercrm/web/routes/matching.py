@@ -53,7 +53,9 @@ class MatchAsk:
 def _details(model: type[BaseModel], body: Any, request: Requested) -> MatchAsk:
     if not isinstance(body, dict):
         raise ApiError(
-            400, f"body: must be an object with a person_data object (received {received(body)})"
+            400,
+            "body: must be an object with a person_data object"
+            f" (received {received(body)}); {forms('person_data', many=False)}",
         )
     if not isinstance(body.get("person_data"), dict):
         given = body.get("person_data")

@@ -21,7 +21,6 @@ from ridercrm.people.schemas import (
     ModifyRefusal,
     ModifyRequest,
     ModifyResponse,
-    NewPerson,
     PeopleFound,
     PersonCreate,
     PersonRead,
@@ -66,7 +65,7 @@ for _path, _work, _summary in (
         scope="admin",
         status_code=201,
         summary=_summary,
-        openapi_extra=openapi.request_body(NewPerson, example=NEW_PERSON_EXAMPLE),
+        openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
         responses=openapi.responses(
             ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
             refused=openapi.ADMIN_POST_REFUSALS,
@@ -94,7 +93,7 @@ def person_reply(session: Session, person_id: str) -> Reply:
         raise ApiError(404, f"no person with id {person_id}")
     read = PersonRead.model_validate(person)
     read.merged_from = service.merged_from(session, person.id)
-    return Reply(read.to_json())
+    return Reply(read.model_dump(mode="json"))
 
 
 @router.get(
@@ -189,12 +188,8 @@ def people_page(session: Session, asked: PeopleAsked) -> Reply:
             )
         except ValueError as exc:
             raise ApiError(400, str(exc), errors=[str(exc)]) from None
-    return Reply(
-        {
-            "people": [PersonRead.model_validate(p).to_json() for p in people],
-            "next_before": next_before,
-        }
-    )
+    answer = {"people": people, "next_before": next_before}
+    return Reply(PeopleFound.model_validate(answer).model_dump(mode="json"))
 
 
 def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
@@ -226,7 +221,7 @@ def modify_people(session: Session, changes: Changes) -> Reply:
     """Modify stored fields of contacts and leads, several per request."""
     results = modify.modify_people(session, items=changes.items)
     return Reply(
-        modify.response_body(results, changes.audit_id),
+        modify.answer(results, changes.audit_id).model_dump(mode="json"),
         audit=[
             {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
             for index, r in enumerate(results)

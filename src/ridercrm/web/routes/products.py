@@ -13,10 +13,8 @@ from ridercrm.errors import ApiError
 from ridercrm.products import service
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
-    NewProduct,
     Product,
     ProductCreate,
-    ProductRead,
 )
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, post
@@ -48,7 +46,9 @@ async def list_products(request: Request, _call: ListProducts) -> Response:
 
 def products_reply(session: Session, _: None) -> Reply:
     """Every product."""
-    return Reply([ProductRead.model_validate(p).to_json() for p in service.list_products(session)])
+    return Reply(
+        [Product.model_validate(p).model_dump(mode="json") for p in service.list_products(session)]
+    )
 
 
 def create_product(session: Session, data: ProductCreate) -> Reply:
@@ -75,7 +75,7 @@ post(
     status_code=201,
     tags=["admin"],
     summary="Create a product",
-    openapi_extra=openapi.request_body(NewProduct, example=PRODUCT_EXAMPLE),
+    openapi_extra=openapi.request_body(ProductCreate, example=PRODUCT_EXAMPLE),
     responses=openapi.responses(
         ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
         refused=openapi.ADMIN_POST_REFUSALS,
@@ -103,4 +103,4 @@ def product_reply(session: Session, product_id: str) -> Reply:
     product = service.find_product(session, product_id)
     if product is None:
         raise ApiError(404, f"no product with id {product_id}")
-    return Reply(ProductRead.model_validate(product).to_json())
+    return Reply(Product.model_validate(product).model_dump(mode="json"))
