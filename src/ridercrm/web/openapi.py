@@ -110,8 +110,9 @@ _MODELS: dict[str, type[BaseModel]] = {}
 
 
 def ref(model: type[BaseModel]) -> dict[str, str]:
-    """A reference to ``model``'s component schema (registered for :func:`install`)."""
-    name = model.__name__
+    """A reference to ``model``'s component schema (registered for :func:`install`),
+    named by the model's title when it sets one, else by its class name."""
+    name = model.model_config.get("title") or model.__name__
     known = _MODELS.setdefault(name, model)
     if known is not model:
         raise ValueError(f"two models are named {name}")

@@ -13,8 +13,8 @@ from ridercrm.errors import ApiError
 from ridercrm.products import service
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
-    Product,
     ProductCreate,
+    ProductRead,
 )
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, post
@@ -34,7 +34,7 @@ ReadProduct = Annotated[Call, Depends(operation("admin.read_product", scope="adm
         ok=(
             200,
             "Every product.",
-            openapi.json_content({"type": "array", "items": openapi.ref(Product)}),
+            openapi.json_content({"type": "array", "items": openapi.ref(ProductRead)}),
         ),
         refused=openapi.READ_REFUSALS,
     ),
@@ -47,7 +47,10 @@ async def list_products(request: Request, _call: ListProducts) -> Response:
 def products_reply(session: Session, _: None) -> Reply:
     """Every product."""
     return Reply(
-        [Product.model_validate(p).model_dump(mode="json") for p in service.list_products(session)]
+        [
+            ProductRead.model_validate(p).model_dump(mode="json")
+            for p in service.list_products(session)
+        ]
     )
 
 
@@ -89,7 +92,7 @@ post(
     tags=["admin"],
     summary="Read a product",
     responses=openapi.responses(
-        ok=(200, "The product.", openapi.json_content(openapi.ref(Product))),
+        ok=(200, "The product.", openapi.json_content(openapi.ref(ProductRead))),
         refused=openapi.RECORD_REFUSALS,
     ),
 )
@@ -103,4 +106,4 @@ def product_reply(session: Session, product_id: str) -> Reply:
     product = service.find_product(session, product_id)
     if product is None:
         raise ApiError(404, f"no product with id {product_id}")
-    return Reply(Product.model_validate(product).model_dump(mode="json"))
+    return Reply(ProductRead.model_validate(product).model_dump(mode="json"))
