@@ -25,14 +25,15 @@ run: $(BIN)/.installed ## Serve on SQLite (./ridercrm.db) with demo data; prints
 test: $(BIN)/.installed ## Run the test suite (PostgreSQL half needs RIDERCRM_TEST_POSTGRES_URL)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-lint: $(BIN)/.installed ## ruff (lint + format check) and mypy
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+lint: $(BIN)/.installed ## ruff (lint + format check), mypy and the import contracts (lint-imports)
+	$(BIN)/ruff check src tests bench testkit
+	$(BIN)/ruff format --check src tests bench testkit
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(BIN)/.installed ## Apply ruff's fixes and formatting
-	$(BIN)/ruff check --fix src tests bench
-	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench testkit
+	$(BIN)/ruff format src tests bench testkit
 
 bench: $(BIN)/.installed ## Run the benchmarks (results go to bench/README.md by hand)
 	$(BIN)/python bench/import_bench.py

@@ -53,6 +53,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
+from ridercrm.http.context import Call
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -65,7 +66,6 @@ from ridercrm.courses import daysheet, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import build_engine, bulk_insert, session_factory, session_scope
 from ridercrm.fields import COURSE_LOCATIONS
-from ridercrm.http.context import Call
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.migrate import upgrade
 from ridercrm.people.models import Person

@@ -76,8 +76,12 @@ from ridercrm.courses.models import Asset, AssetStatusChange  # noqa: E402
 from ridercrm.db import build_engine, utcnow  # noqa: E402
 from ridercrm.fields import COURSE_FEEDBACK, LEAD_SOURCES  # noqa: E402
 from ridercrm.ids import RecordKind, new_id  # noqa: E402
-from ridercrm.matching.models import PersonKey  # noqa: E402
-from ridercrm.people.models import CONTACT, LEAD, Person  # noqa: E402
+from ridercrm.people.models import (  # noqa: E402
+    CONTACT,
+    LEAD,
+    Person,
+    PersonKey,
+)
 
 BOOK_PATH = "/crm/people/rider_courses"
 MODIFY_PATH = "/crm/modify"

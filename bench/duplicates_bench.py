@@ -44,6 +44,7 @@ from ridercrm.duplicates import scan
 from ridercrm.duplicates.models import OPEN, DuplicatePair
 from ridercrm.ids import RecordKind
 from ridercrm.matching.score import Thresholds
+from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 
 FEBRL_COLUMNS = ("id", "first_name", "last_name", "date_of_birth", "postcode",
@@ -56,7 +57,7 @@ cpu_seconds = [0.0]  # CPU time of the last scan (the machine is shared: wall ti
 
 def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = session_factory(build_engine(settings))
+    sessions = keep_keys(session_factory(build_engine(settings)))
     started, cpu = time.perf_counter(), time.process_time()
     result = scan.scan(
         sessions,
@@ -86,7 +87,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
 def _recheck_ms(database: Path, sample: int = 200) -> float:
     """Median time to re-check one person (its keys, candidates, scores, pair rows)."""
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = session_factory(build_engine(settings))
+    sessions = keep_keys(session_factory(build_engine(settings)))
     timings: list[float] = []
     with session_scope(sessions) as session:
         ids = session.scalars(select(Person.id).order_by(Person.id)).all()

@@ -35,11 +35,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from fastapi.testclient import TestClient  # noqa: E402
-from tests.events.receiver import Receiver, receiving  # noqa: E402
-from tests.factories import new_booking, person_body  # noqa: E402
+from testkit.factories import new_booking, person_body  # noqa: E402
+from testkit.receiver import Receiver, receiving  # noqa: E402
+from testkit.serve import free_port, run_cli, running_server  # noqa: E402
 
 from bench.report import code_version, cpu_model  # noqa: E402
-from bench.serve import free_port, run_cli, running_server  # noqa: E402
 from ridercrm.app import create_app  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
@@ -47,6 +47,7 @@ from ridercrm.events import service as events  # noqa: E402
 from ridercrm.events.delivery import Deliverer  # noqa: E402
 from ridercrm.keys.service import create_key  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
+from ridercrm.people.index import keep_keys  # noqa: E402
 
 THROUGHPUT_EVENTS = 2000
 THROUGHPUT_SUBJECTS = 500
@@ -63,7 +64,7 @@ def fresh_database(kind: str, workdir: Path) -> tuple[str, Any]:
         url = f"sqlite:///{workdir / 'bench.db'}"
         upgrade(build_engine(Settings(database_url=url)))
         return url, lambda: None
-    from tests.conftest import create_run_database, drop_run_database, postgres_url
+    from testkit.databases import create_run_database, drop_run_database, postgres_url
 
     base = postgres_url()
     if base is None:
@@ -78,7 +79,7 @@ def settings_for(url: str) -> Settings:
 
 def register(sessions: Any, url: str, *types: str) -> None:
     from ridercrm.events import manage
-    from ridercrm.events.safety import AllowList
+    from ridercrm.netsafety import AllowList
 
     with session_scope(sessions, write=True) as session:
         manage.create_endpoint(
@@ -92,7 +93,7 @@ def register(sessions: Any, url: str, *types: str) -> None:
 
 def throughput(url: str, receiver: Receiver) -> float:
     settings = settings_for(url)
-    sessions = session_factory(build_engine(settings))
+    sessions = keep_keys(session_factory(build_engine(settings)))
     register(sessions, receiver.url, "person.updated")
     with session_scope(sessions, write=True) as session:
         for n in range(THROUGHPUT_EVENTS):
@@ -176,7 +177,7 @@ def latency(url: str, receiver: Receiver, workdir: Path) -> tuple[float, float, 
 def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
     settings = settings_for(url)
     app = create_app(settings)
-    sessions = session_factory(build_engine(settings))
+    sessions = keep_keys(session_factory(build_engine(settings)))
     register(
         sessions,
         receiver.url,
@@ -228,7 +229,7 @@ def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
                 details = response.json()["details"]
                 if not all(d["delivery"] == "true" for d in details):
                     raise SystemExit("a booking failed")
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
     return statistics.median(timings[True]), statistics.median(timings[False])
 
 

@@ -41,10 +41,9 @@ from ridercrm.config import Settings
 from ridercrm.courses import rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import build_engine
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
-from ridercrm.people.models import CONTACT, LEAD, Person
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of
+from ridercrm.people.models import CONTACT, LEAD, Person, PersonKey
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "RIDERCRM_TEST_POSTGRES_URL"

@@ -123,7 +123,7 @@ def _batched_audit(middleware: Any) -> None:
 def create_app() -> Any:
     from ridercrm import app as app_module
     from ridercrm.config import Settings
-    from ridercrm.http import middleware
+    from ridercrm.web import middleware
 
     wanted = changes()
     if "busy-wait" in wanted:

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.matching import damage, febrl_data
 from ridercrm.matching import score
-from ridercrm.matching.keys import Identity, query_keys, stored_keys
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.repository import KEY_CAP
+from ridercrm.people.blocking import Identity, query_keys, stored_keys
 
 SEED = 20261122  # bench.matching.febrl's default
 

@@ -11,7 +11,7 @@ For each size the benchmark builds a fresh SQLite store in a temporary directory
 then N generated Australian people (households share surname, address and often an
 e-mail or phone) written to a CSV file and loaded in-process by the CSV importer,
 ``ridercrm.transfer.importer.import_csv``. If the importer leaves ``person_keys`` empty,
-the benchmark says so and fills the keys itself with ``repository.key_rows``.
+the benchmark says so and fills the keys itself with ``people.index.key_rows``.
 
 Then, with every store loaded:
 
@@ -68,11 +68,11 @@ from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
 from ridercrm.matching import model_store, repository, score  # noqa: E402
-from ridercrm.matching.keys import Identity, query_keys  # noqa: E402
-from ridercrm.matching.models import PersonKey  # noqa: E402
-from ridercrm.matching.service import find_match  # noqa: E402
+from ridercrm.matching.service import match_identity as find_match  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
-from ridercrm.people.models import Person  # noqa: E402
+from ridercrm.people import index as person_index  # noqa: E402
+from ridercrm.people.blocking import Identity, query_keys  # noqa: E402
+from ridercrm.people.models import Person, PersonKey  # noqa: E402
 from ridercrm.transfer.columns import CONTACTS  # noqa: E402
 from ridercrm.transfer.importer import import_csv  # noqa: E402
 
@@ -569,7 +569,7 @@ def build_store(size: int, directory: Path, seed: int, args: argparse.Namespace)
 
 
 def fill_keys(engine: Engine) -> int:
-    """The person_keys rows, from repository.key_rows, as the service computes them."""
+    """The person_keys rows, from people.index.key_rows, as the service computes them."""
     columns = (
         Person.id, Person.first_name, Person.last_name, Person.date_of_birth, Person.email,
         Person.mobile_phone, Person.home_phone, Person.drivers_license, Person.street,
@@ -580,7 +580,7 @@ def fill_keys(engine: Engine) -> int:
         people = connection.execute(select(*columns)).all()
         rows: list[dict[str, Any]] = []
         for person in people:
-            rows.extend(repository.key_rows(person.id, repository.identity_of(person)))
+            rows.extend(person_index.key_rows(person.id, person_index.identity_of(person)))
             if len(rows) >= 50_000:
                 connection.execute(insert(PersonKey), rows)
                 written += len(rows)
@@ -713,7 +713,7 @@ def measure_phases(stores: list[Store], count: int) -> dict[int, Phases]:
                     for person in people:
                         score.evaluate(
                             identity,
-                            repository.identity_of(person),
+                            person_index.identity_of(person),
                             model=model,
                             thresholds=THRESHOLDS,
                         )
@@ -728,7 +728,7 @@ def measure_phases(stores: list[Store], count: int) -> dict[int, Phases]:
 
 def _without_given_name_postcode(identity: Identity) -> set[int]:
     """query_keys without the given-name-sound + postcode key (the what-if below)."""
-    from ridercrm.matching import keys as matching_keys
+    from ridercrm.people import blocking as matching_keys
 
     dates: list[dt.date] = []
     if identity.date_of_birth:
@@ -811,7 +811,7 @@ KEY_KINDS = {
 
 def measure_key_sizes(store: Store, count: int) -> dict[str, list[int]]:
     """People stored under each kind of key a query looks up (the query's own birth date)."""
-    from ridercrm.matching import keys as matching_keys
+    from ridercrm.people import blocking as matching_keys
 
     sizes: dict[str, list[int]] = {kind: [] for kind in KEY_KINDS}
     engine = build_engine(settings_for(store.url))
@@ -1219,7 +1219,7 @@ def report(
             "**The importer did not write `person_keys`** (stores of "
             + ", ".join(keys_note)
             + " people): the benchmark filled them after the import with "
-            "`repository.key_rows`, as migration 0003 does; imported people cannot be "
+            "`people.index.key_rows`, as migration 0003 does; imported people cannot be "
             "matched until the importer does this itself."
         )
     else:

@@ -43,11 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.factories import new_booking as booking_item  # noqa: E402
+from testkit import serve  # noqa: E402
+from testkit.factories import new_booking as booking_item  # noqa: E402
+from testkit.serve import BenchError, free_port, running_server  # noqa: E402
 
-from bench import serve  # noqa: E402
 from bench.report import code_version, cpu_model, write_section  # noqa: E402
-from bench.serve import BenchError, free_port, running_server  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
 SECTION = "## Operations 1 and 2"
@@ -102,7 +102,7 @@ class Timing:
         return len(self.latencies) / self.wall if self.wall else 0.0
 
 
-# --- the ridercrm command (the server: bench/serve.py) --------------------
+# --- the ridercrm command (the server: testkit/serve.py) ------------------
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> str:

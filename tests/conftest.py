@@ -8,7 +8,6 @@ with a reason. Schemas are built by the real migrations, never by create_all.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -18,9 +17,9 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, create_engine, make_url, text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import NullPool
+from testkit.databases import POSTGRES_ENV, create_run_database, drop_run_database, postgres_url
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
@@ -28,50 +27,7 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
 from ridercrm.migrate import upgrade
 from ridercrm.models import Base
-
-POSTGRES_ENV = "RIDERCRM_TEST_POSTGRES_URL"
-
-
-def postgres_url() -> str | None:
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        return None
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return url
-
-
-def _admin_engine(url: str) -> Engine:
-    """An AUTOCOMMIT connection to the configured database, for CREATE/DROP DATABASE."""
-    return create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-
-
-def create_run_database(url: str, label: str) -> str:
-    """Make a fresh database of this run's own next to the configured one; return its URL.
-
-    Each test run (and each xdist worker) gets one, so runs at the same moment, or
-    workers of one run, never empty each other's tables.
-    """
-    name = f"{make_url(url).database}_{label}_{os.getpid()}"
-    engine = _admin_engine(url)
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    run_url = make_url(url).set(database=name).render_as_string(hide_password=False)
-    run_engine = build_engine(Settings(database_url=run_url))
-    upgrade(run_engine)
-    run_engine.dispose()
-    return run_url
-
-
-def drop_run_database(url: str, run_url: str) -> None:
-    engine = _admin_engine(url)
-    with engine.connect() as connection:
-        connection.execute(
-            text(f'DROP DATABASE IF EXISTS "{make_url(run_url).database}" WITH (FORCE)')
-        )
-    engine.dispose()
+from ridercrm.people.index import keep_keys
 
 
 @pytest.fixture(scope="session")
@@ -142,7 +98,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 
 @pytest.fixture
 def sessions(engine: Engine) -> sessionmaker[Session]:
-    return session_factory(engine)
+    return keep_keys(session_factory(engine))
 
 
 @pytest.fixture
@@ -150,7 +106,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
     app = create_app(settings)
     with TestClient(app) as test_client:
         yield test_client
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 @pytest.fixture
@@ -170,7 +126,7 @@ def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
 
         yield make
     for app in apps:
-        app.state.services.engine.dispose()
+        app.state.context.engine.dispose()
 
 
 @pytest.fixture

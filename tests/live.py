@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from testkit.serve import free_port
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["free_port", "live_server"]
 
 
 @contextmanager
@@ -39,4 +35,4 @@ def live_server(settings: Settings) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        app.state.services.engine.dispose()
+        app.state.context.engine.dispose()

@@ -14,12 +14,12 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SAWarning
+from testkit.databases import POSTGRES_ENV, postgres_url
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine
 from ridercrm.migrate import alembic_config, current_revision, downgrade, head_revision, upgrade
 from ridercrm.models import Base
-from tests.conftest import POSTGRES_ENV, postgres_url
 
 APP_TABLES = {table.name for table in Base.metadata.sorted_tables}
 

@@ -21,11 +21,10 @@ from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
 from ridercrm.db import WRITE, build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
 from ridercrm.people import service
-from ridercrm.people.models import CONTACT, Person
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of, keep_keys
+from ridercrm.people.models import CONTACT, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
 from tests.conftest import truncate_all
@@ -41,7 +40,7 @@ class FailedAttempt(Exception):
 def pg_sessions(postgres_ready: str) -> Iterator[sessionmaker[Session]]:
     truncate_all(postgres_ready)
     engine = build_engine(Settings(database_url=postgres_ready))
-    yield session_factory(engine)
+    yield keep_keys(session_factory(engine))
     engine.dispose()
 
 

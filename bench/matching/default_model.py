@@ -16,9 +16,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from ridercrm.matching.keys import Identity
+
 from bench.matching import febrl_data
 from bench.matching.febrl_data import iso_date, postcode, title
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.training import train
 
 MODEL = Path(__file__).resolve().parents[2] / "src/ridercrm/matching/default_model.json"

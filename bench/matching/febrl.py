@@ -32,7 +32,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench import serve
+from testkit import serve
+
 from bench.matching import damage, febrl_data, febrl_report, service
 from bench.matching.febrl_data import Ask, Asks, Store
 from bench.matching.metrics import Score

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from testkit import serve
+from testkit.serve import BenchError
 
-from bench import serve
 from bench.matching.generate import CONTACT, CSV_COLUMNS, LEAD, Person, Query
-from bench.serve import BenchError
 
 COMMAND_TIMEOUT_S = 900.0
 REQUEST_TIMEOUT_S = 30.0

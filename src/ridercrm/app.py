@@ -7,25 +7,27 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ridercrm import __version__, readiness
-from ridercrm.audit.endpoints import router as audit_router
 from ridercrm.config import Settings
-from ridercrm.courses.endpoints import router as courses_router
 from ridercrm.db import build_engine, session_factory
-from ridercrm.duplicates.endpoints import router as duplicates_router
+from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import metrics as events_metrics
-from ridercrm.events.endpoints import install_webhooks
-from ridercrm.events.endpoints import router as webhooks_router
-from ridercrm.http import docs_pages, handlers, metrics, openapi
-from ridercrm.http.middleware import AuditMiddleware
-from ridercrm.http.ratelimit import build_rate_limiter
-from ridercrm.http.runtime import Services, services_of
 from ridercrm.logs import configure_logging
 from ridercrm.matching import service as matching_service
-from ridercrm.matching.endpoints import router as matching_router
 from ridercrm.matching.score import Thresholds
-from ridercrm.people.endpoints import crm_router as people_crm_router
-from ridercrm.people.endpoints import router as people_router
-from ridercrm.products.endpoints import router as products_router
+from ridercrm.people.index import keep_keys
+from ridercrm.ratelimit import build_rate_limiter
+from ridercrm.web import docs_pages, handlers, metrics, openapi
+from ridercrm.web.middleware import AuditMiddleware
+from ridercrm.web.routes.audit import router as audit_router
+from ridercrm.web.routes.courses import router as courses_router
+from ridercrm.web.routes.duplicates import router as duplicates_router
+from ridercrm.web.routes.events import install_webhooks
+from ridercrm.web.routes.events import router as webhooks_router
+from ridercrm.web.routes.matching import router as matching_router
+from ridercrm.web.routes.people import crm_router as people_crm_router
+from ridercrm.web.routes.people import router as people_router
+from ridercrm.web.routes.products import router as products_router
+from ridercrm.web.runtime import AppContext, app_context
 
 health = APIRouter(tags=["operations"])
 
@@ -55,7 +57,7 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(request: Request) -> Response:
     """Answer 200 when the database can take writes, 503 (saying why) when it cannot."""
-    services = services_of(request)
+    services = app_context(request)
     found = await run_in_threadpool(readiness.problem, services.engine, services.settings)
     if found is not None:
         return JSONResponse({"status": "unavailable", "database": found}, status_code=503)
@@ -94,26 +96,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by docs_pages, without a CDN
         redoc_url=None,
     )
-    app.state.services = Services(
+    # Every limiter counts where RIDERCRM_RATE_LIMIT_STORAGE says, each in its namespace.
+    shared = {"storage": settings.rate_limit_storage, "key_prefix": settings.rate_limit_key_prefix}
+    app.state.context = AppContext(
         settings=settings,
         engine=engine,
-        sessions=session_factory(engine),
-        rate_limiter=build_rate_limiter(settings),
+        sessions=keep_keys(session_factory(engine), on_written=mark_touched),
+        rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
         explain_limiter=build_rate_limiter(
-            settings,
             settings.explain_rate_limit,
             namespace="explain",
             counted="explained matches for this API key",
+            **shared,
         ),
         refused_limiter=build_rate_limiter(
-            settings,
             settings.refused_rate_limit,
             namespace="refused",
             counted="refused requests from this address",
+            **shared,
         ),
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.
-    events_metrics.watch_queue(app.state.services.sessions)
+    events_metrics.watch_queue(app.state.context.sessions)
     api = APIRouter(prefix=settings.base_path)
     for router in (
         courses_router,

@@ -20,13 +20,18 @@ from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
-from ridercrm.duplicates.recheck import start_rechecker
+from ridercrm.duplicates.recheck import mark_touched, start_rechecker
 from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
+from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
-from ridercrm.transfer.commands import demo_command, export_command, import_app
+from ridercrm.transfer import commands as transfer_commands
+from ridercrm.transfer.commands import export_command, import_app
+
+# The import commands queue the people they write for the duplicates re-check.
+transfer_commands.ON_PEOPLE_WRITTEN = mark_touched
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
 HELP = {"help_option_names": ["-h", "--help"]}
@@ -70,7 +75,8 @@ _debug = False
 
 def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
     """Sessions on the configured database (see ``startup.open_database``)."""
-    return session_factory(open_database(settings or Settings(), may_create=may_create))
+    engine = open_database(settings or Settings(), may_create=may_create)
+    return keep_keys(session_factory(engine), on_written=mark_touched)
 
 
 def ensure_admin_key(settings: Settings) -> str | None:
@@ -97,7 +103,7 @@ def serve(
     ] = False,
 ) -> None:
     """Upgrade the database, create the first admin key if there is none, and serve."""
-    from ridercrm.http import server
+    from ridercrm.web import server
 
     settings = Settings()
     config = server.server_config(settings, host=host, port=port, workers=workers)
@@ -289,6 +295,25 @@ def match_train(
         console.print(
             f"trained model version {model.version} on {model.people} people ({model.trained_at})"
         )
+
+
+def demo_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Load even when the database has people (another copy)."),
+    ] = False,
+) -> None:
+    """Load the demo data: the products of every course location and a few hundred people."""
+    from ridercrm.demo import load_demo
+
+    sessions = _sessions(may_create=True)
+    try:
+        Console(highlight=False, soft_wrap=True).print(
+            load_demo(sessions, only_if_empty=not force), markup=False
+        )
+    finally:
+        engine = sessions.kw["bind"]
+        engine.dispose()
 
 
 app.add_typer(import_app, name="import")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ridercrm.http.ratelimit import check_storage, parse_limits
+from ridercrm.netsafety import AllowList
+from ridercrm.ratelimit import check_storage, parse_limits
 
 
 class Settings(BaseSettings):
@@ -282,19 +283,31 @@ class Settings(BaseSettings):
     @field_validator("webhook_allowed_hosts")
     @classmethod
     def _check_allowed_hosts(cls, value: str) -> str:
-        from ridercrm.events.safety import AllowList
-
         AllowList.parse(value)
         return value.strip()
 
     @field_validator("webhook_retry_schedule")
     @classmethod
     def _check_retry_schedule(cls, value: str) -> str:
-        from ridercrm.events.delivery import parse_schedule
-
         parse_schedule(value)
         return value.strip()
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def parse_schedule(text: str) -> tuple[float, ...]:
+    """Read "5,300,1800" (seconds before each retry); raise ValueError on a bad entry."""
+    delays = []
+    for raw in text.split(","):
+        if not raw.strip():
+            continue
+        try:
+            delay = float(raw)
+        except ValueError:
+            raise ValueError(f"{raw.strip()!r} is not a number of seconds") from None
+        if not delay >= 0 or delay == float("inf"):
+            raise ValueError(f"{raw.strip()!r} is not a number of seconds")
+        delays.append(delay)
+    return tuple(delays)

@@ -25,10 +25,10 @@ from ridercrm.demo_courses import (
     BOOKED_COURSE,
     LIAM,
     README_PEOPLE,
+    DemoProduct,
     demo_courses,
     product_id,
 )
-from ridercrm.demo_courses import Product as DemoProduct
 from ridercrm.fields import COURSE_LOCATIONS, LEAD_SOURCES
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.products.models import Product

@@ -79,7 +79,7 @@ FEEDBACK = {
 
 
 @dataclass(frozen=True)
-class Product:
+class DemoProduct:
     id: str
     code: str
     price: Decimal
@@ -88,7 +88,7 @@ class Product:
 def demo_courses(
     *,
     contacts: Sequence[str],
-    products: Mapping[str, Sequence[Product]],
+    products: Mapping[str, Sequence[DemoProduct]],
     today: dt.date,
     now: dt.datetime,
     rng: random.Random,

@@ -31,6 +31,25 @@ COURSE_STATUSES = ("booked", "cancelled", "completed - pass", "completed - fail"
 LICENSE_TYPES = ("CYL", "CYP")
 LEAD_SOURCES = ("Web", "Phone Inquiry", "Partner Referral", "Purchansed List", "Other")
 
+# Person fields an operator or client can write, in the interface's names.
+PERSON_FIELDS = (
+    "first_name",
+    "last_name",
+    "date_of_birth",
+    "email",
+    "postcode",
+    "mobile_phone",
+    "home_phone",
+    "drivers_license",
+    "license_type",
+    "street",
+    "city",
+    "state",
+    "country",
+    "lead_source",
+    "opt_in",
+)
+
 ALIASES: Mapping[str, str] = {
     "ipswich": "ipswitch",
     "purchased list": "Purchansed List",

@@ -1,4 +1,4 @@
-"""Salesforce-format record ids (DESIGN §4).
+"""Salesforce-format record ids (docs/decisions.md, "Ids").
 
 An id is 15 case-sensitive characters (a 3-character key prefix and 12 more) plus a
 3-character suffix that encodes which of the 15 are upper-case letters, so the

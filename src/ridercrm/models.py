@@ -11,13 +11,12 @@ from ridercrm.duplicates.models import (
     TouchedPerson,
 )
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint
-from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.keys.models import ApiKey
-from ridercrm.matching.models import PersonKey
-from ridercrm.people.models import Person
+from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
+from ridercrm.web.idempotency.models import IdempotencyRecord
 
 __all__ = [
     "ApiKey",

@@ -92,7 +92,9 @@ def test_a_persons_page_and_an_edit(page: Any, console_url: str) -> None:
     expect(page.get_by_text("Status history").first).to_be_visible()
     page.get_by_label("E-mail").fill("not an e-mail")
     page.get_by_role("button", name="Save changes").click()
-    expect(page.locator("#edit-errors")).to_contain_text("email: must be an e-mail address such as ann@example.com (received text of")
+    expect(page.locator("#edit-errors")).to_contain_text(
+        "email: must be an e-mail address such as ann@example.com (received text of"
+    )
     page.get_by_label("E-mail").fill("ben.kelly@example.org")
     page.get_by_label("City").fill("Wollongong")
     page.get_by_role("button", name="Save changes").click()

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product
 
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope
@@ -34,7 +35,6 @@ from tests.cli.transfer_helpers import (
     products,
     write_csv,
 )
-from tests.factories import create_person, create_product
 
 
 def test_import_contacts_with_our_column_names(

@@ -11,6 +11,7 @@ from click.testing import Result
 from fastapi.testclient import TestClient
 from sqlalchemy import func, inspect, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import person_body
 from typer.testing import CliRunner
 
 from ridercrm.audit.models import AuditRecord
@@ -19,7 +20,6 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_scope, utcnow
 from ridercrm.keys.models import ApiKey
 from ridercrm.migrate import current_revision, head_revision
-from tests.factories import person_body
 
 runner = CliRunner()
 

@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
@@ -14,7 +15,6 @@ from ridercrm.matching.model import Model
 from ridercrm.matching.models import MatchModel
 from ridercrm.people.models import Person
 from tests.cli.transfer_helpers import cli
-from tests.factories import create_person
 
 
 def test_train_stores_a_new_version_that_the_matcher_uses(

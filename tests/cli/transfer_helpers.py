@@ -13,10 +13,9 @@ from typer.testing import CliRunner, Result
 from ridercrm.cli import app
 from ridercrm.db import session_scope
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
-from ridercrm.people.models import PERSON_FIELDS, Person
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of
+from ridercrm.people.models import PERSON_FIELDS, Person, PersonKey
 from ridercrm.products.models import Product
 
 runner = CliRunner()

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from testkit.receiver import Receiver, receiving
 
 from ridercrm.config import Settings
 from ridercrm.events.delivery import Deliverer
-from tests.events.receiver import Receiver, receiving
 
 TEST_WEBHOOKS = {
     "webhook_allowed_hosts": "127.0.0.1",

@@ -8,6 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
+from testkit.receiver import Receiver, receiving
 from typer.testing import CliRunner
 
 from ridercrm.cli import app
@@ -15,8 +17,6 @@ from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import WebhookEndpoint
 from tests.events.conftest import register
-from tests.events.receiver import Receiver, receiving
-from tests.factories import create_person
 
 runner = CliRunner()
 

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
+from testkit.receiver import Receiver, receiving
 
 from ridercrm.db import session_scope, utcnow
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery
 from tests.events.conftest import register
-from tests.events.receiver import Receiver, receiving
-from tests.factories import create_person
 
 
 def _deliveries(client: TestClient, headers: dict[str, str], endpoint: str) -> list[dict]:

@@ -11,14 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import new_booking, person_body
+from testkit.receiver import Receiver
 
 from ridercrm.config import Settings
 from ridercrm.courses.models import AssetStatusChange
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
-from tests.events.receiver import Receiver
-from tests.factories import new_booking, person_body
 from tests.live import live_server
 
 WRITERS = 4

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import make_url
 
 from ridercrm.events import manage
-from ridercrm.events.safety import AllowList, resolve
+from ridercrm.netsafety import AllowList, resolve
 from tests.cli.transfer_helpers import runner
 
 

@@ -10,6 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product, new_booking, person_body
+from testkit.receiver import Receiver
 
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
@@ -22,8 +24,6 @@ from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
 from tests.events.conftest import register
-from tests.events.receiver import Receiver
-from tests.factories import create_person, create_product, new_booking, person_body
 
 PERSONAL_VALUES = ("Nguyen", "ann.nguyen@example.com", "0412 345 678", "L1234567", "12 Main St")
 

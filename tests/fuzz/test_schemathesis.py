@@ -36,13 +36,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 from sqlalchemy import event
+from testkit.databases import create_run_database, drop_run_database, postgres_url
+from testkit.factories import new_booking
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.keys.service import create_key
-from tests.conftest import create_run_database, drop_run_database, postgres_url
-from tests.factories import new_booking
 
 pytestmark = pytest.mark.fuzz
 
@@ -165,7 +165,7 @@ def fuzz_env(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) ->
         refused_rate_limit="off",
     )
     app = create_app(settings)
-    engine = app.state.services.engine
+    engine = app.state.context.engine
     if postgres is None:
 
         @event.listens_for(engine, "connect")
@@ -173,7 +173,7 @@ def fuzz_env(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) ->
             # Durability is not what this run tests; an fsync per commit would be most of it.
             dbapi_connection.execute("PRAGMA synchronous=OFF")
 
-    sessions = app.state.services.sessions
+    sessions = app.state.context.sessions
     keys = {}
     with session_scope(sessions, write=True) as session:
         keys["admin"] = create_key(session, name="fuzz-admin", scopes=["admin"])[1]
@@ -181,7 +181,7 @@ def fuzz_env(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) ->
     with TestClient(app) as client:
         ids = _seed(client, {"Authorization": f"Bearer {keys['admin']}"})
     yield FuzzEnv(app=app, keys=keys, ids=ids)
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
     if postgres is not None:
         drop_run_database(postgres, database_url)
 

@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product, person_body
 
 from tests.console.conftest import console_as, make_staff  # noqa: F401 (console forms)
-from tests.factories import create_person, create_product, person_body
 from tests.hostile.state import Ledger
 from tests.http.courses_helpers import new_booking
 

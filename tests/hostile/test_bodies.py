@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from ridercrm.http.runtime import unread_note
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.web.runtime import unread_note
 from tests.hostile.conftest import (
     CONTACTS,
     FORM,

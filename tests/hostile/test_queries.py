@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.factories import create_person
+from testkit.factories import create_person
+
 from tests.hostile.conftest import World
 
 QUERIES = [

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
-
-from tests.factories import create_person, create_product, new_booking
+from testkit.factories import create_person, create_product, new_booking
 
 PATH = "/crm/people/rider_courses"
 

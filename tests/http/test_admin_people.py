@@ -2,8 +2,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-
-from tests.factories import create_person, person_body
+from testkit.factories import create_person, person_body
 
 
 def test_create_contact_then_read_every_field(

@@ -11,10 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import person_body
 
 from ridercrm.audit.models import AuditRecord
 from ridercrm.db import session_scope, utcnow
-from tests.factories import person_body
 
 
 def count_records(sessions: sessionmaker[Session]) -> int:

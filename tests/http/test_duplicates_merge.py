@@ -10,12 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 
 from ridercrm import models  # noqa: F401  (every table in Base.metadata)
 from ridercrm.db import Base, session_scope
 from ridercrm.duplicates.merge import MergeError, merge_people
 from ridercrm.people.models import Person
-from tests.factories import create_person
 from tests.http.courses_helpers import Courses, new_booking
 
 MERGE = "/admin/people/merge"

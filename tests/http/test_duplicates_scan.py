@@ -8,13 +8,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 
 from ridercrm.audit.models import AuditRecord
 from ridercrm.db import session_scope
 from ridercrm.duplicates import scan
 from ridercrm.matching.score import Thresholds
 from tests.cli.transfer_helpers import cli
-from tests.factories import create_person
 
 REVIEW = 12.0
 

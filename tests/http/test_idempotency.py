@@ -12,13 +12,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import person_body
 
 from ridercrm.db import session_scope, utcnow
-from ridercrm.idempotency import service as idempotency
-from ridercrm.idempotency.models import IdempotencyRecord
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.keys import service as keys
-from tests.factories import person_body
+from ridercrm.web.idempotency import service as idempotency
+from ridercrm.web.idempotency.models import IdempotencyRecord
 
 PATH = "/admin/contacts"
 

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_product
 
 from ridercrm.db import session_scope
-from tests.factories import create_product
 
 
 def search(client: TestClient, headers: dict[str, str]) -> int:

@@ -9,12 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product
 
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
-from ridercrm.people.models import Person
-from tests.factories import create_person, create_product
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of
+from ridercrm.people.models import Person, PersonKey
 from tests.http.courses_helpers import new_booking
 
 PEOPLE = "/crm/people/match"

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import create_person
 
-from tests.factories import create_person
 from tests.http.courses_helpers import Courses, new_booking
 
 PATH = "/crm/modify"

@@ -45,7 +45,7 @@ def served_document(base_path: str = "") -> dict[str, Any]:
     app = create_app(Settings(database_url="sqlite://", base_path=base_path))
     with TestClient(app) as client:
         response = client.get("/openapi.json")
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
     assert response.status_code == 200
     assert "x-audit-id" not in response.headers
     result: dict[str, Any] = response.json()

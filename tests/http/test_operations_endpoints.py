@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from testkit.factories import person_body
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
-from tests.factories import person_body
 
 
 def test_healthz(client: TestClient) -> None:
@@ -36,7 +36,7 @@ def unreachable_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     app = create_app(Settings(database_url=url))
     with TestClient(app) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 def test_readyz_is_503_when_the_database_is_unreachable(unreachable_client: TestClient) -> None:

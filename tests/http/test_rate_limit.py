@@ -19,14 +19,14 @@ from httpx import Response
 from pydantic import ValidationError
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product, person_body
 
+from ridercrm import ratelimit
 from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.http import ratelimit
-from ridercrm.http.ratelimit import KeyRateLimiter, parse_limits
 from ridercrm.models import Base
-from tests.factories import create_person, create_product, person_body
+from ridercrm.ratelimit import KeyRateLimiter, parse_limits
 from tests.http.courses_helpers import new_booking
 
 REDIS_ENV = "RIDERCRM_TEST_REDIS_URL"
@@ -325,7 +325,7 @@ def test_the_limit_can_be_turned_off(
     value: str, make_client: Callable[..., TestClient], make_key: Callable[..., str]
 ) -> None:
     unlimited = make_client(rate_limit=value)
-    assert unlimited.app.state.services.rate_limiter is None  # type: ignore[attr-defined]
+    assert unlimited.app.state.context.rate_limiter is None  # type: ignore[attr-defined]
     headers = {"X-API-Key": make_key("products")}
     assert all(
         unlimited.get("/crm/products", headers=headers).status_code == 200 for _ in range(20)

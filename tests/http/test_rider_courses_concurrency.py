@@ -8,11 +8,11 @@ import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, create_product
 
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.people.models import Person
-from tests.factories import create_person, create_product
 from tests.http.courses_helpers import PATH, new_booking
 from tests.live import live_server
 

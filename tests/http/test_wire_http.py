@@ -10,9 +10,9 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import person_body
 
-from ridercrm.http.runtime import unread_note
-from tests.factories import person_body
+from ridercrm.web.runtime import unread_note
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -379,7 +379,7 @@ GARBAGE: list[tuple[str, bytes, str]] = [
 def test_garbage_never_gives_a_server_error(
     client: TestClient, admin_headers: dict[str, str], raw: bytes, content_type: str
 ) -> None:
-    assert len(raw) < client.app.state.services.settings.max_body_bytes  # type: ignore[attr-defined]
+    assert len(raw) < client.app.state.context.settings.max_body_bytes  # type: ignore[attr-defined]
     response = client.post(
         "/admin/contacts", content=raw, headers={**admin_headers, "Content-Type": content_type}
     )

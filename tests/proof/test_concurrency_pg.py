@@ -9,9 +9,8 @@ deadlock left unresolved.
 from __future__ import annotations
 
 import pytest
-from bench import concurrency_pg
-
-from tests.conftest import postgres_url
+from testkit.bench import run_bench
+from testkit.databases import postgres_url
 
 pytestmark = [pytest.mark.concurrency, pytest.mark.postgresql]
 
@@ -19,4 +18,4 @@ pytestmark = [pytest.mark.concurrency, pytest.mark.postgresql]
 def test_many_clients_on_the_same_records_lose_nothing() -> None:
     if postgres_url() is None:
         pytest.skip("needs RIDERCRM_TEST_POSTGRES_URL")
-    assert concurrency_pg.main(["--short"]) == 0
+    assert run_bench("concurrency_pg.py", "--short") == 0

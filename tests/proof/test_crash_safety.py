@@ -10,9 +10,8 @@ every violation; its output is shown when a test fails.
 from __future__ import annotations
 
 import pytest
-from bench import crash_safety
-
-from tests.conftest import postgres_url
+from testkit.bench import run_bench
+from testkit.databases import postgres_url
 
 pytestmark = pytest.mark.crash
 
@@ -21,10 +20,10 @@ pytestmark = pytest.mark.crash
 def test_answered_requests_survive_sigkill_and_nothing_is_half_written(db: str) -> None:
     if db == "postgresql" and postgres_url() is None:
         pytest.skip("needs RIDERCRM_TEST_POSTGRES_URL")
-    assert crash_safety.main(["--db", db, "--short"]) == 0
+    assert run_bench("crash_safety.py", "--db", db, "--short") == 0
 
 
 def test_the_checks_report_damage_planted_in_the_database() -> None:
     """The checks have teeth: a lost status change, a lost field change, a lost audit
     record, a lost matching key and a course without history are all reported."""
-    assert crash_safety.main(["--db", "sqlite", "--kills", "1", "--tamper"]) == 0
+    assert run_bench("crash_safety.py", "--db", "sqlite", "--kills", "1", "--tamper") == 0

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bench.serve import free_port, ridercrm_command, run_cli, tail
 from sqlalchemy import select
+from testkit.factories import person_body
+from testkit.receiver import Receiver, receiving
+from testkit.serve import free_port, ridercrm_command, run_cli, tail
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.events.models import OPEN_STATUSES, Delivery, Event
-from tests.events.receiver import Receiver, receiving
-from tests.factories import person_body
 
 pytestmark = pytest.mark.crash
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from bench import load_bench
-
-from tests.conftest import postgres_url
+from testkit.bench import run_bench
+from testkit.databases import postgres_url
 
 pytestmark = pytest.mark.load
 
@@ -21,4 +20,4 @@ def test_mixed_load_runs_without_errors() -> None:
     if shutil.which("wrk") is None:
         pytest.skip("needs wrk (apt-get install -y wrk)")
     db = "both" if postgres_url() is not None else "sqlite"
-    assert load_bench.main(["--short", "--db", db]) == 0
+    assert run_bench("load_bench.py", "--short", "--db", db) == 0

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
+from testkit.factories import create_person, create_product, new_booking
 
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
-from tests.factories import create_person, create_product, new_booking
 
 
 @pytest.fixture

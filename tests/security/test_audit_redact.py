@@ -17,10 +17,10 @@ from urllib.parse import parse_qsl, urlencode
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import create_product
 
 from ridercrm.audit.redact import note, redact_request
 from ridercrm.config import Settings
-from tests.factories import create_product
 from tests.http.courses_helpers import new_booking
 from tests.security.personal import PERSON, leaked
 

@@ -13,8 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-
-from tests.factories import create_person
+from testkit.factories import create_person
 
 PEOPLE = "/crm/people/match"
 LEADS = "/crm/leads/match"

@@ -17,12 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+from testkit.factories import create_product
 from typer.testing import CliRunner
 
 from ridercrm.cli import app as cli
-from ridercrm.http import middleware, runtime
 from ridercrm.people import service as people_service
-from tests.factories import create_product
+from ridercrm.web import middleware, runtime
 from tests.http.courses_helpers import new_booking
 from tests.security.personal import PERSON, SECRETS
 
@@ -161,7 +161,7 @@ def test_serve_writes_no_access_log(
 ) -> None:
     """uvicorn's access log would print every request line, query strings included
     (``GET /admin/people?q=Quillon%20Zbyszewski``); ``serve`` turns it off."""
-    from ridercrm.http import server
+    from ridercrm.web import server
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(

@@ -14,12 +14,12 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import person_body
 
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
-from tests.factories import person_body
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
@@ -42,7 +42,7 @@ def read_only(
     app = create_app(Settings(database_url=url))
     with TestClient(app) as client:
         yield client, plaintext
-    app.state.services.engine.dispose()
+    app.state.context.engine.dispose()
 
 
 def test_readyz_is_503_on_a_read_only_database(read_only: tuple[TestClient, str]) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from testkit.factories import create_person, create_product, new_booking
 
-from tests.factories import create_person, create_product, new_booking
 from tests.security.personal import PERSON, leaked
 
 

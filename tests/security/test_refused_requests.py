@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.http.runtime import unread_note
+from ridercrm.web.runtime import unread_note
 from tests.live import live_server
 
 BOOK = "/crm/people/rider_courses"

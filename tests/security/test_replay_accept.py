@@ -6,8 +6,7 @@ import json
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
-
-from tests.factories import person_body
+from testkit.factories import person_body
 
 
 def test_a_replay_negotiates_its_media_type_from_the_repeats_accept(

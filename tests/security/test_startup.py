@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import make_url
+from testkit.databases import postgres_url
 
-from tests.conftest import postgres_url
 from tests.live import free_port
 
 RIDERCRM = str(Path(sys.executable).with_name("ridercrm"))

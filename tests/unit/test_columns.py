@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from ridercrm.fields import error_messages
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.repository import identity_of
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import PERSON_FIELDS
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.schemas import ProductCreate

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ridercrm.matching import normalize
+from ridercrm.people import normalize
 
 
 @pytest.mark.parametrize(

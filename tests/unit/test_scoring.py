@@ -4,13 +4,14 @@ from typing import Any
 
 import pytest
 
-from ridercrm.matching import compare, normalize
-from ridercrm.matching.keys import Identity, query_keys, stored_keys
+from ridercrm.matching import compare
 from ridercrm.matching.model import default_model
 from ridercrm.matching.nicknames import same_name_family
-from ridercrm.matching.normalize import name_tokens
 from ridercrm.matching.score import Thresholds, Verdict
 from ridercrm.matching.score import evaluate as evaluate_with
+from ridercrm.people import normalize
+from ridercrm.people.blocking import Identity, query_keys, stored_keys
+from ridercrm.people.normalize import name_tokens
 
 ANN: dict[str, Any] = {
     "first_name": "Ann",

@@ -1,9 +1,9 @@
 import datetime as dt
 import random
 
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.model import Model
 from ridercrm.matching.training import train
+from ridercrm.people.blocking import Identity
 
 GIVEN = ["ann", "bob", "chloe", "dan", "eve", "fay", "gus", "hal", "ivy", "jo", "kai", "liam"]
 FAMILY = ["nguyen", "smith", "jones", "brown", "tran", "lee", "walker", "hall", "young", "king"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ridercrm.http.wire import BodyError, decode_body, negotiate, parse_content_type
+from ridercrm.wire import BodyError, decode_body, negotiate, parse_content_type
 
 JSON_TYPES = ["application/json", "text/json", "text/plain"]
 FORM = "application/x-www-form-urlencoded"

@@ -1,4 +1,4 @@
-"""Audit records: one per request, whatever its outcome (DESIGN §9)."""
+"""Audit records: one per request, whatever its outcome (docs/decisions.md, "Audit")."""
 
 from __future__ import annotations
 

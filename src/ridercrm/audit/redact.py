@@ -29,14 +29,14 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from ridercrm.http.wire import (
+from ridercrm.ids import canonical_id
+from ridercrm.wire import (
     ACCEPTED_TYPES,
     FORM_TYPE,
     BodyError,
     parse_content_type,
     parse_json,
 )
-from ridercrm.ids import canonical_id
 
 PERSONAL_FIELDS = frozenset(
     {
@@ -68,7 +68,7 @@ OTHER_SPELLINGS = frozenset(
 PERSONAL_PARTS = ("phone", "email", "birth")  # MobilePhone, OtherPhone, Email__c, ...
 REDACTED = "[redacted]"
 # Bodies of the service's own making that are not JSON and hold no personal data:
-# operation 1's whole-request failure (ridercrm.courses.endpoints.FAILURE_TEXT).
+# operation 1's whole-request failure (ridercrm.web.routes.courses.FAILURE_TEXT).
 PLAIN_TEXTS = frozenset({"Status update failed."})
 # Keys whose string values are themselves bodies: audit records read through the API.
 QUOTED_BODIES = frozenset({"request_body", "response_body"})

@@ -1,4 +1,4 @@
-"""Write, read, search and purge audit records (DESIGN §9)."""
+"""Write, read, search and purge audit records (docs/decisions.md, "Audit")."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.redact import Redaction
 from ridercrm.db import utcnow
-from ridercrm.http.context import Call
+from ridercrm.ids import RecordKind, canonical_id
 
 MAX_STORED_BODY = 2 * 1024 * 1024
 
@@ -111,7 +112,14 @@ def record_call(
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:
+    """The record with this (canonical) id, or None."""
     return session.get(AuditRecord, audit_id)
+
+
+def find_record(session: Session, audit_id: str) -> AuditRecord | None:
+    """The record an id in any accepted form (15 or 18 characters) names, or None."""
+    canonical = canonical_id(audit_id, RecordKind.AUDIT)
+    return get_record(session, canonical) if canonical else None
 
 
 PAGE_BODY_BUDGET = 8 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""The course status machine and the feedback rule (DESIGN §6). Plain Python."""
+"""The course status machine and the feedback rule (docs/decisions.md, "Operation 1 (rider courses)"). Plain Python."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operation 1: book people onto courses and change course status (DESIGN §5, §6).
+"""Operation 1: book people onto courses and change course status (docs/decisions.md, "Operation 1 (rider courses)").
 
 Each item runs in its own savepoint: it succeeds or fails alone and never
 half-writes. Which course an item means, in order: a non-empty asset_id; a stored
@@ -60,6 +60,12 @@ class ItemResult:
 def _echo(raw: dict[str, Any], name: str) -> str:
     value = raw.get(name)
     return value if isinstance(value, str) else ""
+
+
+def get_asset(session: Session, asset_id: str) -> Asset | None:
+    """The course with this id (any accepted id form), or None."""
+    canonical = canonical_id(asset_id, RecordKind.ASSET)
+    return session.get(Asset, canonical) if canonical else None
 
 
 def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:

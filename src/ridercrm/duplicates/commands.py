@@ -22,6 +22,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
@@ -31,7 +32,8 @@ errors = Console(stderr=True, markup=False)
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
-    return session_factory(open_database(settings, may_create=False))
+    engine = open_database(settings, may_create=False)
+    return keep_keys(session_factory(engine), on_written=recheck.mark_touched)
 
 
 def _print(value: Any) -> None:

@@ -1,4 +1,4 @@
-"""Merging duplicate people into one survivor, and undoing a merge (DESIGN §14).
+"""Merging duplicate people into one survivor, and undoing a merge (docs/decisions.md, "Duplicates (issue 15)").
 
 Nothing is deleted: the other members stay stored with ``merged_into`` set, so their
 ids keep working (people.service.resolve follows them to the survivor). Their courses

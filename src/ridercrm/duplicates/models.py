@@ -1,4 +1,4 @@
-"""Merges of duplicate people, kept so that each can be undone (DESIGN §14)."""
+"""Merges of duplicate people, kept so that each can be undone (docs/decisions.md, "Duplicates (issue 15)")."""
 
 from __future__ import annotations
 

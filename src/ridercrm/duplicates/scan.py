@@ -1,4 +1,4 @@
-"""Finding duplicates among stored people with the matcher's keys and model (DESIGN §14).
+"""Finding duplicates among stored people with the matcher's keys and model (docs/decisions.md, "Duplicates (issue 15)").
 
 A scan walks the live people (not merged, not converted leads) in id order, a batch
 per transaction, and records its cursor after each batch: an interrupted scan resumes
@@ -29,10 +29,10 @@ from ridercrm.duplicates.models import (
     DuplicateScan,
 )
 from ridercrm.matching import model_store, score
-from ridercrm.matching.keys import Identity, stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import KEY_CAP, identity_of
-from ridercrm.people.models import Person
+from ridercrm.matching.repository import KEY_CAP
+from ridercrm.people.blocking import Identity, stored_keys
+from ridercrm.people.index import identity_of
+from ridercrm.people.models import Person, PersonKey
 
 BATCH = 500
 UNDER_THRESHOLD = "the total weight is under the match threshold"

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import utcnow
 from ridercrm.duplicates import merge
@@ -23,7 +24,6 @@ from ridercrm.duplicates.models import (
     DuplicatePair,
 )
 from ridercrm.duplicates.scan import pairs_of
-from ridercrm.http.context import Call
 from ridercrm.people.models import PERSON_FIELDS, Person
 
 DECISIONS = ("merge", "dismiss", "skip")

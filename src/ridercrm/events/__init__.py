@@ -1,1 +1,1 @@
-"""Events: changes published as signed webhooks from a transactional outbox (DESIGN §15)."""
+"""Events: changes published as signed webhooks from a transactional outbox (docs/decisions.md, "Events (webhooks)")."""

@@ -19,8 +19,8 @@ from ridercrm.db import session_factory, session_scope
 from ridercrm.events import manage
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.purge import purge
-from ridercrm.events.safety import AllowList, UnsafeUrl
 from ridercrm.events.service import KNOWN_TYPES
+from ridercrm.netsafety import AllowList, UnsafeUrl
 from ridercrm.startup import open_database
 
 webhooks_app = typer.Typer(help="Webhook endpoints that receive events.", no_args_is_help=True)

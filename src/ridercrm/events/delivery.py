@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, aliased, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
 from ridercrm import __version__
-from ridercrm.config import Settings
+from ridercrm.config import Settings, parse_schedule
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.events import metrics
 from ridercrm.events.models import (
@@ -44,7 +44,7 @@ from ridercrm.events.models import (
     WebhookEndpoint,
 )
 from ridercrm.events.purge import purge
-from ridercrm.events.safety import AllowList, UnsafeUrl, resolve
+from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
 
 log = logging.getLogger("ridercrm.webhooks")
 
@@ -52,22 +52,6 @@ RESPONSE_CAP = 4096  # bytes of a receiver's answer that are read (and then drop
 MAX_RETRY_AFTER = dt.timedelta(hours=24)
 PURGE_SECONDS = 3600.0  # how often a deliverer purges delivered events past the retention
 GATHER_SECONDS = 0.01
-
-
-def parse_schedule(text: str) -> tuple[float, ...]:
-    """Read "5,300,1800" (seconds before each retry); raise ValueError on a bad entry."""
-    delays = []
-    for raw in text.split(","):
-        if not raw.strip():
-            continue
-        try:
-            delay = float(raw)
-        except ValueError:
-            raise ValueError(f"{raw.strip()!r} is not a number of seconds") from None
-        if not delay >= 0 or delay == float("inf"):
-            raise ValueError(f"{raw.strip()!r} is not a number of seconds")
-        delays.append(delay)
-    return tuple(delays)
 
 
 @dataclass(frozen=True)

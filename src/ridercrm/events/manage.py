@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
-from ridercrm.events.safety import AllowList, UnsafeUrl, resolve
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
+from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
 
 
 class EndpointProblem(ValueError):

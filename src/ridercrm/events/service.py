@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
-from ridercrm.people.models import PERSON_FIELDS
+from ridercrm.fields import PERSON_FIELDS
 
 PERSON_CREATED = "person.created"
 PERSON_UPDATED = "person.updated"

@@ -1,4 +1,4 @@
-"""API keys: stored as SHA-256 hashes, never in clear (DESIGN §11)."""
+"""API keys: stored as SHA-256 hashes, never in clear (docs/decisions.md, "Keys and scopes")."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from functools import lru_cache
 import jellyfish
 from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
 
-from ridercrm.matching import normalize
 from ridercrm.matching.nicknames import same_name_family
+from ridercrm.people import normalize
 
 MISSING = "missing"
 DIFFERENT = "different"

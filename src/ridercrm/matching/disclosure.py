@@ -1,4 +1,4 @@
-"""What a match explanation may tell the API client that asked (DESIGN §8).
+"""What a match explanation may tell the API client that asked (docs/decisions.md, "Operations 3 and 4 (matching)").
 
 The audit record keeps the whole explanation: every candidate, score and reason. A
 client learns only about the person its query matched, the answer it is given anyway;

@@ -1,4 +1,4 @@
-"""Scoring a candidate against a query, and the decision rule (DESIGN §8). Pure.
+"""Scoring a candidate against a query, and the decision rule (docs/decisions.md, "Operations 3 and 4 (matching)"). Pure.
 
 Each field's comparison level adds its match weight (``matching.model``); the total
 is the evidence, in bits, that the two records are one person. A candidate is
@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.model import Model, default_model
+from ridercrm.people.blocking import Identity
 
 PERSONAL = ("given_name", "date_of_birth", "licence")
-# A course the person booked, named in the request (DESIGN §8: strong evidence).
+# A course the person booked, named in the request (docs/decisions.md, "Operations 3 and 4 (matching)": strong evidence).
 ASSET_WEIGHT = 12.0
 
 

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
-from ridercrm.matching.keys import Identity, query_keys
+from ridercrm.people.blocking import Identity, query_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.people.service import survivor_of
 
@@ -46,7 +47,28 @@ class MatchResult:
         }
 
 
-def find_match(
+def find_match(session: Session, *, details: Any, leads_only: bool) -> MatchResult:
+    """Find the person that a request's validated details describe (operations 3 and 4).
+
+    ``details`` has the interface's identifying fields (``first_name`` … ``postcode``,
+    ``mobile_phone``) and, for operation 3, ``assets``: ids of courses the person booked.
+    """
+    identity = Identity.of(
+        first_name=details.first_name,
+        last_name=details.last_name,
+        date_of_birth=details.date_of_birth,
+        email=details.email,
+        phones=(details.mobile_phone,),
+        drivers_license=details.drivers_license,
+        street=details.street,
+        postcode=details.postcode,
+        city=details.city,
+    )
+    assets = getattr(details, "assets", None) or []
+    return match_identity(session, query=identity, assets=assets, leads_only=leads_only)
+
+
+def match_identity(
     session: Session, *, query: Identity, assets: list[str], leads_only: bool
 ) -> MatchResult:
     """Find the one stored person the query describes; ties and households give no guess."""
@@ -70,7 +92,7 @@ def find_match(
         person = survivor_of(session, stored) if stored.merged_into else stored
         if person is None or (leads_only and person.kind != LEAD):
             continue
-        identity = repository.identity_of(stored)
+        identity = identity_of(stored)
         verdict = score.evaluate(
             query, identity, model=model, thresholds=_thresholds, asset=stored.id in asset_owners
         )

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from ridercrm.matching import score
 from ridercrm.matching.compare import LEVELS, MISSING
-from ridercrm.matching.keys import Identity
 from ridercrm.matching.model import TF_FIELDS, Model, TermFrequencies, default_model
+from ridercrm.people.blocking import Identity
 
 # At most this many people are compared (a uniform sample): bounds time and memory.
 SAMPLE = 300_000
@@ -205,7 +205,7 @@ def stored_sample(session: Session, *, seed: int = 0) -> tuple[list[Identity], i
     Read in one streamed pass; the sample bounds training's time and memory at a
     million people (term frequencies come from everyone: ``term_frequencies``).
     """
-    from ridercrm.matching.repository import identity_of
+    from ridercrm.people.index import identity_of
     from ridercrm.people.models import Person
 
     columns = select(
@@ -229,7 +229,7 @@ def stored_sample(session: Session, *, seed: int = 0) -> tuple[list[Identity], i
 
 def term_frequencies(session: Session) -> dict[str, TermFrequencies]:
     """Term frequencies of given names, family names and postcodes of every stored person."""
-    from ridercrm.matching import normalize
+    from ridercrm.people import normalize
     from ridercrm.people.models import Person
 
     counts: dict[str, Counter[str]] = {name: Counter() for name in TF_FIELDS}

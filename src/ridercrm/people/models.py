@@ -4,32 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Boolean, Date, ForeignKey, Index, String, func
+from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, String, func
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ridercrm.db import Base, UTCDateTime, utcnow
+from ridercrm.fields import PERSON_FIELDS
+
+__all__ = ["CONTACT", "LEAD", "PERSON_FIELDS", "Person", "PersonKey"]
 
 CONTACT = "contact"
 LEAD = "lead"
-
-# Person fields an operator or client can write, in the interface's names.
-PERSON_FIELDS = (
-    "first_name",
-    "last_name",
-    "date_of_birth",
-    "email",
-    "postcode",
-    "mobile_phone",
-    "home_phone",
-    "drivers_license",
-    "license_type",
-    "street",
-    "city",
-    "state",
-    "country",
-    "lead_source",
-    "opt_in",
-)
 
 
 class Person(Base):
@@ -56,7 +40,7 @@ class Person(Base):
         String(18), ForeignKey("people.id"), unique=True
     )
     # Set when a duplicates merge folded this record into another (the survivor); the
-    # record is kept and its id stands for the survivor from then on (DESIGN §14).
+    # record is kept and its id stands for the survivor from then on (docs/decisions.md, "Duplicates (issue 15)").
     merged_into: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -75,3 +59,19 @@ class Person(Base):
         # The console finds people by date of birth alone.
         Index("ix_people_date_of_birth", date_of_birth),
     )
+
+
+# The blocking keys of each person (people/blocking.py), kept in step on every write
+# path by people/index.py; matching looks candidates up by them.
+class PersonKey(Base):
+    __tablename__ = "person_keys"
+
+    key: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    person_id: Mapped[str] = mapped_column(
+        String(18), ForeignKey("people.id", ondelete="CASCADE"), primary_key=True
+    )
+
+    # One clustered B-tree on SQLite (no rowid table, no second index): imports write
+    # about eight of these rows per person. Keys change by difference (old minus new),
+    # so no index on person_id is needed.
+    __table_args__ = {"sqlite_with_rowid": False}

@@ -9,9 +9,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from ridercrm.matching.keys import email_key, phone_key
-from ridercrm.matching.models import PersonKey
-from ridercrm.people.models import Person
+from ridercrm.people.blocking import email_key, phone_key
+from ridercrm.people.models import Person, PersonKey
 
 
 def get(session: Session, person_id: str) -> Person | None:

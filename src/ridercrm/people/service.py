@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from ridercrm.db import utcnow
 from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
-from ridercrm.matching.repository import note_new_person, note_person_change
 from ridercrm.people import repository
+from ridercrm.people.index import note_new_person, note_person_change
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
 from ridercrm.people.schemas import PersonCreate
 
@@ -38,9 +38,24 @@ def find_person(session: Session, raw_id: str) -> Person | None:
     return repository.get(session, person_id) if person_id else None
 
 
-def search_people(session: Session, *, query: str, limit: int) -> Sequence[Person]:
-    """People by name, e-mail or phone."""
-    return repository.search(session, query=query, limit=limit)
+def search_people(
+    session: Session,
+    *,
+    query: str,
+    limit: int,
+    kind: str | None = None,
+    created_since: dt.datetime | None = None,
+    updated_since: dt.datetime | None = None,
+) -> Sequence[Person]:
+    """The best ``limit`` people by name, e-mail or phone, then those of ``kind`` and
+    created or updated since the given times."""
+    return [
+        p
+        for p in repository.search(session, query=query, limit=limit)
+        if (kind is None or p.kind == kind)
+        and (created_since is None or p.created_at >= created_since)
+        and (updated_since is None or p.updated_at >= updated_since)
+    ]
 
 
 def list_people(

@@ -23,10 +23,12 @@ class ProductCreate(BaseModel):
 PRODUCT_EXAMPLE: dict[str, Any] = {"name": "Learner course", "code": "L1", "price": "249.00"}
 
 
-class Product(BaseModel):
+# Named apart from the stored row (products.models.Product); the OpenAPI document has
+# always called its schema Product, hence the title.
+class ProductRead(BaseModel):
     """A product, as ``GET /crm/products`` lists it."""
 
-    model_config = ConfigDict(from_attributes=True)
+    model_config = ConfigDict(from_attributes=True, title="Product")
 
     id: str = Field(description="18 characters, prefix 01t.")
     name: str

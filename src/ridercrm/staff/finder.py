@@ -19,10 +19,9 @@ from rapidfuzz import fuzz
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from ridercrm.matching import normalize
-from ridercrm.matching.keys import Identity, query_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.people.models import Person
+from ridercrm.people import normalize
+from ridercrm.people.blocking import Identity, query_keys
+from ridercrm.people.models import Person, PersonKey
 
 CANDIDATE_LIMIT = 300
 CLOSE_NAME = 75  # rapidfuzz token-sort ratio of a misspelt name still shown

@@ -1,1 +1,1 @@
-"""Moving records in and out: CSV import and export (DESIGN §12)."""
+"""Moving records in and out: CSV import and export (docs/decisions.md, "CLI")."""

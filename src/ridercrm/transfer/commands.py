@@ -1,4 +1,4 @@
-"""The `ridercrm import`, `ridercrm export` and `ridercrm demo` commands."""
+"""The `ridercrm import` and `ridercrm export` commands."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory
+from ridercrm.people.index import WrittenHook, keep_keys
 from ridercrm.startup import open_database
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
@@ -80,12 +81,17 @@ class Form(enum.StrEnum):
     salesforce = "salesforce"
 
 
+# Told which people an import wrote (the duplicates re-check queue); set by ridercrm.cli,
+# the composition root, because duplicates is a feature beside transfer, not below it.
+ON_PEOPLE_WRITTEN: WrittenHook | None = None
+
+
 @contextmanager
 def _database(*, may_create: bool) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured database, brought up to date, closed afterwards."""
     engine = open_database(Settings(), may_create=may_create)
     try:
-        yield session_factory(engine)
+        yield keep_keys(session_factory(engine), on_written=ON_PEOPLE_WRITTEN)
     finally:
         engine.dispose()
 
@@ -216,16 +222,3 @@ def _export_to_file(
         Path(handle.name).unlink(missing_ok=True)
         raise
     return count
-
-
-def demo_command(
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Load even when the database has people (another copy)."),
-    ] = False,
-) -> None:
-    """Load the demo data: the products of every course location and a few hundred people."""
-    from ridercrm.demo import load_demo
-
-    with _database(may_create=True) as sessions:
-        out.print(load_demo(sessions, only_if_empty=not force), markup=False)

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ridercrm.matching.keys import Identity
-from ridercrm.matching.service import find_match
+from ridercrm.matching.service import match_identity
+from ridercrm.people.blocking import Identity
 from ridercrm.people.models import LEAD, PERSON_FIELDS, Person
 from ridercrm.people.service import apply_changes
 from ridercrm.transfer.columns import Target
@@ -82,7 +82,7 @@ class Matcher:
             postcode=values.get("postcode"),
             city=values.get("city"),
         )
-        person = find_match(
+        person = match_identity(
             self.session, query=identity, assets=[], leads_only=self.kind == LEAD
         ).person
         if person is None or person.kind != self.kind or person.id in self.added:

@@ -21,10 +21,9 @@ from sqlalchemy import Table
 from ridercrm.db import utcnow
 from ridercrm.fields import error_messages
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.matching.keys import stored_keys
-from ridercrm.matching.models import PersonKey
-from ridercrm.matching.repository import identity_of
-from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of
+from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
 from ridercrm.products.schemas import ProductCreate

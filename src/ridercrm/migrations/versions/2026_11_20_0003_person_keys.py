@@ -35,7 +35,7 @@ def upgrade() -> None:
 def _fill_keys() -> None:
     # Uses the application's own key function: keys must be exactly what the
     # service computes on every write.
-    from ridercrm.matching.repository import identity_of, key_rows
+    from ridercrm.people.index import identity_of, key_rows
 
     bind = op.get_bind()
     people = sa.table(

@@ -60,7 +60,7 @@ def _first_name_nullable(nullable: bool) -> None:
 def _rebuild_keys() -> None:
     # The blocking keys changed: recompute every stored person's with the application's
     # own key function (the one every write uses).
-    from ridercrm.matching.repository import identity_of, key_rows
+    from ridercrm.people.index import identity_of, key_rows
 
     bind = op.get_bind()
     people = sa.table(

@@ -18,9 +18,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ridercrm.http.ratelimit import build_rate_limiter
-from ridercrm.http.runtime import Services
+from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web.console import frame
+from ridercrm.web.runtime import AppContext as Services
 
 log = logging.getLogger("ridercrm.console")
 STATIC = Path(__file__).parent / "static"
@@ -32,11 +32,12 @@ def build(services: Services) -> FastAPI:
 
     root = services.settings.base_path + "/console"
     console = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    console.state.services = services
+    console.state.context = services
     # Sign-in attempts per client address, bounded like requests refused by the API.
     console.state.sign_in_limiter = build_rate_limiter(
-        services.settings,
         services.settings.refused_rate_limit,
+        storage=services.settings.rate_limit_storage,
+        key_prefix=services.settings.rate_limit_key_prefix,
         namespace="console-sign-in",
         counted="sign-in attempts from this address",
     )
@@ -132,6 +133,6 @@ async def send_redirect(send: Send, location: str) -> None:
 
 def install(app: FastAPI) -> None:
     """Serve the console in front of the API (called last in ``create_app``)."""
-    services: Services = app.state.services
+    services: Services = app.state.context
     root = services.settings.base_path + "/console"
     app.add_middleware(ConsoleDispatch, console=build(services), root=root)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from ridercrm.fields import error_messages
 from ridercrm.keys import service as keys
 from ridercrm.products import service as products
-from ridercrm.products.schemas import Product, ProductCreate
+from ridercrm.products.schemas import ProductCreate, ProductRead
 from ridercrm.staff import rules
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
@@ -62,7 +62,7 @@ async def create_product(request: Request, staff: AsAdmin) -> Response:
             product = products.create_product(session, data=data)
         except products.DuplicateCode:
             raise frame.ConsoleProblem(f"code: {data.code} is used by another product") from None
-        return Product.model_validate(product).model_dump(mode="json")
+        return ProductRead.model_validate(product).model_dump(mode="json")
 
     done = await frame.change(
         request, staff, operation="console.create_product", asked=asked, work=work
@@ -78,7 +78,7 @@ async def set_product_active(request: Request, product_id: str, staff: AsAdmin) 
 
     def work(session: Session) -> dict[str, Any]:
         product = products.set_active(session, raw_id=product_id[:40], active=active)
-        return Product.model_validate(product).model_dump(mode="json")
+        return ProductRead.model_validate(product).model_dump(mode="json")
 
     done = await frame.change(
         request,

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from ridercrm.http.middleware import client_address
-from ridercrm.http.runtime import services_of
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import AsViewer
+from ridercrm.web.middleware import client_address
+from ridercrm.web.runtime import app_context as services_of
 
 router = APIRouter()
 

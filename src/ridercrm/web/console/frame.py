@@ -43,10 +43,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
-from ridercrm.http.context import Call
-from ridercrm.http.runtime import Services, services_of
+from ridercrm.web.runtime import AppContext as Services
+from ridercrm.web.runtime import app_context as services_of
 
 __all__ = ["services_of"]  # re-exported for page modules
 from ridercrm.staff import rules

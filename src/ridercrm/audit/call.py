@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ridercrm.http.errors import ErrorShape, default_shape
+from ridercrm.errors import ErrorShape, default_shape
 from ridercrm.ids import RecordKind, new_id
 
 

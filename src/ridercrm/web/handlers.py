@@ -7,8 +7,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ridercrm.http.errors import ApiError
-from ridercrm.http.runtime import call_of, error_outcome, render
+from ridercrm.errors import ApiError
+from ridercrm.web.runtime import call_of, error_outcome, render
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

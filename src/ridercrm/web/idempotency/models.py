@@ -1,4 +1,4 @@
-"""Stored responses of POSTs sent with an Idempotency-Key (DESIGN §10)."""
+"""Stored responses of POSTs sent with an Idempotency-Key (docs/decisions.md, "Retries (Idempotency-Key)")."""
 
 from __future__ import annotations
 

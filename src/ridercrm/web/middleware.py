@@ -24,16 +24,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
-from ridercrm.http import metrics
-from ridercrm.http.context import Call
-from ridercrm.http.errors import ApiError
-from ridercrm.http.ratelimit import Refusal
-from ridercrm.http.runtime import CLIENT_CLOSED
-from ridercrm.http.wire import encode_json
+from ridercrm.errors import ApiError
+from ridercrm.ratelimit import Refusal
+from ridercrm.web import metrics
+from ridercrm.web.runtime import CLIENT_CLOSED
+from ridercrm.wire import encode_json
 
-log = logging.getLogger("ridercrm.http")
+log = logging.getLogger("ridercrm.http")  # the name logs have always carried
 
 UNAUDITED = frozenset({"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc"})
 UNAUDITED_PREFIX = "/docs-assets/"  # the documentation pages' scripts and styles
@@ -76,7 +76,7 @@ class AuditMiddleware:
             start, parts = _internal_error(call)
         status = int(start["status"])
         body = b"".join(parts)
-        services = scope["app"].state.services
+        services = scope["app"].state.context
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:

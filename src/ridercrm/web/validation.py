@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ridercrm.errors import ApiError
 from ridercrm.fields import error_messages, received
-from ridercrm.http.errors import ApiError
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -1,7 +1,9 @@
 """The request path shared by every endpoint: read, authenticate, decode, run, render.
 
-Endpoints stay thin: they name their operation, scope and error shape, and hand a
-plain function (session, payload) -> Outcome to :func:`run_post` or :func:`run_read`.
+Endpoints stay thin: :mod:`ridercrm.web.operations` declares each POST operation (its
+name, scope, error shape and a module-level function (session, payload) -> Reply) and
+hands it to :func:`run_post`; reads hand such a function and their parameters to
+:func:`run_read`.
 The commit happens inside those functions, before the response exists, so a 200 is
 only ever sent for work that is stored; a writing request's audit record is committed
 in the same transaction as its work, so neither is ever stored without the other.
@@ -25,13 +27,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from ridercrm.audit.call import Call, Caller
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.http.context import Call, Caller
-from ridercrm.http.errors import ApiError, ErrorShape, default_shape
-from ridercrm.http.ratelimit import KeyRateLimiter
-from ridercrm.http.wire import (
+from ridercrm.errors import ApiError, ErrorShape, default_shape
+from ridercrm.keys import service as keys
+from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web.idempotency import service as idempotency
+from ridercrm.wire import (
     BodyError,
     decode_body,
     encode_json,
@@ -39,15 +43,14 @@ from ridercrm.http.wire import (
     parse_content_type,
     response_content_type,
 )
-from ridercrm.idempotency import service as idempotency
-from ridercrm.keys import service as keys
 
-log = logging.getLogger("ridercrm.http")
+log = logging.getLogger("ridercrm.http")  # the name logs have always carried
 
 
 @dataclass
-class Services:
-    """What the app is built around; one per process, made in the app factory."""
+class AppContext:
+    """What the app is built around (settings, engine, sessions, limiters); one per
+    process, made in the app factory."""
 
     settings: Settings
     engine: Engine
@@ -58,17 +61,21 @@ class Services:
 
 
 @dataclass
-class Outcome:
-    """What a handler answers: a status, a body (str: text/plain; else JSON) and headers."""
+class Reply:
+    """What an operation answers: a status, a body (str: text/plain; else JSON) and
+    headers, with ``audit``, the note its audit record keeps as ``outcomes`` (per-item
+    outcomes, a match explanation)."""
 
     body: Any
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    audit: Any = None
 
 
-def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
+def app_context(request: Request) -> AppContext:
+    """The app's context (a dependency of every operation)."""
+    context: AppContext = request.app.state.context
+    return context
 
 
 def call_of(request: Request) -> Call:
@@ -104,7 +111,7 @@ def operation(
             # No database stores NUL in text; no search can be for one.
             raise ApiError(400, "query parameters must not contain NUL characters")
         if has_body:
-            call.request_body = await _read_body(request, services_of(request).settings)
+            call.request_body = await _read_body(request, app_context(request).settings)
             call.request_note = None
         return call
 
@@ -160,7 +167,7 @@ def _authenticate(request: Request, scope: str) -> Caller:
         raise ApiError(
             401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge
         )
-    services = services_of(request)
+    services = app_context(request)
     with session_scope(services.sessions) as session:
         key = keys.authenticate(session, presented)
         if key is None:
@@ -178,7 +185,7 @@ def _authenticate(request: Request, scope: str) -> Caller:
     return caller
 
 
-def render(request: Request, outcome: Outcome) -> Response:
+def render(request: Request, outcome: Reply) -> Response:
     """Encode an outcome: text/plain for str, negotiated JSON otherwise."""
     if isinstance(outcome.body, str):
         return Response(
@@ -196,18 +203,18 @@ def render(request: Request, outcome: Outcome) -> Response:
     )
 
 
-def error_outcome(call: Call, error: ApiError) -> Outcome:
+def error_outcome(call: Call, error: ApiError) -> Reply:
     """Render an error in the operation's shape; note its reason for the audit record."""
     call.failure_reason = error.reason
     headers = {**error.headers, "X-Failure-Reason": _header_safe(error.reason)}
-    return Outcome(body=call.shape(error, call.audit_id), status=error.status, headers=headers)
+    return Reply(body=call.shape(error, call.audit_id), status=error.status, headers=headers)
 
 
 def _header_safe(text: str) -> str:
     return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)[:500]
 
 
-Handler = Callable[[Session, Any], Outcome]
+Work = Callable[[Session, Any], Reply]
 
 TRANSACTION_ATTEMPTS = 4
 JSON_RESPONSE_TYPES = frozenset({"application/json", "text/json"})
@@ -219,18 +226,26 @@ def _retryable(exc: DBAPIError) -> bool:
 
 
 async def run_post(
-    request: Request, call: Call, handler: Handler, *, write: bool = True
+    request: Request,
+    call: Call,
+    work: Work,
+    *,
+    decode: Callable[[Any], Any] = lambda body: body,
+    write: bool = True,
 ) -> Response:
-    """Decode the body and run ``handler`` in one transaction, honouring Idempotency-Key.
+    """Decode the body, turn it into ``work``'s payload with ``decode``, and run ``work``
+    in one transaction, honouring Idempotency-Key.
 
     ``write=False`` is for POSTs that only read (matching): on SQLite they then do not
     queue behind writers for the write lock.
     """
-    return await run_in_threadpool(_run_post, request, call, handler, write)
+    return await run_in_threadpool(_run_post, request, call, work, decode, write)
 
 
-def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Response:
-    services = services_of(request)
+def _run_post(
+    request: Request, call: Call, work: Work, decode: Callable[[Any], Any], write: bool
+) -> Response:
+    services = app_context(request)
     body = call.request_body or b""
     claim: idempotency.Claim | None = None
     raw_key = request.headers.get("idempotency-key")
@@ -241,15 +256,18 @@ def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Re
                 return outcome_or_claim
             claim = outcome_or_claim
         try:
-            payload = decode_body(body, call.content_type)
+            decoded = decode_body(body, call.content_type)
         except BodyError as exc:
             raise ApiError(exc.status, exc.reason) from None
+        payload = decode(decoded)
         writing = write or claim is not None
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             call.committing = False
             try:
                 with session_scope(services.sessions, write=writing) as session:
-                    response = render(request, handler(session, payload))
+                    reply = work(session, payload)
+                    call.outcomes = reply.audit
+                    response = render(request, reply)
                     if claim is not None:
                         _store(session, claim, response)
                     if writing:
@@ -278,7 +296,7 @@ def _run_post(request: Request, call: Call, handler: Handler, write: bool) -> Re
 
 
 def _claim(
-    services: Services, call: Call, raw_key: str, request: Request, body: bytes
+    services: AppContext, call: Call, raw_key: str, request: Request, body: bytes
 ) -> idempotency.Claim | Response:
     key = idempotency.check_key(raw_key)
     call.idempotency_key = key
@@ -349,11 +367,11 @@ def _store(session: Session, claim: idempotency.Claim, response: Response) -> No
     )
 
 
-async def run_read(request: Request, handler: Callable[[Session], Outcome]) -> Response:
-    """Run a read-only handler in its own transaction and render its outcome."""
+async def run_read(request: Request, work: Work, payload: Any = None) -> Response:
+    """Run a read-only ``work`` on ``payload`` in its own transaction and render its reply."""
+    return await run_in_threadpool(_run_read, request, work, payload)
 
-    def work() -> Response:
-        with session_scope(services_of(request).sessions) as session:
-            return render(request, handler(session))
 
-    return await run_in_threadpool(work)
+def _run_read(request: Request, work: Work, payload: Any) -> Response:
+    with session_scope(app_context(request).sessions) as session:
+        return render(request, work(session, payload))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from bench.matching import damage
 from bench.matching.damage import Record
 

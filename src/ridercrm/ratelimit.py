@@ -1,4 +1,4 @@
-"""Rate limiting per API key (DESIGN §3: 429 with Retry-After).
+"""Rate limiting per API key (docs/decisions.md, "Wire": 429 with Retry-After).
 
 The counting is done by the `limits` library rather than by hand: it is the library
 under Flask-Limiter and SlowAPI, maintained and typed, and it implements the same
@@ -39,14 +39,10 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
-
-if TYPE_CHECKING:
-    from ridercrm.config import Settings
 
 log = logging.getLogger("ridercrm.ratelimit")
 
@@ -211,23 +207,25 @@ class KeyRateLimiter:
 
 
 def build_rate_limiter(
-    settings: Settings,
-    limits: str | None = None,
+    limits: str,
     *,
+    storage: str = "",
+    key_prefix: str = "",
     namespace: str = NAMESPACE,
     counted: str = "for this API key",
 ) -> KeyRateLimiter | None:
-    """A limiter of ``limits`` (default ``RIDERCRM_RATE_LIMIT``), or None when it is off.
+    """A limiter of ``limits`` ("600/minute;20/second"), or None when they are empty (off).
 
-    Every limiter counts where ``RIDERCRM_RATE_LIMIT_STORAGE`` says, in its own namespace.
+    It counts in ``storage`` (empty: process memory; or a Redis URL) under ``key_prefix``, in its
+    own ``namespace``.
     """
-    items = parse_limits(settings.rate_limit if limits is None else limits)
+    items = parse_limits(limits)
     if not items:
         return None
     return KeyRateLimiter(
         items,
-        storage_url=check_storage(settings.rate_limit_storage),
-        key_prefix=settings.rate_limit_key_prefix,
+        storage_url=check_storage(storage),
+        key_prefix=key_prefix,
         namespace=namespace,
         counted=counted,
     )

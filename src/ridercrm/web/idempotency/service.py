@@ -1,4 +1,4 @@
-"""Idempotency-Key handling (DESIGN §10), after the IETF httpapi draft and Stripe.
+"""Idempotency-Key handling (docs/decisions.md, "Retries (Idempotency-Key)"), after the IETF httpapi draft and Stripe.
 
 A first request claims its key; the stored response is replayed to repeats with the
 same body. The same key with another body is refused (422); a repeat while the first
@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
-from ridercrm.http.errors import ApiError
-from ridercrm.idempotency.models import IdempotencyRecord
+from ridercrm.errors import ApiError
+from ridercrm.web.idempotency.models import IdempotencyRecord
 
 MAX_KEY_LENGTH = 255
 

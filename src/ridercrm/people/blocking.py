@@ -19,7 +19,7 @@ from functools import cached_property
 
 import jellyfish
 
-from ridercrm.matching import normalize
+from ridercrm.people import normalize
 
 
 @dataclass(frozen=True)

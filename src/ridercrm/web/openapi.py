@@ -1,7 +1,7 @@
 """The OpenAPI document (``GET /openapi.json``): the interface as it really is.
 
-The endpoints read their bodies themselves (:mod:`ridercrm.http.wire`) and answer with
-:class:`~ridercrm.http.runtime.Outcome`, so FastAPI sees neither a request nor a
+The endpoints read their bodies themselves (:mod:`ridercrm.wire`) and answer with
+:class:`~ridercrm.web.runtime.Reply`, so FastAPI sees neither a request nor a
 response model. The route decorators hand the document over instead, through
 ``openapi_extra=`` (request bodies in the four content types, the Idempotency-Key
 header) and ``responses=`` (every status with its body, media types and headers), both
@@ -110,8 +110,9 @@ _MODELS: dict[str, type[BaseModel]] = {}
 
 
 def ref(model: type[BaseModel]) -> dict[str, str]:
-    """A reference to ``model``'s component schema (registered for :func:`install`)."""
-    name = model.__name__
+    """A reference to ``model``'s component schema (registered for :func:`install`),
+    named by the model's title when it sets one, else by its class name."""
+    name = model.model_config.get("title") or model.__name__
     known = _MODELS.setdefault(name, model)
     if known is not model:
         raise ValueError(f"two models are named {name}")

@@ -1,4 +1,4 @@
-"""Request body decoding and response encoding (DESIGN §3). No web framework here.
+"""Request body decoding and response encoding (docs/decisions.md, "Wire"). No web framework here.
 
 Four request types carry a body: application/json, text/json and text/plain hold
 JSON text; application/x-www-form-urlencoded holds JSON text (mislabelled clients),

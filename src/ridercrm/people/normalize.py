@@ -1,4 +1,4 @@
-"""Normalisation of identifying values before comparison (DESIGN §8). Pure functions."""
+"""Normalisation of identifying values before comparison (docs/decisions.md, "Operations 3 and 4 (matching)"). Pure functions."""
 
 from __future__ import annotations
 

@@ -1,0 +1,140 @@
+"""Structural figures for docs/architecture.md: source lines, route ceremony, import cycles.
+
+    python bench/house_figures.py            # from the repository root
+
+Routes are the functions decorated with ``@<router>.<verb>(...)`` or registered by the
+web layer's ``register(...)`` declarations; "decorator lines" are the lines from the first
+decorator (or declaration) to the ``def`` line, "body lines" the function's remaining lines.
+Import cycles are counted between the first-level packages and modules of ``ridercrm``
+(grimp's graph, needs the dev extra).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import pathlib
+import sys
+
+SRC = pathlib.Path("src/ridercrm")
+VERBS = {"get", "post", "put", "patch", "delete"}
+
+
+def source_lines() -> int:
+    return sum(len(p.read_text().splitlines()) for p in SRC.rglob("*.py"))
+
+
+def route_ceremony() -> tuple[int, int, int]:
+    """Routes; lines declaring them (decorators, or a module-level ``post(...)``
+    declaration); lines of the functions FastAPI calls (their bodies, with the ``def``)."""
+    routes = decorator_lines = body_lines = 0
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "post"
+                and path.parent.name == "routes"
+            ):
+                # One declaration; inside a loop it declares one route per pass.
+                loops = [
+                    n
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.For) and node in list(ast.walk(n))
+                ]
+                passes = (
+                    len(loops[0].iter.elts) if loops and isinstance(loops[0].iter, ast.Tuple) else 1
+                )  # type: ignore[attr-defined]
+                routes += passes
+                decorator_lines += (node.end_lineno or node.lineno) - node.lineno + 1
+                continue
+            if not isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef):
+                continue
+            routed = [
+                d
+                for d in node.decorator_list
+                if isinstance(d, ast.Call)
+                and isinstance(d.func, ast.Attribute)
+                and d.func.attr in VERBS
+            ]
+            if not routed:
+                continue
+            routes += 1
+            first = min(d.lineno for d in node.decorator_list)
+            decorator_lines += node.lineno - first
+            body_lines += (node.end_lineno or node.lineno) - node.lineno + 1
+    return routes, decorator_lines, body_lines
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Which first-level package (or module) of ridercrm imports which, directly."""
+    import grimp
+
+    graph = grimp.build_graph("ridercrm")
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        top = ".".join(module.split(".")[:2])
+        for imported in graph.find_modules_directly_imported_by(module):
+            other = ".".join(imported.split(".")[:2])
+            if other != top and other.startswith("ridercrm."):
+                edges.setdefault(top.removeprefix("ridercrm."), set()).add(
+                    other.removeprefix("ridercrm.")
+                )
+    return edges
+
+
+def package_cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of packages that import each other directly."""
+    return sorted(
+        (a, b)
+        for a, b in itertools.combinations(sorted(edges), 2)
+        if b in edges.get(a, ()) and a in edges.get(b, ())
+    )
+
+
+def tangles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of packages that reach each other through imports (strongly connected, >1)."""
+    nodes = set(edges) | {n for targets in edges.values() for n in targets}
+    reach = {n: _reachable(edges, n) for n in nodes}
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for n in sorted(nodes):
+        if n in seen:
+            continue
+        group = sorted(m for m in nodes if m in reach[n] and n in reach[m])
+        if len(group) > 1:
+            groups.append(group)
+            seen.update(group)
+    return groups
+
+
+def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    found: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in found:
+                found.add(nxt)
+                todo.append(nxt)
+    return found
+
+
+def main() -> None:
+    print(f"lines in src/: {source_lines()}")
+    routes, decorators, bodies = route_ceremony()
+    print(
+        f"routes: {routes}; lines declaring them (decorators, post() declarations): {decorators};"
+        f" lines of the endpoint functions: {bodies}"
+    )
+    edges = package_graph()
+    cycles = package_cycles(edges)
+    print(f"pairs of first-level packages importing each other directly: {len(cycles)}")
+    for a, b in cycles:
+        print(f"  {a} <-> {b}")
+    for group in tangles(edges):
+        print(f"packages that reach each other through imports: {', '.join(group)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Declare an operation once: its route, scope, error shape, documentation and work.
+
+An operation is two module-level functions and one declaration::
+
+    def booking_of(body: Any, request: Requested) -> Booking: ...   # decode, authorise
+    def rider_courses(session: Session, booking: Booking) -> Reply: ...  # one service call
+
+    post(router, "/crm/people/rider_courses", rider_courses, decode=booking_of,
+         name="crm.rider_courses", scope="courses", shape=failure_shape, ...)
+
+:func:`post` builds the FastAPI endpoint: it names the operation and checks the key
+(``operation``), decodes the body, calls ``decode`` (which refuses a bad payload with an
+:class:`~ridercrm.errors.ApiError` before any transaction starts), then runs the work in
+a worker thread and one transaction that also stores the audit record and the
+Idempotency-Key's answer (``runtime.run_post``). The :class:`~ridercrm.web.runtime.Reply`
+carries the body and the audit note together, so nothing reports back on the side.
+The endpoint's OpenAPI summary, description (the work's docstring), request body and
+responses come from the declaration, its operationId from ``endpoint``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.call import Call, Caller
+from ridercrm.config import Settings
+from ridercrm.errors import ErrorShape, default_shape
+from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_post
+
+
+@dataclass(frozen=True)
+class Requested:
+    """What a decoder may know of the request beyond its body: who asks, under which
+    audit id, the path's parameters, and the settings and limiters of the app."""
+
+    audit_id: str
+    caller: Caller
+    settings: Settings
+    explain_limiter: KeyRateLimiter | None
+    path: dict[str, Any] = field(default_factory=dict)
+
+
+def requested(call: Call, context: AppContext, path: dict[str, Any]) -> Requested:
+    assert call.caller is not None  # `operation` authenticated the request
+    return Requested(
+        audit_id=call.audit_id,
+        caller=call.caller,
+        settings=context.settings,
+        explain_limiter=context.explain_limiter,
+        path=path,
+    )
+
+
+def raw(body: Any, _request: Requested) -> Any:
+    """The decoded body as it is (operations that validate it themselves)."""
+    return body
+
+
+AppContextDep = Annotated[AppContext, Depends(app_context)]
+
+
+def post(
+    router: APIRouter,
+    path: str,
+    work: Callable[[Session, Any], Reply],
+    *,
+    name: str,
+    scope: str,
+    decode: Callable[[Any, Requested], Any] = raw,
+    shape: ErrorShape = default_shape,
+    write: bool = True,
+    path_types: dict[str, Any] | None = None,
+    empty_body_is_object: bool = False,
+    endpoint: str | None = None,
+    status_code: int | None = None,
+    summary: str | None = None,
+    openapi_extra: dict[str, Any] | None = None,
+    responses: dict[int | str, dict[str, Any]] | None = None,
+    tags: list[str] | None = None,
+) -> None:
+    """Register ``work`` as the POST operation ``name`` at ``path``.
+
+    ``write=False`` is for POSTs that only read (matching): on SQLite they then do not
+    queue behind writers for the write lock, and they store no audit record in the work's
+    transaction (the middleware writes it).
+    """
+    authorised = Depends(operation(name, scope=scope, shape=shape))
+
+    async def run(
+        request: Request, context: AppContextDep, call: Call = authorised, **path_params: Any
+    ) -> Response:
+        if empty_body_is_object and not (call.request_body or b"").strip():
+            call.request_body = b"{}"
+        asked = requested(call, context, path_params)
+        return await run_post(
+            request, call, work, decode=lambda body: decode(body, asked), write=write
+        )
+
+    types = path_types or {}
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("request", positional, annotation=Request),
+            inspect.Parameter("context", positional, annotation=AppContextDep),
+            inspect.Parameter("call", positional, annotation=Call, default=authorised),
+            *(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, annotation=types.get(name, str)
+                )
+                for name in re.findall(r"{(\w+)}", path)
+            ),
+        ],
+        return_annotation=Response,
+    )
+    run.__name__ = endpoint or work.__name__
+    router.add_api_route(
+        path,
+        run,
+        methods=["POST"],
+        name=run.__name__,
+        summary=summary,
+        description=inspect.cleandoc(work.__doc__ or ""),
+        status_code=status_code,
+        openapi_extra=openapi_extra,
+        responses=responses,
+        tags=tags,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,114 @@
+"""Admin API for courses (assets) with their status history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.call import Call
+from ridercrm.courses import service
+from ridercrm.courses.schemas import (
+    RIDER_COURSES_EXAMPLE,
+    BookedCourse,
+    RiderCoursesRequest,
+    RiderCoursesResponse,
+)
+from ridercrm.errors import ApiError
+from ridercrm.web import openapi
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.validation import items_of
+
+router = APIRouter(tags=["courses"])
+
+AdminRead = Annotated[Call, Depends(operation("admin.read_asset", scope="admin"))]
+
+FAILURE_TEXT = "Status update failed."
+
+
+def failure_shape(_error: ApiError, _audit_id: str) -> str:
+    """Operation 1 fails as a whole with this exact text; the reason goes in X-Failure-Reason."""
+    return FAILURE_TEXT
+
+
+@dataclass(frozen=True)
+class Booking:
+    """Operation 1's payload: the items, and the audit id their status changes cite."""
+
+    items: list[Any]
+    audit_id: str
+
+
+def booking_of(body: Any, request: Requested) -> Booking:
+    """The body's ``people_product`` items (at most RIDERCRM_MAX_ITEMS)."""
+    limit = request.settings.max_items
+    return Booking(items_of(body, "people_product", limit=limit), request.audit_id)
+
+
+def rider_courses(session: Session, booking: Booking) -> Reply:
+    """Book contacts or leads onto courses, or change the status of booked courses."""
+    results = service.book_courses(session, items=booking.items, audit_id=booking.audit_id)
+    answer = {"details": results, "audit_id": booking.audit_id}
+    return Reply(
+        RiderCoursesResponse.model_validate(answer).model_dump(mode="json"),
+        audit=[
+            {"index": index, "delivery": r.delivery, "receipt": r.receipt, "asset_id": r.asset_id}
+            for index, r in enumerate(results)
+        ],
+    )
+
+
+post(
+    router,
+    "/crm/people/rider_courses",
+    rider_courses,
+    decode=booking_of,
+    name="crm.rider_courses",
+    scope="courses",
+    shape=failure_shape,
+    summary="Book people onto courses, or change a course's status (operation 1; scope courses)",
+    openapi_extra=openapi.request_body(
+        RiderCoursesRequest,
+        example=RIDER_COURSES_EXAMPLE,
+        bracket_pattern=r"^people_product\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Every item was processed; each says in its own entry whether it was applied.",
+            openapi.json_content(openapi.ref(RiderCoursesResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.text_content(FAILURE_TEXT),
+        notes={
+            400: "The body is always the plain text `Status update failed.`; the reason"
+            " is in X-Failure-Reason and in the audit record."
+        },
+    ),
+)
+
+
+@router.get(
+    "/admin/assets/{asset_id}",
+    tags=["admin"],
+    summary="Read a booked course with its status history",
+    responses=openapi.responses(
+        ok=(200, "The course.", openapi.json_content(openapi.ref(BookedCourse))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
+async def read_asset(request: Request, asset_id: str, _call: AdminRead) -> Response:
+    """Return a booked course with its status history, oldest change first."""
+    return await run_read(request, asset_reply, asset_id)
+
+
+def asset_reply(session: Session, asset_id: str) -> Reply:
+    """The course ``asset_id`` names, or 404."""
+    asset = service.get_asset(session, asset_id)
+    if asset is None:
+        raise ApiError(404, f"no asset with id {asset_id}")
+    return Reply(BookedCourse.model_validate(asset).model_dump(mode="json"))

@@ -1,0 +1,277 @@
+"""Admin API for duplicates: the review queue, merging people and undoing a merge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.call import Call
+from ridercrm.duplicates import merge, service
+from ridercrm.duplicates.schemas import (
+    MERGE_EXAMPLE,
+    ClusterDetail,
+    ClusterList,
+    DecideRequest,
+    DecideResult,
+    MergeRequest,
+    MergeResult,
+    UndoRequest,
+    UndoResult,
+)
+from ridercrm.errors import ApiError
+from ridercrm.web import openapi
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.validation import parse_model
+
+# Ids are database integers: a larger number names nothing (and would overflow SQLite).
+MAX_ID = 2**62
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+
+ListDuplicates = Annotated[Call, Depends(operation("admin.list_duplicates", scope="admin"))]
+ReadDuplicates = Annotated[Call, Depends(operation("admin.read_duplicates", scope="admin"))]
+
+MERGE_NOTES = {
+    404: "A person named in people is not stored.",
+    409: "Another request merged or converted one of the people meanwhile, or the merge "
+    "would break a constraint; nothing was changed.",
+}
+
+
+@dataclass(frozen=True)
+class Merge:
+    """A merge request, and the audit id its merge record cites."""
+
+    request: MergeRequest
+    audit_id: str
+
+
+def merge_of(body: Any, request: Requested) -> Merge:
+    """The body as a merge request."""
+    return Merge(parse_model(MergeRequest, body), request.audit_id)
+
+
+def merge_people(session: Session, merge_: Merge) -> Reply:
+    """Merge 2 to 20 people: fields chosen per member, courses re-pointed, nothing deleted."""
+    body = merge_.request
+    try:
+        plan, record = merge.merge_people(
+            session,
+            people_ids=body.people,
+            survivor_id=body.survivor,
+            fields=body.fields,
+            dry_run=body.dry_run,
+            audit_id=merge_.audit_id,
+        )
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    result = {"merge_id": record.id if record else None, "dry_run": body.dry_run}
+    return Reply({**result, **plan.preview()})
+
+
+post(
+    router,
+    "/people/merge",
+    merge_people,
+    decode=merge_of,
+    name="admin.merge_people",
+    scope="admin",
+    summary="Merge duplicate people into one survivor",
+    openapi_extra=openapi.request_body(MergeRequest, example=MERGE_EXAMPLE),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Merged (or, with dry_run, the preview).",
+            openapi.json_content(openapi.ref(MergeResult)),
+        ),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        notes=MERGE_NOTES,
+    ),
+)
+
+MergeId = Annotated[int, Path(ge=1, le=MAX_ID)]
+ClusterId = Annotated[int, Path(ge=1, le=MAX_ID)]
+
+
+@dataclass(frozen=True)
+class Undo:
+    merge_id: int
+    audit_id: str
+
+
+def undo_of(body: Any, request: Requested) -> Undo:
+    """The merge the path names; the body may only be ``{}``."""
+    parse_model(UndoRequest, body)
+    return Undo(request.path["merge_id"], request.audit_id)
+
+
+def undo_merge(session: Session, undo: Undo) -> Reply:
+    """Restore each member's own values and move the re-pointed courses back."""
+    try:
+        record = merge.undo_merge(session, undo.merge_id, audit_id=undo.audit_id)
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    return Reply(
+        {
+            "merge_id": record.id,
+            "survivor": record.survivor_id,
+            "restored": list(record.merged_ids),
+            "moved_back": {"courses": sorted(record.moved_assets)},
+        }
+    )
+
+
+post(
+    router,
+    "/people/merge/{merge_id}/undo",
+    undo_merge,
+    decode=undo_of,
+    name="admin.undo_merge",
+    scope="admin",
+    path_types={"merge_id": MergeId},
+    # The merge id is in the path: a body-less POST is the natural call.
+    empty_body_is_object=True,
+    summary="Undo a merge",
+    openapi_extra=openapi.request_body(UndoRequest, example={}),
+    responses=openapi.responses(
+        ok=(200, "The merge is undone.", openapi.json_content(openapi.ref(UndoResult))),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        notes={
+            404: "No merge has this id.",
+            409: "The merge was undone already, or a later change makes undoing it unsafe "
+            "(the reason says which); nothing was changed.",
+        },
+    ),
+)
+
+
+@router.get(
+    "/duplicates",
+    summary="The review queue: clusters of likely duplicates, best score first",
+    responses=openapi.responses(
+        ok=(
+            200,
+            "A page of clusters (at most limit).",
+            openapi.json_content(openapi.ref(ClusterList)),
+        ),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
+async def list_duplicates(
+    request: Request,
+    _call: ListDuplicates,
+    limit: int = Query(50, ge=1, le=500),
+    before: int | None = Query(
+        None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
+    ),
+    status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
+) -> Response:
+    """List clusters found by `ridercrm duplicates scan`, paged by next_before."""
+    return await run_read(request, clusters_page, ClustersAsked(limit, before, status))
+
+
+@dataclass(frozen=True)
+class ClustersAsked:
+    """The query of the review queue."""
+
+    limit: int
+    before: int | None
+    status: str
+
+
+def clusters_page(session: Session, asked: ClustersAsked) -> Reply:
+    """A page of clusters and the next page's ``next_before``."""
+    after = None
+    if asked.before is not None:
+        after = service.find_cluster(session, asked.before)
+        if after is None:
+            raise ApiError(400, f"before: no cluster with id {asked.before}")
+    page = service.list_clusters(session, limit=asked.limit, before=after, status=asked.status)
+    return Reply(
+        {"clusters": [service.summary(c) for c in page.clusters], "next_before": page.next_before}
+    )
+
+
+@router.get(
+    "/duplicates/{cluster_id}",
+    summary="One cluster side by side",
+    responses=openapi.responses(
+        ok=(200, "The cluster.", openapi.json_content(openapi.ref(ClusterDetail))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
+async def read_duplicates(
+    request: Request, _call: ReadDuplicates, cluster_id: ClusterId
+) -> Response:
+    """Return a cluster's records, the fields that differ and each pair's explanation."""
+    return await run_read(request, cluster_reply, cluster_id)
+
+
+def cluster_reply(session: Session, cluster_id: int) -> Reply:
+    """The cluster ``cluster_id`` names, side by side, or 404."""
+    cluster = service.find_cluster(session, cluster_id)
+    if cluster is None:
+        raise ApiError(404, f"no cluster with id {cluster_id}")
+    return Reply(service.detail(session, cluster))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision on the cluster the path names, and the audit id a merge cites."""
+
+    cluster_id: int
+    request: DecideRequest
+    audit_id: str
+
+
+def decision_of(body: Any, request: Requested) -> Decision:
+    """The body as a decision on the path's cluster."""
+    return Decision(request.path["cluster_id"], parse_model(DecideRequest, body), request.audit_id)
+
+
+def decide_duplicates(session: Session, decision: Decision) -> Reply:
+    """Merge the cluster's people, remember they are not duplicates, or skip the cluster."""
+    cluster = service.find_cluster(session, decision.cluster_id)
+    if cluster is None:
+        raise ApiError(404, f"no cluster with id {decision.cluster_id}")
+    body = decision.request
+    try:
+        result = service.decide(
+            session,
+            cluster,
+            decision=body.decision,
+            survivor=body.survivor,
+            fields=body.fields,
+            dry_run=body.dry_run,
+            audit_id=decision.audit_id,
+        )
+    except merge.MergeError as exc:
+        raise ApiError(exc.status, exc.reason) from None
+    return Reply(result)
+
+
+post(
+    router,
+    "/duplicates/{cluster_id}/decide",
+    decide_duplicates,
+    decode=decision_of,
+    name="admin.decide_duplicates",
+    scope="admin",
+    path_types={"cluster_id": ClusterId},
+    summary="Decide on a cluster: merge, dismiss (not duplicates) or skip",
+    openapi_extra=openapi.request_body(DecideRequest, example={"decision": "dismiss"}),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Decided (or, with dry_run, the preview).",
+            openapi.json_content(openapi.ref(DecideResult)),
+        ),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        notes={404: "No cluster has this id.", 409: "The cluster was decided already."},
+    ),
+)

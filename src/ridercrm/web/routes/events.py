@@ -1,0 +1,375 @@
+"""Admin API for webhook endpoints, and the events documented as the app's webhooks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError
+from ridercrm.events import manage
+from ridercrm.events.schemas import (
+    EVENT_MODELS,
+    DeliveryList,
+    Replayed,
+    WebhookAction,
+    WebhookCreate,
+    WebhookList,
+    WebhookRead,
+    WebhookReplay,
+    WebhookRotate,
+    WebhookSecret,
+)
+from ridercrm.netsafety import AllowList, UnsafeUrl
+from ridercrm.web import openapi
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.validation import parse_model, utc_time
+
+router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
+
+ListWebhooks = Annotated[Call, Depends(operation("admin.list_webhooks", scope="admin"))]
+ReadWebhook = Annotated[Call, Depends(operation("admin.read_webhook", scope="admin"))]
+ListDeliveries = Annotated[Call, Depends(operation("admin.list_webhook_deliveries", scope="admin"))]
+
+CREATE_EXAMPLE = {
+    "url": "https://booking.example.com/hooks/ridercrm",
+    "event_types": ["course.status_changed", "lead.converted"],
+    "description": "booking website",
+}
+
+
+def _problem(exc: Exception) -> ApiError:
+    if isinstance(exc, manage.NoSuchEndpoint):
+        return ApiError(404, f"no webhook endpoint with id {exc.args[0]}")
+    reason = str(exc)
+    return ApiError(400, reason, errors=[reason])
+
+
+@dataclass(frozen=True)
+class NewWebhook:
+    """A registration, with the hosts the operator allows beyond the public internet."""
+
+    data: WebhookCreate
+    allow: AllowList
+    checked: manage.CheckedUrls
+
+
+def new_webhook_of(body: Any, request: Requested) -> NewWebhook:
+    """The body as a registration; the URL's DNS look-up is made here, before the write
+    transaction (never under the write lock)."""
+    allow = AllowList.parse(request.settings.webhook_allowed_hosts)
+    data = parse_model(WebhookCreate, body)
+    return NewWebhook(data, allow, manage.check_url(data.url, allow))
+
+
+def create_webhook(session: Session, new: NewWebhook) -> Reply:
+    """Register an endpoint for some event types; answer its id and signing secret (once)."""
+    try:
+        endpoint, secret = manage.create_endpoint(
+            session,
+            url=new.data.url,
+            event_types=new.data.event_types,
+            description=new.data.description,
+            allow=new.allow,
+            checked=new.checked,
+        )
+    except (UnsafeUrl, manage.EndpointProblem) as exc:
+        raise _problem(exc) from None
+    return Reply({"id": endpoint.id, "secret": secret}, status=201)
+
+
+post(
+    router,
+    "",
+    create_webhook,
+    decode=new_webhook_of,
+    name="admin.create_webhook",
+    scope="admin",
+    status_code=201,
+    summary="Register a webhook endpoint",
+    openapi_extra=openapi.request_body(WebhookCreate, example=CREATE_EXAMPLE),
+    responses=openapi.responses(
+        ok=(
+            201,
+            "Registered; the secret is shown this once.",
+            openapi.json_content(openapi.ref(WebhookSecret)),
+        ),
+        refused=openapi.ADMIN_POST_REFUSALS,
+        notes={400: "Or the URL resolves to a loopback, private, link-local or metadata address."},
+    ),
+)
+
+
+@router.get(
+    "",
+    summary="List webhook endpoints",
+    responses=openapi.responses(
+        ok=(200, "Every endpoint.", openapi.json_content(openapi.ref(WebhookList))),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
+async def list_webhooks(request: Request, _call: ListWebhooks) -> Response:
+    """List every endpoint with its state; a disabled one says why."""
+    return await run_read(request, webhooks_reply)
+
+
+def webhooks_reply(session: Session, _: None) -> Reply:
+    """Every endpoint."""
+    return Reply({"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]})
+
+
+@router.get(
+    "/{webhook_id}",
+    summary="Read a webhook endpoint",
+    responses=openapi.responses(
+        ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
+async def read_webhook(request: Request, webhook_id: str, _call: ReadWebhook) -> Response:
+    """Return one endpoint (never its secret)."""
+    return await run_read(request, webhook_reply, webhook_id)
+
+
+def webhook_reply(session: Session, webhook_id: str) -> Reply:
+    """The endpoint ``webhook_id`` names, or 404."""
+    try:
+        return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+
+
+@dataclass(frozen=True)
+class Switch:
+    """Which endpoint to enable or disable."""
+
+    webhook_id: str
+
+
+def switch_of(body: Any, request: Requested) -> Switch:
+    """The endpoint the path names; the body may only be ``{}``."""
+    parse_model(WebhookAction, body)
+    return Switch(request.path["webhook_id"])
+
+
+def disable_webhook(session: Session, switch: Switch) -> Reply:
+    """Disable an endpoint: nothing is sent to it; its deliveries wait until it is enabled."""
+    return _switched(session, switch, enabled=False)
+
+
+def enable_webhook(session: Session, switch: Switch) -> Reply:
+    """Enable an endpoint: its waiting deliveries are due at once."""
+    return _switched(session, switch, enabled=True)
+
+
+def _switched(session: Session, switch: Switch, *, enabled: bool) -> Reply:
+    try:
+        endpoint = manage.set_enabled(session, endpoint_id=switch.webhook_id, enabled=enabled)
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply(manage.endpoint_json(endpoint))
+
+
+for _work, _verb, _summary in (
+    (disable_webhook, "disable", "Disable a webhook endpoint (its deliveries wait)"),
+    (enable_webhook, "enable", "Enable a webhook endpoint (its waiting deliveries are sent)"),
+):
+    post(
+        router,
+        f"/{{webhook_id}}/{_verb}",
+        _work,
+        decode=switch_of,
+        name=f"admin.{_verb}_webhook",
+        scope="admin",
+        empty_body_is_object=True,
+        endpoint="switch",  # the operationId the document has always given both
+        summary=_summary,
+        openapi_extra=openapi.request_body(WebhookAction, example={}),
+        responses=openapi.responses(
+            ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
+            refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """Which endpoint gets a new secret, and for how long the old one still signs."""
+
+    webhook_id: str
+    grace: dt.timedelta
+
+
+def rotation_of(body: Any, request: Requested) -> Rotation:
+    """The body's grace_hours, RIDERCRM_WEBHOOK_SECRET_GRACE_HOURS without one."""
+    data = parse_model(WebhookRotate, body)
+    hours = (
+        request.settings.webhook_secret_grace_hours
+        if data.grace_hours is None
+        else data.grace_hours
+    )
+    return Rotation(request.path["webhook_id"], dt.timedelta(hours=hours))
+
+
+def rotate_webhook_secret(session: Session, rotation: Rotation) -> Reply:
+    """Give the endpoint a new secret; the old one also signs for the grace time."""
+    try:
+        endpoint, secret = manage.rotate_secret(
+            session, endpoint_id=rotation.webhook_id, grace=rotation.grace
+        )
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply({"id": endpoint.id, "secret": secret})
+
+
+post(
+    router,
+    "/{webhook_id}/rotate",
+    rotate_webhook_secret,
+    decode=rotation_of,
+    name="admin.rotate_webhook",
+    scope="admin",
+    empty_body_is_object=True,
+    summary="Rotate a webhook endpoint's secret",
+    openapi_extra=openapi.request_body(WebhookRotate, example={"grace_hours": 24}),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "The new secret, shown this once.",
+            openapi.json_content(openapi.ref(WebhookSecret)),
+        ),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+    ),
+)
+
+
+@router.get(
+    "/{webhook_id}/deliveries",
+    summary="List a webhook endpoint's deliveries, newest first",
+    responses=openapi.responses(
+        ok=(200, "A page of deliveries.", openapi.json_content(openapi.ref(DeliveryList))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
+async def list_webhook_deliveries(
+    request: Request,
+    _call: ListDeliveries,
+    webhook_id: str,
+    status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
+    limit: int = Query(50, ge=1, le=1000),
+    before: int | None = Query(None, ge=1, le=2**62, description="next_before of a page"),
+) -> Response:
+    """Deliveries with status, attempts, response code, latency and next attempt."""
+    asked = DeliveriesAsked(webhook_id, status, limit, before)
+    return await run_read(request, deliveries_page, asked)
+
+
+@dataclass(frozen=True)
+class DeliveriesAsked:
+    """The query of an endpoint's deliveries."""
+
+    webhook_id: str
+    status: str | None
+    limit: int
+    before: int | None
+
+
+def deliveries_page(session: Session, asked: DeliveriesAsked) -> Reply:
+    """A page of the endpoint's deliveries, newest first."""
+    try:
+        rows = manage.list_deliveries(
+            session,
+            endpoint_id=asked.webhook_id,
+            limit=asked.limit,
+            status=asked.status,
+            before=asked.before,
+        )
+    except manage.NoSuchEndpoint as exc:
+        raise _problem(exc) from None
+    return Reply(
+        {
+            "deliveries": [manage.delivery_json(d, t) for d, t in rows],
+            "next_before": rows[-1][0].id if len(rows) == asked.limit else None,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Which endpoint, and which of its events: one (event_id), or all since a time."""
+
+    webhook_id: str
+    event_id: str | None
+    since: dt.datetime | None
+
+
+def replay_of(body: Any, request: Requested) -> Replay:
+    """The body's event_id or since."""
+    data = parse_model(WebhookReplay, body)
+    return Replay(request.path["webhook_id"], data.event_id, utc_time("since", data.since))
+
+
+def replay_webhook(session: Session, replay: Replay) -> Reply:
+    """Send one event (event_id), or every event of the endpoint's types since a time, again."""
+    try:
+        count = manage.replay(
+            session, endpoint_id=replay.webhook_id, event_id=replay.event_id, since=replay.since
+        )
+    except (manage.NoSuchEndpoint, manage.EndpointProblem) as exc:
+        raise _problem(exc) from None
+    return Reply({"replayed": count})
+
+
+post(
+    router,
+    "/{webhook_id}/replay",
+    replay_webhook,
+    decode=replay_of,
+    name="admin.replay_webhook",
+    scope="admin",
+    summary="Send events to a webhook endpoint again",
+    openapi_extra=openapi.request_body(WebhookReplay, example={"since": "2026-11-20T00:00:00Z"}),
+    responses=openapi.responses(
+        ok=(200, "The deliveries added.", openapi.json_content(openapi.ref(Replayed))),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+    ),
+)
+
+
+# --- The events, as the OpenAPI document's webhooks -------------------------------------
+
+SIGNATURE_HEADERS = [
+    {"name": "webhook-id", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "The event's id (msg_...): the same on every attempt and replay; deduplicate by it."},
+    {"name": "webhook-timestamp", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "Seconds since the epoch when this attempt was signed."},
+    {"name": "webhook-signature", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "Space-separated v1,<base64 HMAC-SHA256 of id.timestamp.body>; two during a secret rotation."},
+]  # fmt: skip
+
+
+def _receiver(event_type: str, model: type[Any]) -> Any:
+    def receive(body: Any) -> None:
+        pass
+
+    receive.__annotations__ = {"body": model, "return": None}
+    receive.__doc__ = model.__doc__
+    receive.__name__ = "event_" + event_type.replace(".", "_")
+    return receive
+
+
+def install_webhooks(app: FastAPI) -> None:
+    """Document each event type as a webhook of the app (Standard Webhooks 1.0)."""
+    for event_type, model in EVENT_MODELS.items():
+        app.webhooks.post(
+            event_type,
+            summary=event_type,
+            openapi_extra={"parameters": SIGNATURE_HEADERS},
+            responses={"2XX": {"description": "Received; any other answer is retried."}},
+        )(_receiver(event_type, model))

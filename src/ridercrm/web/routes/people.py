@@ -1,0 +1,255 @@
+"""Admin API for people: create contacts and leads, read, list and search them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.audit.call import Call
+from ridercrm.errors import ApiError, sentence
+from ridercrm.people import modify, service
+from ridercrm.people.models import CONTACT, LEAD, Person
+from ridercrm.people.schemas import (
+    MODIFY_EXAMPLE,
+    NEW_PERSON_EXAMPLE,
+    ModifyRefusal,
+    ModifyRequest,
+    ModifyResponse,
+    PeopleFound,
+    PersonCreate,
+    PersonRead,
+)
+from ridercrm.web import openapi
+from ridercrm.web.operations import Requested, post
+from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.validation import items_of, parse_model, utc_time
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+crm_router = APIRouter(tags=["people"])
+
+ReadPerson = Annotated[Call, Depends(operation("admin.read_person", scope="admin"))]
+SearchPeople = Annotated[Call, Depends(operation("admin.search_people", scope="admin"))]
+
+
+def create_contact(session: Session, data: PersonCreate) -> Reply:
+    """Create a contact from the interface's person fields."""
+    return Reply({"id": service.create_person(session, kind=CONTACT, data=data).id}, status=201)
+
+
+def create_lead(session: Session, data: PersonCreate) -> Reply:
+    """Create a lead from the interface's person fields."""
+    return Reply({"id": service.create_person(session, kind=LEAD, data=data).id}, status=201)
+
+
+def person_of(body: Any, _request: Requested) -> PersonCreate:
+    """The body as a new person's fields."""
+    return parse_model(PersonCreate, body)
+
+
+for _path, _work, _summary in (
+    ("/contacts", create_contact, "Create a contact"),
+    ("/leads", create_lead, "Create a lead"),
+):
+    post(
+        router,
+        _path,
+        _work,
+        decode=person_of,
+        name=f"admin.{_work.__name__}",
+        scope="admin",
+        status_code=201,
+        summary=_summary,
+        openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
+        responses=openapi.responses(
+            ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
+            refused=openapi.ADMIN_POST_REFUSALS,
+        ),
+    )
+
+
+@router.get(
+    "/people/{person_id}",
+    summary="Read a contact or lead",
+    responses=openapi.responses(
+        ok=(200, "The person.", openapi.json_content(openapi.ref(PersonRead))),
+        refused=openapi.RECORD_REFUSALS,
+    ),
+)
+async def read_person(request: Request, person_id: str, _call: ReadPerson) -> Response:
+    """Return every stored field of a contact or lead."""
+    return await run_read(request, person_reply, person_id)
+
+
+def person_reply(session: Session, person_id: str) -> Reply:
+    """The person ``person_id`` names, with the records merged into them, or 404."""
+    person = service.find_person(session, person_id)
+    if person is None:
+        raise ApiError(404, f"no person with id {person_id}")
+    read = PersonRead.model_validate(person)
+    read.merged_from = service.merged_from(session, person.id)
+    return Reply(read.model_dump(mode="json"))
+
+
+@router.get(
+    "/people",
+    summary="List people newest first, or search them by name, e-mail or phone",
+    responses=openapi.responses(
+        ok=(
+            200,
+            "A page of people (at most limit).",
+            openapi.json_content(openapi.ref(PeopleFound)),
+        ),
+        refused=openapi.READ_REFUSALS,
+    ),
+)
+async def search_people(
+    request: Request,
+    _call: SearchPeople,
+    q: str | None = Query(
+        None,
+        min_length=1,
+        max_length=200,
+        description="a name, e-mail address or phone number; without it, every person",
+    ),
+    kind: Literal["contact", "lead"] | None = Query(None, description="only contacts or leads"),
+    created_since: dt.datetime | None = Query(
+        None, description="ISO 8601 time; UTC when no zone is given"
+    ),
+    updated_since: dt.datetime | None = Query(
+        None, description="ISO 8601 time; UTC when no zone is given"
+    ),
+    limit: int = Query(50, ge=1, le=1000),
+    before: str | None = Query(
+        None,
+        max_length=40,
+        description="A person id: only people created before it (the next_before of a page).",
+    ),
+) -> Response:
+    """List people newest first, a page at a time, or find them by name, e-mail or phone.
+
+    Without ``q``: every person (or those of ``kind``, created or updated since a
+    time), newest first; ``next_before`` names the person to ask ``before`` for the
+    next page. With ``q``: the best ``limit`` matches by name, e-mail or phone.
+    """
+    if q is not None and before is not None:
+        reason = "before: pages the list without q; a search answers at most limit people"
+        raise ApiError(400, reason, errors=[reason])
+    asked = PeopleAsked(
+        q=q,
+        kind=kind,
+        created_since=utc_time("created_since", created_since),
+        updated_since=utc_time("updated_since", updated_since),
+        limit=limit,
+        before=before,
+    )
+    return await run_read(request, people_page, asked)
+
+
+@dataclass(frozen=True)
+class PeopleAsked:
+    """The query of a people list or search."""
+
+    q: str | None
+    kind: str | None
+    created_since: dt.datetime | None
+    updated_since: dt.datetime | None
+    limit: int
+    before: str | None
+
+
+def people_page(session: Session, asked: PeopleAsked) -> Reply:
+    """A search's people (next_before null), or a page of the list."""
+    people: Sequence[Person]
+    next_before = None
+    if asked.q is not None:
+        people = service.search_people(
+            session,
+            query=asked.q,
+            limit=asked.limit,
+            kind=asked.kind,
+            created_since=asked.created_since,
+            updated_since=asked.updated_since,
+        )
+    else:
+        try:
+            people, next_before = service.list_people(
+                session,
+                kind=asked.kind,
+                created_since=asked.created_since,
+                updated_since=asked.updated_since,
+                limit=asked.limit,
+                before=asked.before,
+            )
+        except ValueError as exc:
+            raise ApiError(400, str(exc), errors=[str(exc)]) from None
+    answer = {"people": people, "next_before": next_before}
+    return Reply(PeopleFound.model_validate(answer).model_dump(mode="json"))
+
+
+def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
+    """Operation 2's whole-request failure: its own JSON shape, the receipt names the problem."""
+    return {
+        "status": False,
+        "receipt": sentence(error.reason),
+        "audit_ID": audit_id,
+        "details": [],
+        "items_failed": 0,
+    }
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Operation 2's payload: the items, at most RIDERCRM_MAX_ITEMS, and the audit id."""
+
+    items: list[Any]
+    audit_id: str
+
+
+def changes_of(body: Any, request: Requested) -> Changes:
+    """The body's ``people_data`` items."""
+    limit = request.settings.max_items
+    return Changes(items_of(body, "people_data", limit=limit), request.audit_id)
+
+
+def modify_people(session: Session, changes: Changes) -> Reply:
+    """Modify stored fields of contacts and leads, several per request."""
+    results = modify.modify_people(session, items=changes.items)
+    return Reply(
+        modify.answer(results, changes.audit_id).model_dump(mode="json"),
+        audit=[
+            {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
+            for index, r in enumerate(results)
+        ],
+    )
+
+
+post(
+    crm_router,
+    "/crm/modify",
+    modify_people,
+    decode=changes_of,
+    name="crm.modify",
+    scope="people",
+    shape=modify_failure_shape,
+    summary="Modify people's stored fields, several per request (operation 2; scope people)",
+    openapi_extra=openapi.request_body(
+        ModifyRequest,
+        example=MODIFY_EXAMPLE,
+        bracket_pattern=r"^people_data\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ),
+    responses=openapi.responses(
+        ok=(
+            200,
+            "Every item was processed; status and items_failed say whether all were applied.",
+            openapi.json_content(openapi.ref(ModifyResponse)),
+        ),
+        refused=openapi.INTERFACE_REFUSALS,
+        refusal=openapi.json_content(openapi.ref(ModifyRefusal)),
+    ),
+)

@@ -1,0 +1,59 @@
+"""The person_keys index is kept by listeners on the session factories that ask for it
+(people.index.keep_keys), not by listeners on every Session of the process."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import person_body
+
+from ridercrm.db import session_factory, session_scope
+from ridercrm.people import service
+from ridercrm.people.blocking import stored_keys
+from ridercrm.people.index import identity_of, keep_keys
+from ridercrm.people.models import CONTACT, PersonKey
+from ridercrm.people.schemas import PersonCreate
+
+
+def _keys(sessions: sessionmaker[Session], person_id: str) -> set[int]:
+    with session_scope(sessions) as session:
+        query = select(PersonKey.key).where(PersonKey.person_id == person_id)
+        return set(session.scalars(query))
+
+
+def test_a_keeping_factory_stores_and_follows_the_keys(sessions: sessionmaker[Session]) -> None:
+    with session_scope(sessions, write=True) as session:
+        person = service.create_person(
+            session, kind=CONTACT, data=PersonCreate.model_validate(person_body())
+        )
+        person_id, before = person.id, stored_keys(identity_of(person))
+    assert _keys(sessions, person_id) == before
+    with session_scope(sessions, write=True) as session:
+        stored = service.find_person(session, person_id)
+        assert stored is not None
+        service.apply_changes(session, stored, {"email": "someone.else@example.com"})
+        after = stored_keys(identity_of(stored))
+    assert after != before
+    assert _keys(sessions, person_id) == after
+
+
+def test_a_factory_without_the_listeners_refuses_to_write_people(engine: Engine) -> None:
+    plain = session_factory(engine)  # no keep_keys: the index would go stale
+    with (
+        pytest.raises(RuntimeError, match="keep_keys"),
+        session_scope(plain, write=True) as session,
+    ):
+        service.create_person(
+            session, kind=CONTACT, data=PersonCreate.model_validate(person_body())
+        )
+
+
+def test_keep_keys_registers_its_listeners_once(engine: Engine) -> None:
+    factory = keep_keys(keep_keys(session_factory(engine)))
+    with session_scope(factory, write=True) as session:
+        person = service.create_person(
+            session, kind=CONTACT, data=PersonCreate.model_validate(person_body())
+        )
+        person_id, expected = person.id, stored_keys(identity_of(person))
+    assert _keys(factory, person_id) == expected  # twice registered would insert twice and fail
