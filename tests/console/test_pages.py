@@ -44,7 +44,7 @@ def test_search_finds_a_respelt_name_and_a_licence_and_a_birth_date(
     sessions: sessionmaker[Session],
     admin_headers: dict[str, str],
 ) -> None:
-    from tests.factories import create_person, person_body
+    from testkit.factories import create_person, person_body
 
     client = console_as("viewer")
     person_id = create_person(

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy.orm import Session
+from testkit.factories import new_booking, person_body
 
 from ridercrm.courses import service as courses
 from ridercrm.ids import RecordKind, new_id
@@ -15,7 +16,6 @@ from ridercrm.people.models import CONTACT
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products import service as products
 from ridercrm.products.schemas import ProductCreate
-from tests.factories import new_booking, person_body
 
 _numbers = itertools.count(1)
 

@@ -9,6 +9,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
+from testkit.receiver import Receiver
 
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
@@ -16,8 +18,6 @@ from ridercrm.events.models import Event
 from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from tests.events.conftest import register
-from tests.events.receiver import Receiver
-from tests.factories import create_person
 from tests.http.courses_helpers import Courses
 
 MERGE = "/admin/people/merge"

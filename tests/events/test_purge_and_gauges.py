@@ -14,18 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from bench.serve import free_port, ridercrm_command, run_cli, tail
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, person_body
+from testkit.receiver import Receiver
+from testkit.serve import free_port, ridercrm_command, run_cli, tail
 
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
 from tests.cli.transfer_helpers import cli
 from tests.events.conftest import register
-from tests.events.receiver import Receiver
-from tests.factories import create_person, person_body
 
 
 def _age(sessions: sessionmaker[Session], days: float) -> None:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person, person_body
 
 from ridercrm.db import session_scope
 from ridercrm.people.models import Person
 from tests.console.conftest import csrf, sign_in
-from tests.factories import create_person, person_body
 from tests.hostile.test_verbatim import HOSTILE
 
 MARKUP = re.compile(r"<script>alert|<img src=x|49 %s %n")  # 49: a template evaluated {{7*7}}

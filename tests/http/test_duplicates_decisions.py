@@ -11,6 +11,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 
 from ridercrm.audit.models import AuditRecord
 from ridercrm.db import session_scope
@@ -19,7 +20,6 @@ from ridercrm.duplicates.merge import MergeError, merge_people
 from ridercrm.duplicates.models import DuplicateCluster, PersonMerge
 from ridercrm.people.models import Person
 from tests.cli.transfer_helpers import runner
-from tests.factories import create_person
 from tests.http.courses_helpers import Courses
 from tests.http.test_duplicates_merge import merge, snapshot, undo
 
@@ -115,7 +115,7 @@ def test_a_merge_and_a_booking_of_the_same_people_queue_without_deadlock(
 
 
 def _booking(courses: Courses, person_id: str, number: str) -> dict[str, Any]:
-    from tests.factories import new_booking
+    from testkit.factories import new_booking
 
     return new_booking(person_id, courses.product, booking_number=number)
 

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
@@ -17,7 +18,6 @@ from ridercrm.duplicates.models import TouchedPerson
 from ridercrm.matching.score import Thresholds
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import OnMatch, import_csv
-from tests.factories import create_person
 from tests.http.test_duplicates_scan import REVIEW, household, queue, run_scan
 
 

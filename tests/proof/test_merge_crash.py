@@ -16,8 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bench.serve import run_cli
 from sqlalchemy import select
+from testkit.factories import new_booking, person_body
+from testkit.serve import run_cli
 
 from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
@@ -26,7 +27,6 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates.models import PersonMerge
 from ridercrm.events.models import Event
 from ridercrm.people.models import Person
-from tests.factories import new_booking, person_body
 from tests.proof.test_events_crash import Processes, _env, _kill
 
 pytestmark = pytest.mark.crash
