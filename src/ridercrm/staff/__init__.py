@@ -1,1 +1,1 @@
-"""Staff users of the console: accounts, roles, passwords and sessions (DESIGN §13)."""
+"""Staff users of the console: accounts, roles, passwords and sessions (docs/decisions.md, "Staff console")."""

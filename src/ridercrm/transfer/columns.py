@@ -69,8 +69,8 @@ _MAILING_ALIASES = {
 }
 
 
-# A merged record (DESIGN §14): the survivor it stands for. Salesforce's name for the
-# record a merged one went into is MasterRecordId.
+# A merged record (docs/decisions.md, "Duplicates (issue 15)"): the survivor it stands
+# for. Salesforce's name for the record a merged one went into is MasterRecordId.
 MERGED_INTO = "merged_into"
 EXPORT_ONLY_SALESFORCE = {MERGED_INTO: "MasterRecordId"}
 

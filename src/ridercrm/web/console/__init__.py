@@ -1,4 +1,4 @@
-"""The staff console under ``{base}/console/`` (DESIGN §13, docs/console.md).
+"""The staff console under ``{base}/console/`` (docs/console.md; docs/decisions.md, "Staff console").
 
 It is an application of its own, served by the same process: a dispatcher in front of
 the API sends it the paths under the console's root, so the API's audit middleware,
