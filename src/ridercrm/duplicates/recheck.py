@@ -17,7 +17,6 @@ import datetime as dt
 import logging
 import threading
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Collection
 from typing import cast
 
@@ -149,24 +148,7 @@ def update_clusters(session: Session, touched: Collection[str]) -> None:
         frontier = reached - component
         component |= reached
     live = scan.live_ids(session, component)
-    parent: dict[str, str] = {}
-
-    def root(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     kept = [(a, b, s) for (a, b), s in edges.items() if a in live and b in live]
-    for a, b, _s in kept:
-        parent[root(a)] = root(b)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for person_id in parent:
-        groups[root(person_id)].append(person_id)
-    weakest: dict[str, float] = {}
-    for a, _b, s in kept:
-        weakest[root(a)] = min(weakest.get(root(a), s), s)
     # The open clusters that hold any of these people are replaced by the groups found,
     # except one whose people are exactly a group's: it keeps its id (a reviewer may
     # have it open) and takes the new score.
@@ -174,13 +156,13 @@ def update_clusters(session: Session, touched: Collection[str]) -> None:
     for cluster in session.scalars(select(DuplicateCluster).where(DuplicateCluster.status == OPEN)):
         if component.intersection(cluster.people):
             existing[tuple(sorted(cluster.people))] = cluster
-    for r, people in groups.items():
-        key = tuple(sorted(people))
+    for people, score in scan.groups_of(kept):
+        key = tuple(people)
         same = existing.pop(key, None)
         if same is not None:
-            same.score = weakest[r]
+            same.score = score
         else:
-            session.add(DuplicateCluster(people=list(key), score=weakest[r], status=OPEN))
+            session.add(DuplicateCluster(people=list(key), score=score, status=OPEN))
     for stale in existing.values():
         session.delete(stale)
     session.flush()

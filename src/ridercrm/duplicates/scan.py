@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Select, and_, delete, func, or_, select, text
@@ -258,6 +258,17 @@ def rebuild_clusters(session: Session) -> int:
         )
     ).all()
     live = {p for p in live_ids(session, {x for a, b, _s in rows for x in (a, b)})}
+    groups = groups_of([(a, b, s) for a, b, s in rows if a in live and b in live])
+    session.execute(delete(DuplicateCluster).where(DuplicateCluster.status == OPEN))
+    for people, weakest in groups:
+        session.add(DuplicateCluster(people=people, score=weakest, status=OPEN))
+    session.flush()
+    return len(groups)
+
+
+def groups_of(edges: Sequence[tuple[str, str, float]]) -> list[tuple[list[str], float]]:
+    """The connected groups of scored pairs (union-find), each with its people in order
+    and its weakest pair's score."""
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -267,7 +278,6 @@ def rebuild_clusters(session: Session) -> int:
             x = parent[x]
         return x
 
-    edges = [(a, b, s) for a, b, s in rows if a in live and b in live]
     for a, b, _s in edges:
         parent[root(a)] = root(b)
     members: dict[str, list[str]] = defaultdict(list)
@@ -277,11 +287,7 @@ def rebuild_clusters(session: Session) -> int:
     for a, _b, s in edges:
         r = root(a)
         weakest[r] = min(weakest.get(r, s), s)
-    session.execute(delete(DuplicateCluster).where(DuplicateCluster.status == OPEN))
-    for r, people in members.items():
-        session.add(DuplicateCluster(people=sorted(people), score=weakest[r], status=OPEN))
-    session.flush()
-    return len(members)
+    return [(sorted(people), weakest[r]) for r, people in members.items()]
 
 
 def live_ids(session: Session, ids: set[str]) -> set[str]:
