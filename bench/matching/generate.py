@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.matching import names
+from ridercrm.fields import PERSON_FIELDS
 from ridercrm.ids import RecordKind, checksum
 
 CONTACT = "contact"
@@ -123,24 +124,8 @@ class Person:
         return {key: "" if value is None else str(value) for key, value in values.items()}
 
 
-CSV_COLUMNS = (
-    "id",
-    "first_name",
-    "last_name",
-    "date_of_birth",
-    "email",
-    "postcode",
-    "mobile_phone",
-    "home_phone",
-    "drivers_license",
-    "license_type",
-    "street",
-    "city",
-    "state",
-    "country",
-    "lead_source",
-    "opt_in",
-)
+# The import file's columns: the id, then the fields a client writes, in the interface's order.
+CSV_COLUMNS = ("id", *PERSON_FIELDS)
 
 
 @dataclass
