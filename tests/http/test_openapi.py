@@ -8,6 +8,7 @@ four request media types, operation 1's plain text failure, the headers, the key
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -231,3 +232,30 @@ def test_refusals_the_fuzzing_does_not_reach_are_documented(
     if "courses" in path:
         assert refusals[429].text == FAILURE_TEXT
         assert int(refusals[429].headers["Retry-After"]) >= 0
+
+
+@pytest.mark.parametrize("word", ["yes", "Off", "", " 1 ", "TRUE", "no"])
+def test_a_bracket_forms_explain_takes_every_word_the_document_allows(
+    client: TestClient, admin_headers: dict[str, str], doc: dict[str, Any], word: str
+) -> None:
+    """The document's explain for bracket fields is the model's rule for text, and the
+    service takes each word it allows (it once listed only true, false, 1 and 0)."""
+    form = operation(doc, "/crm/leads/match")["requestBody"]["content"][
+        "application/x-www-form-urlencoded"
+    ]
+    allowed = form["schema"]["oneOf"][2]["properties"]["explain"]["anyOf"]
+    assert any(
+        re.fullmatch(rule["pattern"].strip("^$"), word)
+        if "pattern" in rule
+        else word in rule["enum"]
+        for rule in allowed
+    )
+    fields = {**form["examples"]["bracket_fields"]["value"], "explain": word}
+    response = client.post(
+        "/crm/leads/match",
+        content=urlencode(fields),
+        headers={**admin_headers, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 200, response.text
+    explained = word.strip().lower() in ("yes", "1", "true")
+    assert ("match" in response.json()) is explained

@@ -39,11 +39,11 @@ class _Rejected(Exception):
         self.errors = errors
 
 
-def modify_people(session: Session, *, items: list[Any]) -> list[ModifyResult]:
-    """Apply each item independently; return one result per item, in order."""
+def modify_people(session: Session, *, items: list[Any], audit_id: str) -> ModifyResponse:
+    """Apply each item independently; answer one entry per item, in order."""
     named = {canonical_id(raw.get("ID")) for raw in items if isinstance(raw, dict)}
     service.lock_in_order(session, {person_id for person_id in named if person_id})
-    return [modify_one(session, raw) for raw in items]
+    return _answer([modify_one(session, raw) for raw in items], audit_id)
 
 
 def modify_one(session: Session, raw: Any) -> ModifyResult:
@@ -86,7 +86,7 @@ def _apply(session: Session, raw: Any) -> int:
     return written
 
 
-def answer(results: list[ModifyResult], audit_id: str) -> ModifyResponse:
+def _answer(results: list[ModifyResult], audit_id: str) -> ModifyResponse:
     """Operation 2's answer to the results."""
     failed = sum(1 for result in results if not result.status)
     return ModifyResponse.model_validate(

@@ -14,7 +14,7 @@ from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import repository
 from ridercrm.people.index import note_new_person, note_person_change
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
-from ridercrm.people.schemas import PersonCreate
+from ridercrm.people.schemas import PersonCreate, PersonRead
 
 # Records an id may lead through (lead -> contact -> survivor -> ...) before the live one.
 MAX_HOPS = 64
@@ -36,6 +36,17 @@ def find_person(session: Session, raw_id: str) -> Person | None:
     """The person with this id (15 or 18 characters), or None."""
     person_id = canonical_id(raw_id)
     return repository.get(session, person_id) if person_id else None
+
+
+def read_person(session: Session, raw_id: str) -> PersonRead | None:
+    """The person with this id as the admin API reads it (with the records merged into
+    them), or None."""
+    person = find_person(session, raw_id)
+    if person is None:
+        return None
+    read = PersonRead.model_validate(person)
+    read.merged_from = merged_from(session, person.id)
+    return read
 
 
 def search_people(

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
+
+from ridercrm.web.idempotency.service import MAX_KEY_LENGTH
 
 REF = "#/components/schemas/"
 AUDIT_ID_PATTERN = "^a0A[0-9A-Za-z]{12}[A-Z0-5]{3}$"
@@ -164,11 +166,12 @@ IDEMPOTENCY_KEY = {
     "description": (
         "Makes the request safe to retry: a repeat with the same key and body gets the"
         " stored status and body again (with its own X-Audit-Id); the same key with another"
-        " body is 422; a repeat while the first is still running is 409. 1 to 255"
+        " body is 422; a repeat while the first is still running is 409."
+        f" 1 to {MAX_KEY_LENGTH}"
         " printable characters, else 400. Keys are per API key and last"
         " RIDERCRM_IDEMPOTENCY_TTL_HOURS (24 h)."
     ),
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
 }
 
 SECURITY_SCHEMES = {
@@ -221,6 +224,14 @@ UNAVAILABLE = {
     ),
     "content": {"application/json": {"schema": ref(Unavailable)}},
 }
+
+
+def schema_of(response: Any) -> dict[str, Any]:
+    """The schema of a response: a model's reference, or for ``list[Model]`` an array of them."""
+    if get_origin(response) is list:
+        (model,) = get_args(response)
+        return {"type": "array", "items": ref(model)}
+    return ref(response)
 
 
 def json_content(schema: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +296,18 @@ def _bracket_fields(value: Any, name: str = "") -> dict[str, str]:
     return fields
 
 
+def _as_text(schema: dict[str, Any]) -> dict[str, Any]:
+    """The part of a field's schema that a form's text value can meet (the model's own
+    rule: bracket fields carry text, so a flag's ``true``, ``on``, ``0`` ... as words)."""
+    text: list[dict[str, Any]] = []
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string":
+            text.append(branch)
+        elif words := [value for value in branch.get("enum", ()) if isinstance(value, str)]:
+            text.append({"enum": words})
+    return text[0] if len(text) == 1 else {"anyOf": text}
+
+
 def request_body(
     model: type[BaseModel],
     *,
@@ -334,7 +357,8 @@ def request_body(
             "minProperties": 1,
         }
         if "explain" in model.model_fields:
-            brackets["properties"] = {"explain": {"enum": ["true", "false", "1", "0"]}}
+            explain = model.model_json_schema()["properties"]["explain"]
+            brackets["properties"] = {"explain": _as_text(explain)}
         variants.append(brackets)
         examples["bracket_fields"] = {
             "summary": "Bracket fields, one per value",

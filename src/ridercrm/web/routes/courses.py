@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response
+from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.courses import service
+from ridercrm.courses.models import Asset
 from ridercrm.courses.schemas import (
     RIDER_COURSES_EXAMPLE,
     BookedCourse,
@@ -19,13 +18,11 @@ from ridercrm.courses.schemas import (
 )
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
-from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import items_of
 
 router = APIRouter(tags=["courses"])
-
-AdminRead = Annotated[Call, Depends(operation("admin.read_asset", scope="admin"))]
 
 FAILURE_TEXT = "Status update failed."
 
@@ -92,23 +89,22 @@ post(
 )
 
 
-@router.get(
-    "/admin/assets/{asset_id}",
-    tags=["admin"],
-    summary="Read a booked course with its status history",
-    responses=openapi.responses(
-        ok=(200, "The course.", openapi.json_content(openapi.ref(BookedCourse))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
-)
-async def read_asset(request: Request, asset_id: str, _call: AdminRead) -> Response:
+def read_asset(session: Session, asset_id: str) -> Asset:
     """Return a booked course with its status history, oldest change first."""
-    return await run_read(request, asset_reply, asset_id)
-
-
-def asset_reply(session: Session, asset_id: str) -> Reply:
-    """The course ``asset_id`` names, or 404."""
     asset = service.get_asset(session, asset_id)
     if asset is None:
         raise ApiError(404, f"no asset with id {asset_id}")
-    return Reply(BookedCourse.model_validate(asset).model_dump(mode="json"))
+    return asset
+
+
+get(
+    router,
+    "/admin/assets/{asset_id}",
+    read_asset,
+    name="admin.read_asset",
+    scope="admin",
+    response=BookedCourse,
+    ok="The course.",
+    summary="Read a booked course with its status history",
+    tags=["admin"],
+)

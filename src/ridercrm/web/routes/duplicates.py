@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Path, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.duplicates import merge, service
 from ridercrm.duplicates.schemas import (
     MERGE_EXAMPLE,
@@ -24,17 +22,14 @@ from ridercrm.duplicates.schemas import (
 )
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
-from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
 
 # Ids are database integers: a larger number names nothing (and would overflow SQLite).
 MAX_ID = 2**62
 
 router = APIRouter(prefix="/admin", tags=["admin"])
-
-ListDuplicates = Annotated[Call, Depends(operation("admin.list_duplicates", scope="admin"))]
-ReadDuplicates = Annotated[Call, Depends(operation("admin.read_duplicates", scope="admin"))]
 
 MERGE_NOTES = {
     404: "A person named in people is not stored.",
@@ -150,31 +145,6 @@ post(
 )
 
 
-@router.get(
-    "/duplicates",
-    summary="The review queue: clusters of likely duplicates, best score first",
-    responses=openapi.responses(
-        ok=(
-            200,
-            "A page of clusters (at most limit).",
-            openapi.json_content(openapi.ref(ClusterList)),
-        ),
-        refused=openapi.READ_REFUSALS,
-    ),
-)
-async def list_duplicates(
-    request: Request,
-    _call: ListDuplicates,
-    limit: int = Query(50, ge=1, le=500),
-    before: int | None = Query(
-        None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
-    ),
-    status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
-) -> Response:
-    """List clusters found by `ridercrm duplicates scan`, paged by next_before."""
-    return await run_read(request, clusters_page, ClustersAsked(limit, before, status))
-
-
 @dataclass(frozen=True)
 class ClustersAsked:
     """The query of the review queue."""
@@ -184,8 +154,18 @@ class ClustersAsked:
     status: str
 
 
-def clusters_page(session: Session, asked: ClustersAsked) -> Reply:
-    """A page of clusters and the next page's ``next_before``."""
+def clusters_asked(
+    limit: int = Query(50, ge=1, le=500),
+    before: int | None = Query(
+        None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
+    ),
+    status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
+) -> ClustersAsked:
+    return ClustersAsked(limit, before, status)
+
+
+def list_duplicates(session: Session, asked: ClustersAsked) -> Reply:
+    """List clusters found by `ridercrm duplicates scan`, paged by next_before."""
     after = None
     if asked.before is not None:
         after = service.find_cluster(session, asked.before)
@@ -197,27 +177,38 @@ def clusters_page(session: Session, asked: ClustersAsked) -> Reply:
     )
 
 
-@router.get(
-    "/duplicates/{cluster_id}",
-    summary="One cluster side by side",
-    responses=openapi.responses(
-        ok=(200, "The cluster.", openapi.json_content(openapi.ref(ClusterDetail))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
+get(
+    router,
+    "/duplicates",
+    list_duplicates,
+    ask=clusters_asked,
+    name="admin.list_duplicates",
+    scope="admin",
+    response=ClusterList,
+    ok="A page of clusters (at most limit).",
+    summary="The review queue: clusters of likely duplicates, best score first",
 )
-async def read_duplicates(
-    request: Request, _call: ReadDuplicates, cluster_id: ClusterId
-) -> Response:
+
+
+def read_duplicates(session: Session, cluster_id: int) -> Reply:
     """Return a cluster's records, the fields that differ and each pair's explanation."""
-    return await run_read(request, cluster_reply, cluster_id)
-
-
-def cluster_reply(session: Session, cluster_id: int) -> Reply:
-    """The cluster ``cluster_id`` names, side by side, or 404."""
     cluster = service.find_cluster(session, cluster_id)
     if cluster is None:
         raise ApiError(404, f"no cluster with id {cluster_id}")
     return Reply(service.detail(session, cluster))
+
+
+get(
+    router,
+    "/duplicates/{cluster_id}",
+    read_duplicates,
+    path_types={"cluster_id": ClusterId},
+    name="admin.read_duplicates",
+    scope="admin",
+    response=ClusterDetail,
+    ok="The cluster.",
+    summary="One cluster side by side",
+)
 
 
 @dataclass(frozen=True)

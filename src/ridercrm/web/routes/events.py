@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, FastAPI, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.errors import ApiError
 from ridercrm.events import manage
 from ridercrm.events.schemas import (
@@ -27,15 +25,11 @@ from ridercrm.events.schemas import (
 )
 from ridercrm.netsafety import AllowList, UnsafeUrl
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
-from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
-
-ListWebhooks = Annotated[Call, Depends(operation("admin.list_webhooks", scope="admin"))]
-ReadWebhook = Annotated[Call, Depends(operation("admin.read_webhook", scope="admin"))]
-ListDeliveries = Annotated[Call, Depends(operation("admin.list_webhook_deliveries", scope="admin"))]
 
 CREATE_EXAMPLE = {
     "url": "https://booking.example.com/hooks/ridercrm",
@@ -106,43 +100,41 @@ post(
 )
 
 
-@router.get(
-    "",
-    summary="List webhook endpoints",
-    responses=openapi.responses(
-        ok=(200, "Every endpoint.", openapi.json_content(openapi.ref(WebhookList))),
-        refused=openapi.READ_REFUSALS,
-    ),
-)
-async def list_webhooks(request: Request, _call: ListWebhooks) -> Response:
+def list_webhooks(session: Session, _: None) -> Reply:
     """List every endpoint with its state; a disabled one says why."""
-    return await run_read(request, webhooks_reply)
-
-
-def webhooks_reply(session: Session, _: None) -> Reply:
-    """Every endpoint."""
     return Reply({"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]})
 
 
-@router.get(
-    "/{webhook_id}",
-    summary="Read a webhook endpoint",
-    responses=openapi.responses(
-        ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
+get(
+    router,
+    "",
+    list_webhooks,
+    name="admin.list_webhooks",
+    scope="admin",
+    response=WebhookList,
+    ok="Every endpoint.",
+    summary="List webhook endpoints",
 )
-async def read_webhook(request: Request, webhook_id: str, _call: ReadWebhook) -> Response:
+
+
+def read_webhook(session: Session, webhook_id: str) -> Reply:
     """Return one endpoint (never its secret)."""
-    return await run_read(request, webhook_reply, webhook_id)
-
-
-def webhook_reply(session: Session, webhook_id: str) -> Reply:
-    """The endpoint ``webhook_id`` names, or 404."""
     try:
         return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
     except manage.NoSuchEndpoint as exc:
         raise _problem(exc) from None
+
+
+get(
+    router,
+    "/{webhook_id}",
+    read_webhook,
+    name="admin.read_webhook",
+    scope="admin",
+    response=WebhookRead,
+    ok="The endpoint.",
+    summary="Read a webhook endpoint",
+)
 
 
 @dataclass(frozen=True)
@@ -249,27 +241,6 @@ post(
 )
 
 
-@router.get(
-    "/{webhook_id}/deliveries",
-    summary="List a webhook endpoint's deliveries, newest first",
-    responses=openapi.responses(
-        ok=(200, "A page of deliveries.", openapi.json_content(openapi.ref(DeliveryList))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
-)
-async def list_webhook_deliveries(
-    request: Request,
-    _call: ListDeliveries,
-    webhook_id: str,
-    status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
-    limit: int = Query(50, ge=1, le=1000),
-    before: int | None = Query(None, ge=1, le=2**62, description="next_before of a page"),
-) -> Response:
-    """Deliveries with status, attempts, response code, latency and next attempt."""
-    asked = DeliveriesAsked(webhook_id, status, limit, before)
-    return await run_read(request, deliveries_page, asked)
-
-
 @dataclass(frozen=True)
 class DeliveriesAsked:
     """The query of an endpoint's deliveries."""
@@ -280,8 +251,17 @@ class DeliveriesAsked:
     before: int | None
 
 
-def deliveries_page(session: Session, asked: DeliveriesAsked) -> Reply:
-    """A page of the endpoint's deliveries, newest first."""
+def deliveries_asked(
+    webhook_id: str,
+    status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
+    limit: int = Query(50, ge=1, le=1000),
+    before: int | None = Query(None, ge=1, le=2**62, description="next_before of a page"),
+) -> DeliveriesAsked:
+    return DeliveriesAsked(webhook_id, status, limit, before)
+
+
+def list_webhook_deliveries(session: Session, asked: DeliveriesAsked) -> Reply:
+    """Deliveries with status, attempts, response code, latency and next attempt."""
     try:
         rows = manage.list_deliveries(
             session,
@@ -298,6 +278,19 @@ def deliveries_page(session: Session, asked: DeliveriesAsked) -> Reply:
             "next_before": rows[-1][0].id if len(rows) == asked.limit else None,
         }
     )
+
+
+get(
+    router,
+    "/{webhook_id}/deliveries",
+    list_webhook_deliveries,
+    ask=deliveries_asked,
+    name="admin.list_webhook_deliveries",
+    scope="admin",
+    response=DeliveryList,
+    ok="A page of deliveries.",
+    summary="List a webhook endpoint's deliveries, newest first",
+)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter
@@ -11,9 +10,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.errors import ApiError, sentence
 from ridercrm.fields import error_messages, parse_bool, received
-from ridercrm.keys import service as keys
-from ridercrm.matching import service
-from ridercrm.matching.disclosure import disclosed
+from ridercrm.matching.answer import ExplainRefused, MatchAsk, answer_match
 from ridercrm.matching.schemas import (
     LEADS_MATCH_EXAMPLE,
     PEOPLE_MATCH_EXAMPLE,
@@ -24,7 +21,6 @@ from ridercrm.matching.schemas import (
     PeopleMatchQuery,
     PeopleMatchRequest,
 )
-from ridercrm.people.models import CONTACT
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, post
 from ridercrm.web.runtime import Reply
@@ -32,25 +28,15 @@ from ridercrm.web.validation import forms
 
 router = APIRouter(tags=["matching"])
 
-NOT_FOUND = "Match not found."
-EXPLAIN_SCOPE = "explain"
-
 
 def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
     """A refused match request: the operation's own shape, the receipt naming the problem."""
     return {"delivery": "false", "receipt": sentence(error.reason), "ID": "", "audit_ID": audit_id}
 
 
-@dataclass(frozen=True)
-class MatchAsk:
-    """A match request's payload: the validated details, and whether to explain."""
-
-    details: Any
-    explain: bool
-    audit_id: str
-
-
-def _details(model: type[BaseModel], body: Any, request: Requested) -> MatchAsk:
+def _details(
+    model: type[BaseModel], body: Any, request: Requested, *, leads_only: bool
+) -> MatchAsk:
     if not isinstance(body, dict):
         raise ApiError(
             400,
@@ -73,52 +59,42 @@ def _details(model: type[BaseModel], body: Any, request: Requested) -> MatchAsk:
         details = model.model_validate(body["person_data"])
     except ValidationError as exc:
         raise ApiError(400, "; ".join(error_messages(exc))) from None
-    if explain:
-        _allow_explain(request)
-    return MatchAsk(details, explain, request.audit_id)
+    return MatchAsk(
+        details,
+        leads_only=leads_only,
+        explain=explain,
+        audit_id=request.audit_id,
+        caller=request.caller,
+        explain_limiter=request.explain_limiter,
+    )
 
 
 def people_details(body: Any, request: Requested) -> MatchAsk:
     """Operation 3's ``person_data`` (with ``assets``) and ``explain``."""
-    return _details(PeopleMatchQuery, body, request)
+    return _details(PeopleMatchQuery, body, request, leads_only=False)
 
 
 def lead_details(body: Any, request: Requested) -> MatchAsk:
     """Operation 4's ``person_data`` and ``explain``."""
-    return _details(LeadsMatchQuery, body, request)
-
-
-def _allow_explain(request: Requested) -> None:
-    """Refuse an explanation to a key without the explain scope, or over its explain limit."""
-    if not keys.allows(request.caller.scopes, EXPLAIN_SCOPE):
-        raise ApiError(403, f'API key lacks scope {EXPLAIN_SCOPE!r}, which "explain": true needs')
-    limiter = request.explain_limiter
-    refusal = limiter.check(request.caller.key_id) if limiter is not None else None
-    if refusal is not None:
-        raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
+    return _details(LeadsMatchQuery, body, request, leads_only=True)
 
 
 def match_people(session: Session, ask: MatchAsk) -> Reply:
     """Find the contact or unconverted lead that identifying details describe."""
-    return _reply(service.find_match(session, details=ask.details, leads_only=False), ask)
+    return _reply(session, ask)
 
 
 def match_leads(session: Session, ask: MatchAsk) -> Reply:
     """Find the unconverted lead that identifying details describe."""
-    return _reply(service.find_match(session, details=ask.details, leads_only=True), ask)
+    return _reply(session, ask)
 
 
-def _reply(result: service.MatchResult, ask: MatchAsk) -> Reply:
-    person = result.person
-    if person is None:
-        body: dict[str, Any] = {"delivery": "false", "receipt": NOT_FOUND, "ID": ""}
-    else:
-        receipt = "Contact found." if person.kind == CONTACT else "Lead found."
-        body = {"delivery": "true", "receipt": receipt, "ID": person.id}
-    body["audit_ID"] = ask.audit_id
-    if ask.explain:
-        body["match"] = disclosed(result.explanation())
-    return Reply(body, audit=result.explanation())
+def _reply(session: Session, ask: MatchAsk) -> Reply:
+    try:
+        answer = answer_match(session, ask)
+    except ExplainRefused as refused:
+        raise ApiError(refused.status, refused.reason, headers=refused.headers) from None
+    return Reply(answer.body, audit=answer.explanation)
 
 
 _RESPONSES = openapi.responses(

@@ -5,13 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.errors import ApiError, sentence
 from ridercrm.people import modify, service
 from ridercrm.people.models import CONTACT, LEAD, Person
@@ -26,15 +24,12 @@ from ridercrm.people.schemas import (
     PersonRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
-from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import items_of, parse_model, utc_time
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 crm_router = APIRouter(tags=["people"])
-
-ReadPerson = Annotated[Call, Depends(operation("admin.read_person", scope="admin"))]
-SearchPeople = Annotated[Call, Depends(operation("admin.search_people", scope="admin"))]
 
 
 def create_contact(session: Session, data: PersonCreate) -> Reply:
@@ -73,44 +68,39 @@ for _path, _work, _summary in (
     )
 
 
-@router.get(
-    "/people/{person_id}",
-    summary="Read a contact or lead",
-    responses=openapi.responses(
-        ok=(200, "The person.", openapi.json_content(openapi.ref(PersonRead))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
-)
-async def read_person(request: Request, person_id: str, _call: ReadPerson) -> Response:
+def read_person(session: Session, person_id: str) -> PersonRead:
     """Return every stored field of a contact or lead."""
-    return await run_read(request, person_reply, person_id)
-
-
-def person_reply(session: Session, person_id: str) -> Reply:
-    """The person ``person_id`` names, with the records merged into them, or 404."""
-    person = service.find_person(session, person_id)
+    person = service.read_person(session, person_id)
     if person is None:
         raise ApiError(404, f"no person with id {person_id}")
-    read = PersonRead.model_validate(person)
-    read.merged_from = service.merged_from(session, person.id)
-    return Reply(read.model_dump(mode="json"))
+    return person
 
 
-@router.get(
-    "/people",
-    summary="List people newest first, or search them by name, e-mail or phone",
-    responses=openapi.responses(
-        ok=(
-            200,
-            "A page of people (at most limit).",
-            openapi.json_content(openapi.ref(PeopleFound)),
-        ),
-        refused=openapi.READ_REFUSALS,
-    ),
+get(
+    router,
+    "/people/{person_id}",
+    read_person,
+    name="admin.read_person",
+    scope="admin",
+    response=PersonRead,
+    ok="The person.",
+    summary="Read a contact or lead",
 )
-async def search_people(
-    request: Request,
-    _call: SearchPeople,
+
+
+@dataclass(frozen=True)
+class PeopleAsked:
+    """The query of a people list or search."""
+
+    q: str | None
+    kind: str | None
+    created_since: dt.datetime | None
+    updated_since: dt.datetime | None
+    limit: int
+    before: str | None
+
+
+def people_asked(
     q: str | None = Query(
         None,
         min_length=1,
@@ -130,17 +120,12 @@ async def search_people(
         max_length=40,
         description="A person id: only people created before it (the next_before of a page).",
     ),
-) -> Response:
-    """List people newest first, a page at a time, or find them by name, e-mail or phone.
-
-    Without ``q``: every person (or those of ``kind``, created or updated since a
-    time), newest first; ``next_before`` names the person to ask ``before`` for the
-    next page. With ``q``: the best ``limit`` matches by name, e-mail or phone.
-    """
+) -> PeopleAsked:
+    """The query, its times in UTC; ``before`` only pages the list, never a search."""
     if q is not None and before is not None:
         reason = "before: pages the list without q; a search answers at most limit people"
         raise ApiError(400, reason, errors=[reason])
-    asked = PeopleAsked(
+    return PeopleAsked(
         q=q,
         kind=kind,
         created_since=utc_time("created_since", created_since),
@@ -148,23 +133,15 @@ async def search_people(
         limit=limit,
         before=before,
     )
-    return await run_read(request, people_page, asked)
 
 
-@dataclass(frozen=True)
-class PeopleAsked:
-    """The query of a people list or search."""
+def search_people(session: Session, asked: PeopleAsked) -> dict[str, Any]:
+    """List people newest first, a page at a time, or find them by name, e-mail or phone.
 
-    q: str | None
-    kind: str | None
-    created_since: dt.datetime | None
-    updated_since: dt.datetime | None
-    limit: int
-    before: str | None
-
-
-def people_page(session: Session, asked: PeopleAsked) -> Reply:
-    """A search's people (next_before null), or a page of the list."""
+    Without ``q``: every person (or those of ``kind``, created or updated since a
+    time), newest first; ``next_before`` names the person to ask ``before`` for the
+    next page. With ``q``: the best ``limit`` matches by name, e-mail or phone.
+    """
     people: Sequence[Person]
     next_before = None
     if asked.q is not None:
@@ -188,8 +165,20 @@ def people_page(session: Session, asked: PeopleAsked) -> Reply:
             )
         except ValueError as exc:
             raise ApiError(400, str(exc), errors=[str(exc)]) from None
-    answer = {"people": people, "next_before": next_before}
-    return Reply(PeopleFound.model_validate(answer).model_dump(mode="json"))
+    return {"people": people, "next_before": next_before}
+
+
+get(
+    router,
+    "/people",
+    search_people,
+    ask=people_asked,
+    name="admin.search_people",
+    scope="admin",
+    response=PeopleFound,
+    ok="A page of people (at most limit).",
+    summary="List people newest first, or search them by name, e-mail or phone",
+)
 
 
 def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
@@ -219,12 +208,12 @@ def changes_of(body: Any, request: Requested) -> Changes:
 
 def modify_people(session: Session, changes: Changes) -> Reply:
     """Modify stored fields of contacts and leads, several per request."""
-    results = modify.modify_people(session, items=changes.items)
+    answer = modify.modify_people(session, items=changes.items, audit_id=changes.audit_id)
     return Reply(
-        modify.answer(results, changes.audit_id).model_dump(mode="json"),
+        answer.model_dump(mode="json"),
         audit=[
             {"index": index, "ID": r.ID, "status": r.status, "fields": r.fields, "errors": r.errors}
-            for index, r in enumerate(results)
+            for index, r in enumerate(answer.details)
         ],
     )
 

@@ -2,56 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response
+from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.call import Call
 from ridercrm.errors import ApiError
 from ridercrm.products import service
+from ridercrm.products.models import Product
 from ridercrm.products.schemas import (
     PRODUCT_EXAMPLE,
     ProductCreate,
     ProductRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
-from ridercrm.web.runtime import Reply, operation, run_read
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["products"])
 
-ListProducts = Annotated[Call, Depends(operation("crm.products", scope="products"))]
-ReadProduct = Annotated[Call, Depends(operation("admin.read_product", scope="admin"))]
 
-
-@router.get(
-    "/crm/products",
-    summary="List products (scope products)",
-    responses=openapi.responses(
-        ok=(
-            200,
-            "Every product.",
-            openapi.json_content({"type": "array", "items": openapi.ref(ProductRead)}),
-        ),
-        refused=openapi.READ_REFUSALS,
-    ),
-)
-async def list_products(request: Request, _call: ListProducts) -> Response:
+def list_products(session: Session, _: None) -> Sequence[Product]:
     """List every product with its id, name, code, price and whether it is active."""
-    return await run_read(request, products_reply)
+    return service.list_products(session)
 
 
-def products_reply(session: Session, _: None) -> Reply:
-    """Every product."""
-    return Reply(
-        [
-            ProductRead.model_validate(p).model_dump(mode="json")
-            for p in service.list_products(session)
-        ]
-    )
+get(
+    router,
+    "/crm/products",
+    list_products,
+    name="crm.products",
+    scope="products",
+    response=list[ProductRead],
+    ok="Every product.",
+    summary="List products (scope products)",
+)
 
 
 def create_product(session: Session, data: ProductCreate) -> Reply:
@@ -87,23 +74,22 @@ post(
 )
 
 
-@router.get(
-    "/admin/products/{product_id}",
-    tags=["admin"],
-    summary="Read a product",
-    responses=openapi.responses(
-        ok=(200, "The product.", openapi.json_content(openapi.ref(ProductRead))),
-        refused=openapi.RECORD_REFUSALS,
-    ),
-)
-async def read_product(request: Request, product_id: str, _call: ReadProduct) -> Response:
+def read_product(session: Session, product_id: str) -> Product:
     """Return one product."""
-    return await run_read(request, product_reply, product_id)
-
-
-def product_reply(session: Session, product_id: str) -> Reply:
-    """The product ``product_id`` names, or 404."""
     product = service.find_product(session, product_id)
     if product is None:
         raise ApiError(404, f"no product with id {product_id}")
-    return Reply(ProductRead.model_validate(product).model_dump(mode="json"))
+    return product
+
+
+get(
+    router,
+    "/admin/products/{product_id}",
+    read_product,
+    name="admin.read_product",
+    scope="admin",
+    response=ProductRead,
+    ok="The product.",
+    summary="Read a product",
+    tags=["admin"],
+)
