@@ -60,8 +60,8 @@ Salesforce reports every matching record; a match operation answers one id, so w
 several stored people satisfy the rule the baseline answers the best-scoring one:
 the highest sum of the scores of the fields that matched (first name + last name +
 e-mail, phone, street, city and postcode scores where they passed), ties broken as
-DESIGN §8 breaks them (contact before lead, then id; all stored people have the same
-update time). The rule does not look at the date of birth, the licence or the
+the service breaks them (docs/decisions.md, "Operations 3 and 4 (matching)": contact
+before lead, then id; all stored people have the same update time). The rule does not look at the date of birth, the licence or the
 state, so neither does the baseline. ``crm/leads/match`` queries are answered from
 the leads only.
 

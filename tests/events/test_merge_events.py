@@ -1,6 +1,6 @@
 """Merging people and undoing a merge publish person.merged / person.unmerged and a
 course.updated for each course that changed person, written in the merge's transaction
-and received signed by a real receiver (DESIGN §14, §15)."""
+and received signed by a real receiver (docs/decisions.md, "Duplicates (issue 15)", "Events (webhooks)")."""
 
 from __future__ import annotations
 

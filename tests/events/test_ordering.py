@@ -1,5 +1,5 @@
 """A subject's events reach each endpoint in commit order, under concurrent writes and with
-two deliverers sharing the work (DESIGN §15)."""
+two deliverers sharing the work (docs/decisions.md, "Events (webhooks)")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every event type, from every write path, reaches a real receiver signed and in order;
-no event exists for a change that rolled back (DESIGN §15)."""
+no event exists for a change that rolled back (docs/decisions.md, "Events (webhooks)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audit trail over HTTP (DESIGN §9): one record per request, what it keeps, search."""
+"""The audit trail over HTTP (docs/decisions.md, "Audit"): one record per request, what it keeps, search."""
 
 from __future__ import annotations
 

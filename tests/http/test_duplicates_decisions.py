@@ -1,5 +1,5 @@
 """Merges and decisions from every path are audited alike, keep the lock order of the
-other writes, and two decisions on one cluster never both happen (DESIGN §14)."""
+other writes, and two decisions on one cluster never both happen (docs/decisions.md, "Duplicates (issue 15)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Merging duplicate people and undoing a merge: POST admin/people/merge (DESIGN §14)."""
+"""Merging duplicate people and undoing a merge: POST admin/people/merge (docs/decisions.md, "Duplicates (issue 15)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""After the first scan, each write re-checks only the people it touched (DESIGN §14)."""
+"""After the first scan, each write re-checks only the people it touched (docs/decisions.md, "Duplicates (issue 15)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding duplicates among stored people and the review queue (DESIGN §14)."""
+"""Finding duplicates among stored people and the review queue (docs/decisions.md, "Duplicates (issue 15)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Idempotency-Key on POSTs (DESIGN §10): replay, conflicts, takeover, expiry, per key."""
+"""Idempotency-Key on POSTs (docs/decisions.md, "Retries (Idempotency-Key)"): replay, conflicts, takeover, expiry, per key."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API keys and scopes over HTTP (DESIGN §11): how a key is sent and stored.
+"""API keys and scopes over HTTP (docs/decisions.md, "Keys and scopes"): how a key is sent and stored.
 
 Route by route (missing, wrong, revoked and out-of-scope keys on every route):
 tests/security/test_route_keys.py."""

@@ -1,4 +1,4 @@
-"""Operation 2: POST crm/modify (interface §4.2, DESIGN §7)."""
+"""Operation 2: POST crm/modify (docs/decisions.md, "Operation 2 (modify)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Health, readiness and metrics (DESIGN §12)."""
+"""Health, readiness and metrics (docs/decisions.md, "Wire", "Security, second round (issue 10)")."""
 
 from __future__ import annotations
 

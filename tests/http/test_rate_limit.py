@@ -1,4 +1,4 @@
-"""Rate limiting per API key (DESIGN §3: 429 with Retry-After; §9: the audit record says so)."""
+"""Rate limiting per API key (429 with Retry-After, and the audit record says so: docs/decisions.md, "Wire", "Audit")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operation 1: POST crm/people/rider_courses (interface §4.1, DESIGN §5-§6)."""
+"""Operation 1: POST crm/people/rider_courses (docs/decisions.md, "Operation 1 (rider courses)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Concurrent identical bookings make one course (DESIGN §6: retries are safe)."""
+"""Concurrent identical bookings make one course (retries are safe: docs/decisions.md, "Operation 1 (rider courses)")."""
 
 from __future__ import annotations
 

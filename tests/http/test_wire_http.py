@@ -1,4 +1,4 @@
-"""The wire rules through the real app (DESIGN §3): body types, responses, audit ids, limits."""
+"""The wire rules through the real app (docs/decisions.md, "Wire"): body types, responses, audit ids, limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every route refuses a missing, a wrong, a revoked and an out-of-scope key (DESIGN §11),
+"""Every route refuses a missing, a wrong, a revoked and an out-of-scope key (docs/decisions.md, "Keys and scopes"),
 route by route, and a refused request writes nothing but its audit record.
 
 The routes are enumerated from the app, so a new route fails

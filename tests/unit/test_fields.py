@@ -1,4 +1,4 @@
-"""Field rules shared by every way data comes in (DESIGN §3), through their Pydantic types."""
+"""Field rules shared by every way data comes in (docs/decisions.md, "Wire"), through their Pydantic types."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Salesforce-format ids (DESIGN §4): checksum, both input forms, prefixes, bad input."""
+"""Salesforce-format ids (docs/decisions.md, "Ids"): checksum, both input forms, prefixes, bad input."""
 
 from __future__ import annotations
 

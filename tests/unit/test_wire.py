@@ -1,4 +1,4 @@
-"""Request decoding and response negotiation (DESIGN §3), without the web framework."""
+"""Request decoding and response negotiation (docs/decisions.md, "Wire"), without the web framework."""
 
 from __future__ import annotations
 

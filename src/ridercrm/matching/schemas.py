@@ -1,4 +1,4 @@
-"""The person_data of the two match operations (interface §4.3, §4.4)."""
+"""The person_data of the two match operations (docs/decisions.md, "Operations 3 and 4 (matching)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operation 2: modify people in batches (interface §4.2, docs/decisions.md, "Operation 2 (modify)").
+"""Operation 2: modify people in batches (docs/decisions.md, "Operation 2 (modify)").
 
 Each item runs in its own savepoint. Only supplied fields change; null or "" clears
 an optional field; first and last name cannot be cleared. A converted lead's ID
