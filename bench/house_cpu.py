@@ -5,9 +5,10 @@
 A TestClient app on a fresh SQLite file (migrated), 200 contacts and a product; then the
 median process CPU time (``time.process_time``, client and server together, since both run
 in this process) of 8 timed 200-item bookings (operation 1, new booking numbers), 8 timed
-200-item modifies (operation 2) and 100 ``GET /crm/products``, after one untimed request
-of each. CPU time is far less sensitive to other load on the machine than wall time;
-run the builds interleaved (docs/architecture.md, bench/README.md "The house").
+200-item modifies (operation 2), 100 ``GET /crm/products``, 100 match requests (operation
+3, a stored contact by name and e-mail) and 100 ``GET /admin/people/{id}``, after one
+untimed request of each. CPU time is far less sensitive to other load on the machine
+than wall time; run the builds interleaved (docs/architecture.md, bench/README.md "The house").
 """
 
 import itertools
@@ -102,4 +103,18 @@ with TestClient(app) as client:
         if rep:
             cpu.append(c * 1000)
     out["products GET"] = statistics.median(cpu)
+    asked = {"person_data": {"first_name": "A7", "last_name": "B7", "email": "a7@example.com"}}
+    for name, send in (
+        ("match", lambda: client.post("/crm/people/match", json=asked, headers=h)),
+        ("person GET", lambda: client.get(f"/admin/people/{people[7]}", headers=h)),
+    ):
+        cpu = []
+        for rep in range(101):
+            t = time.process_time()
+            r = send()
+            c = time.process_time() - t
+            assert r.status_code == 200, r.text[:300]
+            if rep:
+                cpu.append(c * 1000)
+        out[name] = statistics.median(cpu)
 print(sys.argv[1], " ".join(f"{k}={v:.1f}" for k, v in out.items()))
