@@ -3,7 +3,8 @@
     python bench/house_figures.py            # from the repository root
 
 Routes are the functions decorated with ``@<router>.<verb>(...)`` or registered by the
-web layer's ``register(...)`` declarations; "decorator lines" are the lines from the first
+web layer's ``post(...)`` and ``get(...)`` declarations (counted apart for the API and
+the staff console); "decorator lines" are the lines from the first
 decorator (or declaration) to the ``def`` line, "body lines" the function's remaining lines.
 Import cycles are counted between the first-level packages and modules of ``ridercrm``
 (grimp's graph, needs the dev extra).
@@ -20,21 +21,36 @@ SRC = pathlib.Path("src/ridercrm")
 VERBS = {"get", "post", "put", "patch", "delete"}
 
 
-def source_lines() -> int:
-    return sum(len(p.read_text().splitlines()) for p in SRC.rglob("*.py"))
+LATER = ("staff", "reports", "duplicates", "events")  # packages added or grown since
 
 
-def route_ceremony() -> tuple[int, int, int]:
-    """Routes; lines declaring them (decorators, or a module-level ``post(...)``
+def _later(path: pathlib.Path) -> bool:
+    parts = path.relative_to(SRC).parts
+    return parts[0] in LATER or "console" in parts
+
+
+def source_lines(*, all_packages: bool = True) -> int:
+    """Lines of ``src/ridercrm/**/*.py``; without the packages the console, duplicates and
+    events issues added or grew (``LATER``, the console), when ``all_packages`` is false."""
+    return sum(
+        len(p.read_text().splitlines()) for p in SRC.rglob("*.py") if all_packages or not _later(p)
+    )
+
+
+def route_ceremony() -> dict[str, tuple[int, int, int]]:
+    """Per group ("api GET", "console POST", ...: the API's routes or the staff console's
+    pages, by method): routes;
+    lines declaring them (decorators, or a module-level ``post(...)``/``get(...)``
     declaration); lines of the functions FastAPI calls (their bodies, with the ``def``)."""
-    routes = decorator_lines = body_lines = 0
+    counts: dict[str, list[int]] = {}
     for path in SRC.rglob("*.py"):
         tree = ast.parse(path.read_text())
+        area = "console" if "console" in path.parts else "api"
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
-                and node.func.id == "post"
+                and node.func.id in ("post", "get")
                 and path.parent.name == "routes"
             ):
                 # One declaration; inside a loop it declares one route per pass.
@@ -46,8 +62,9 @@ def route_ceremony() -> tuple[int, int, int]:
                 passes = (
                     len(loops[0].iter.elts) if loops and isinstance(loops[0].iter, ast.Tuple) else 1
                 )  # type: ignore[attr-defined]
-                routes += passes
-                decorator_lines += (node.end_lineno or node.lineno) - node.lineno + 1
+                group = counts.setdefault(f"{area} {node.func.id.upper()}", [0, 0, 0])
+                group[0] += passes
+                group[1] += (node.end_lineno or node.lineno) - node.lineno + 1
                 continue
             if not isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef):
                 continue
@@ -60,11 +77,13 @@ def route_ceremony() -> tuple[int, int, int]:
             ]
             if not routed:
                 continue
-            routes += 1
+            verb = routed[0].func.attr.upper()  # type: ignore[attr-defined]
+            group = counts.setdefault(f"{area} {verb}", [0, 0, 0])
+            group[0] += 1
             first = min(d.lineno for d in node.decorator_list)
-            decorator_lines += node.lineno - first
-            body_lines += (node.end_lineno or node.lineno) - node.lineno + 1
-    return routes, decorator_lines, body_lines
+            group[1] += node.lineno - first
+            group[2] += (node.end_lineno or node.lineno) - node.lineno + 1
+    return {name: (c[0], c[1], c[2]) for name, c in counts.items() if c[0]}
 
 
 def package_graph() -> dict[str, set[str]]:
@@ -122,11 +141,16 @@ def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
 
 def main() -> None:
     print(f"lines in src/: {source_lines()}")
-    routes, decorators, bodies = route_ceremony()
     print(
-        f"routes: {routes}; lines declaring them (decorators, post() declarations): {decorators};"
-        f" lines of the endpoint functions: {bodies}"
+        f"lines in src/ without {', '.join(LATER)} and the console:"
+        f" {source_lines(all_packages=False)}"
     )
+    for group, (routes, decorators, bodies) in sorted(route_ceremony().items()):
+        print(
+            f"{group} routes: {routes}; lines declaring them (decorators, post()/get()"
+            f" declarations): {decorators} ({decorators / routes:.1f} per route);"
+            f" lines of the endpoint functions: {bodies}"
+        )
     edges = package_graph()
     cycles = package_cycles(edges)
     print(f"pairs of first-level packages importing each other directly: {len(cycles)}")
