@@ -26,11 +26,17 @@ NOT_FOUND = "Match not found."
 EXPLAIN_SCOPE = "explain"
 
 
-@dataclass(frozen=True)
+@dataclass
 class MatchAsk:
     """A match request: the validated details (operation 3's with ``assets``), whether
     only unconverted leads may answer (operation 4), whether to explain, the audit id,
-    and who asks with the limiter of their explanations (None: no limit)."""
+    and who asks with the limiter of their explanations (None: no limit).
+
+    ``explain_allowed`` notes that the explanation was allowed and counted: made once per
+    request, the ask outlives a transaction that a deadlock makes run again, and such a
+    retry does not count the explanation a second time (docs/decisions.md, "The house
+    (issue 13)").
+    """
 
     details: Any
     leads_only: bool
@@ -38,6 +44,7 @@ class MatchAsk:
     audit_id: str
     caller: Caller
     explain_limiter: KeyRateLimiter | None = None
+    explain_allowed: bool = False
 
 
 class ExplainRefused(Exception):
@@ -60,8 +67,9 @@ class MatchAnswer:
 
 def answer_match(session: Session, ask: MatchAsk) -> MatchAnswer:
     """Find the person ``ask`` describes and answer in the interface's shape."""
-    if ask.explain:
+    if ask.explain and not ask.explain_allowed:
         _allow_explain(ask)
+        ask.explain_allowed = True
     result = service.find_match(session, details=ask.details, leads_only=ask.leads_only)
     person = result.person
     if person is None:

@@ -1,9 +1,8 @@
 """The request path shared by every endpoint: read, authenticate, decode, run, render.
 
-Endpoints stay thin: :mod:`ridercrm.web.operations` declares each POST operation (its
-name, scope, error shape and a module-level function (session, payload) -> Reply) and
-hands it to :func:`run_post`; reads hand such a function and their parameters to
-:func:`run_read`.
+Endpoints stay thin: :mod:`ridercrm.web.operations` declares each operation (its name,
+scope, error shape and a module-level function (session, payload) -> Reply) and hands it
+to :func:`run_post` (a POST, ``post``) or :func:`run_read` (a GET, ``get``).
 The commit happens inside those functions, before the response exists, so a 200 is
 only ever sent for work that is stored; a writing request's audit record is committed
 in the same transaction as its work, so neither is ever stored without the other.

@@ -161,6 +161,7 @@ def clusters_asked(
     ),
     status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
 ) -> ClustersAsked:
+    """The queue's query."""
     return ClustersAsked(limit, before, status)
 
 
