@@ -34,8 +34,8 @@ class MatchAsk:
 
     ``explain_allowed`` notes that the explanation was allowed and counted: made once per
     request, the ask outlives a transaction that a deadlock makes run again, and such a
-    retry does not count the explanation a second time (docs/decisions.md, "The house
-    (issue 13)").
+    retry does not count the explanation a second time
+    (docs/decisions.md, "The house (issue 13)").
     """
 
     details: Any
