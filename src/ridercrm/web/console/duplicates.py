@@ -220,6 +220,7 @@ async def _cluster_page(
             "labels": LABELS,
             "statuses": STATUS_LABELS,
             "names": names,
+            "kinds": {p.id: p.kind for p in view.people},
             "checked_survivor": checked_survivor,
             "checked": checked,
             "preview": preview,
