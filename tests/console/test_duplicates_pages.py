@@ -15,8 +15,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person, create_product, new_booking
 
 from ridercrm.audit.models import AuditRecord
+from ridercrm.config import Settings
 from ridercrm.db import session_scope
+from ridercrm.demo import load_demo
 from ridercrm.duplicates import review, scan
+from ridercrm.duplicates.commands import scan_demo
 from ridercrm.duplicates.models import DuplicateCluster, PersonMerge
 from ridercrm.matching.score import Thresholds
 from ridercrm.people.models import Person
@@ -323,3 +326,18 @@ def test_bad_addresses_and_choices_get_a_page_never_a_500(
         ).all()
     assert len(failures) == 4
     assert all(failures)
+
+
+def test_serve_demo_scans_the_demo_so_the_queue_shows_its_duplicates(
+    console_as: Callable[..., TestClient], sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    load_demo(sessions, only_if_empty=True)
+    found = scan_demo(settings, sessions)
+    assert found >= 1  # the demo's riders who enquired again as leads
+    page = console_as("viewer").get("/console/duplicates").text
+    assert len(re.findall(r">Review cluster \d+</a>", page)) == found
+    with session_scope(sessions) as session:
+        audited = session.scalars(
+            select(AuditRecord.path).where(AuditRecord.operation == "cli.duplicates_scan")
+        ).all()
+    assert audited == ["ridercrm serve --demo"]
