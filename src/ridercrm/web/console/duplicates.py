@@ -2,7 +2,7 @@
 preview, "not duplicates", skip, and undoing a merge (docs/console.md, "Duplicates").
 
 Reading is for every role (it is reading people); deciding, merging and undoing change
-people and are for staff and admins (docs/decisions.md, "Staff console: duplicates").
+people and are for staff and admins (docs/decisions.md, "Staff console: duplicates (issue 15)").
 Every decision goes through the same service as the admin API (``duplicates.service``,
 ``duplicates.merge``) and is audited with the staff user's name; a preview is a dry
 run in a read, like a page view, and is not audited.
