@@ -120,6 +120,12 @@ def serve(
 
         loaded = load_demo(sessions, only_if_empty=True)
         console.print(f"demo data: {loaded}")
+        if not loaded.startswith("skipped"):
+            from ridercrm.duplicates.commands import scan_demo
+
+            # So the console's Duplicates page shows the demo's few riders stored twice.
+            found = scan_demo(settings, sessions)
+            console.print(f"duplicates scan: {found} clusters to review")
     plaintext = ensure_admin_key(settings)
     if plaintext:
         _hand_over_admin_key(plaintext, settings)

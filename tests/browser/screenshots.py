@@ -19,8 +19,9 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.demo import load_demo
 from ridercrm.migrate import upgrade
+from ridercrm.people.index import keep_keys
 from ridercrm.staff import service as staff_service
-from tests.browser import screenshots_ops
+from tests.browser import screenshots_duplicates, screenshots_ops
 from tests.browser.chromium import MISSING, chromium_path, launch
 from tests.live import live_server
 
@@ -43,10 +44,12 @@ def take(folder: Path) -> None:
         settings = Settings(database_url=f"sqlite:///{directory}/screens.db")
         engine = build_engine(settings)
         upgrade(engine)
-        sessions = session_factory(engine)
+        # As the app makes them: people written keep their matching keys.
+        sessions = keep_keys(session_factory(engine))
         load_demo(sessions, only_if_empty=True)
         day = screenshots_ops.sheet_day(dt.date.today())
         screenshots_ops.add_riders(sessions, day)
+        screenshots_duplicates.find(sessions, settings)
         with session_scope(sessions, write=True) as session:
             staff_service.create_user(session, name="ada", role="admin", password=PASSWORD)
             staff_service.create_user(session, name="sid", role="staff", password=PASSWORD)
@@ -73,6 +76,7 @@ def take(folder: Path) -> None:
             page.locator("#records tbody a").first.click()
             shot("audit-record")
             screenshots_ops.shoot(page, root, shot, day)
+            screenshots_duplicates.shoot(page, root, shot)
             page.goto(root + "/admin/keys")
             shot("forbidden")
             page.get_by_role("button", name="Sign out", exact=True).click()

@@ -29,6 +29,15 @@ ROUTES: list[tuple[str, str, str | None]] = [
     ("GET", "/dashboard", "viewer"),
     ("GET", "/audit", "viewer"),
     ("GET", "/audit/a0A000000000001AAA", "viewer"),
+    ("GET", "/duplicates", "viewer"),
+    ("GET", "/duplicates/merges", "viewer"),
+    ("GET", "/duplicates/merges/1", "viewer"),
+    ("POST", "/duplicates/merges/1/undo", "staff"),
+    ("GET", "/duplicates/7", "viewer"),
+    ("POST", "/duplicates/7/preview", "staff"),
+    ("POST", "/duplicates/7/merge", "staff"),
+    ("POST", "/duplicates/7/dismiss", "staff"),
+    ("POST", "/duplicates/7/skip", "staff"),
     ("GET", "/admin/products", "admin"),
     ("POST", "/admin/products", "admin"),
     ("POST", "/admin/products/01tDEMO00LAPSOMYT5/active", "admin"),
@@ -52,6 +61,8 @@ def _template(path: str) -> str:
         .replace("01tDEMO00LAPSOMYT5", "{product_id}")
         .replace("/keys/1/", "/keys/{key_id}/")
         .replace("/users/someone/", "/users/{name}/")
+        .replace("/merges/1", "/merges/{merge_id}")
+        .replace("/duplicates/7", "/duplicates/{cluster_id}")
     )
 
 

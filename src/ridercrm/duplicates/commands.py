@@ -267,3 +267,23 @@ def dismiss_command(
         command="ridercrm duplicates dismiss", arguments={"cluster": cluster_id, "skip": skip},
         action=action, dry_run=dry_run,
     )  # fmt: skip
+
+
+def scan_demo(settings: Settings, sessions: sessionmaker[Session]) -> int:
+    """The first scan of demo data just loaded (`serve --demo`), audited as the scan
+    command is, so the console's review queue shows the demo's duplicates; return the
+    number of clusters to review."""
+    started = time.perf_counter()
+    result = scan.scan(
+        sessions,
+        thresholds=recheck.thresholds_of(settings),
+        review_threshold=settings.duplicates_review_threshold,
+    )
+    summary = {"scan_id": result.scan_id, "checked": result.checked, "clusters": result.clusters}
+    with session_scope(sessions, write=True) as session:
+        service.audit_cli(
+            session, operation="cli.duplicates_scan", command="ridercrm serve --demo",
+            arguments={"full": False}, status=200, result=summary, started=started,
+            redact=settings.audit_redact,
+        )  # fmt: skip
+    return result.clusters

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, people
+from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, duplicates, people
 from ridercrm.web.console.frame import NavItem
 
 ROUTERS: list[APIRouter] = [
@@ -15,12 +15,14 @@ ROUTERS: list[APIRouter] = [
     admin.router,
     daysheet.router,
     dashboard.router,
+    duplicates.router,
 ]
 
 NAV: list[NavItem] = [
     NavItem("Find a person", "/people"),
     NavItem("Day sheet", "/daysheet"),
     NavItem("Dashboard", "/dashboard"),
+    NavItem("Duplicates", "/duplicates"),
     NavItem("Audit", "/audit"),
     NavItem("Products", "/admin/products", role="admin"),
     NavItem("API keys", "/admin/keys", role="admin"),

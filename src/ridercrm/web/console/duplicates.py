@@ -1,0 +1,327 @@
+"""Console pages: the duplicates review queue, a cluster side by side, merge with a
+preview, "not duplicates", skip, and undoing a merge (docs/console.md, "Duplicates").
+
+Reading is for every role (it is reading people); deciding, merging and undoing change
+people and are for staff and admins (docs/decisions.md, "Staff console: duplicates (issue 15)").
+Every decision goes through the same service as the admin API (``duplicates.service``,
+``duplicates.merge``) and is audited with the staff user's name; a preview is a dry
+run in a read, like a page view, and is not audited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ridercrm.duplicates import merge, review, service
+from ridercrm.ids import canonical_id
+from ridercrm.web.console import frame
+from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
+
+router = APIRouter(prefix="/duplicates")
+
+MAX_ID = 2**62  # ids are database integers, as in the admin API
+FIELD_PREFIX = "field."
+LABELS = {
+    "first_name": "First name",
+    "last_name": "Last name",
+    "date_of_birth": "Date of birth",
+    "email": "E-mail",
+    "postcode": "Postcode",
+    "mobile_phone": "Mobile phone",
+    "home_phone": "Home phone",
+    "drivers_license": "Licence number",
+    "license_type": "Licence type",
+    "street": "Street",
+    "city": "City",
+    "state": "State",
+    "country": "Country",
+    "lead_source": "Lead source",
+    "opt_in": "Opted in",
+}
+STATUS_LABELS = {
+    "open": "To review",
+    "skipped": "Skipped",
+    "merged": "Merged",
+    "dismissed": "Not duplicates",
+}
+
+
+def _number(raw: str | None) -> int | None:
+    """A database id from the address, or None if it cannot name one."""
+    text = (raw or "").strip()
+    if not text.isdigit() or len(text) > 19:
+        return None
+    value = int(text)
+    return value if 1 <= value <= MAX_ID else None
+
+
+def _cluster_id(raw: str) -> int:
+    found = _number(raw)
+    if found is None:
+        raise frame.ConsoleRefusal(404, f"There is no duplicates cluster {raw[:40]}.")
+    return found
+
+
+# --- the queue --------------------------------------------------------------------
+
+
+async def _queue_page(request: Request, staff: Staff, *, done: Done | None = None) -> Response:
+    problems: list[str] = []
+    raw_status = request.query_params.get("status", "open")
+    if raw_status not in review.STATUSES:
+        problems.append(f"status: one of {', '.join(review.STATUSES)}")
+        raw_status = "open"
+    raw_before = request.query_params.get("before", "") if done is None else ""
+    before = _number(raw_before)
+    if raw_before and before is None:
+        problems.append(f"before: {raw_before[:40]} is not a cluster id")
+
+    def work(session: Session) -> review.QueuePage | str:
+        try:
+            return review.queue(session, status=raw_status, before=before)
+        except ValueError as exc:
+            return str(exc)
+
+    page = await frame.read(request, work)
+    if isinstance(page, str):
+        problems.append(page)
+        page = review.QueuePage([], None)
+    return frame.render(
+        request,
+        staff,
+        "duplicates.html",
+        {
+            "page": page,
+            "status": raw_status,
+            "statuses": STATUS_LABELS,
+            "problems": problems,
+            "done": done,
+        },
+        status=400 if problems else (done.status if done else 200),
+    )
+
+
+@router.get("", name="duplicates")
+async def queue(request: Request, staff: AsViewer) -> Response:
+    """The review queue: clusters of likely duplicates, best score first, 50 a page."""
+    return await _queue_page(request, staff)
+
+
+# --- merges (before /{cluster_id}: "merges" is not a cluster) ----------------------
+
+
+async def _merge_page(
+    request: Request, staff: Staff, merge_id: int, *, done: Done | None = None
+) -> Response:
+    view = await frame.read(request, lambda session: review.merge_view(session, merge_id))
+    if view is None:
+        raise frame.ConsoleRefusal(404, f"There is no merge {merge_id}.")
+    return frame.render(
+        request,
+        staff,
+        "duplicates_merge.html",
+        {"view": view, "done": done},
+        status=done.status if done else 200,
+    )
+
+
+@router.get("/merges", name="duplicates_merges")
+async def merges(request: Request, staff: AsViewer) -> Response:
+    """The merges a person took part in (``?person=ID``), or the latest merges."""
+    raw = request.query_params.get("person", "").replace("\x00", "").strip()[:40]
+    person = canonical_id(raw) if raw else None
+    if raw and person is None:
+        raise frame.ConsoleRefusal(400, f"person: {raw} is not a record id.")
+    views = await frame.read(request, lambda session: review.merges_of(session, person))
+    return frame.render(
+        request, staff, "duplicates_merges.html", {"views": views, "person": person}
+    )
+
+
+@router.get("/merges/{merge_id}", name="duplicates_merge")
+async def merge_page(request: Request, merge_id: str, staff: AsViewer) -> Response:
+    """One merge: the survivor, the merged records, the moved courses; undo for staff."""
+    found = _number(merge_id)
+    if found is None:
+        raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
+    return await _merge_page(request, staff, found)
+
+
+@router.post("/merges/{merge_id}/undo")
+async def undo(request: Request, merge_id: str, staff: AsStaff) -> Response:
+    """Undo a merge through the same service as the admin API's undo."""
+    await frame.checked_form(request, staff)
+    found = _number(merge_id)
+    if found is None:
+        raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
+
+    def work(session: Session) -> dict[str, Any]:
+        try:
+            record = merge.undo_merge(session, found, audit_id=frame.change_audit_id())
+        except merge.MergeError as exc:
+            raise frame.ConsoleProblem(exc.reason) from None
+        return {
+            "merge_id": record.id,
+            "survivor": record.survivor_id,
+            "restored": list(record.merged_ids),
+            "moved_back": {"courses": sorted(record.moved_assets)},
+        }
+
+    done = await frame.change(
+        request, staff, operation="console.undo_merge", asked={"merge_id": found}, work=work
+    )
+    return await _merge_page(request, staff, found, done=done)
+
+
+# --- one cluster ------------------------------------------------------------------
+
+
+def _choices(form: dict[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The survivor and the per-field members a merge form chose."""
+    survivor = form.get("survivor", "").strip()[:40] or None
+    fields = {
+        name.removeprefix(FIELD_PREFIX): value.strip()[:40]
+        for name, value in form.items()
+        if name.startswith(FIELD_PREFIX) and value.strip()
+    }
+    return survivor, fields
+
+
+async def _cluster_page(
+    request: Request,
+    staff: Staff,
+    cluster_id: int,
+    *,
+    done: Done | None = None,
+    preview: dict[str, Any] | None = None,
+    preview_error: str | None = None,
+    chosen: tuple[str | None, dict[str, str]] | None = None,
+    status: int | None = None,
+) -> Response:
+    view = await frame.read(request, lambda session: review.cluster_view(session, cluster_id))
+    if view is None:
+        raise frame.ConsoleRefusal(404, f"There is no duplicates cluster {cluster_id}.")
+    default = view.plan or {}
+    survivor, fields = chosen or (None, {})
+    # What the form shows checked: the choice sent, else the default merge's.
+    checked_survivor = survivor or default.get("survivor")
+    checked = {**default.get("sources", {}), **fields}
+    names = {p.id: f"{p.first_name or ''} {p.last_name}".strip() for p in view.people}
+    return frame.render(
+        request,
+        staff,
+        "duplicates_cluster.html",
+        {
+            "view": view,
+            "labels": LABELS,
+            "statuses": STATUS_LABELS,
+            "names": names,
+            "kinds": {p.id: p.kind for p in view.people},
+            "checked_survivor": checked_survivor,
+            "checked": checked,
+            "preview": preview,
+            "preview_error": preview_error,
+            "chosen_survivor": survivor,
+            "chosen_fields": fields,
+            "shown": review.shown,
+            "done": done,
+        },
+        status=status or (done.status if done else 200),
+    )
+
+
+@router.get("/{cluster_id}", name="duplicates_cluster")
+async def cluster_page(request: Request, cluster_id: str, staff: AsViewer) -> Response:
+    """A cluster side by side: differing fields marked, the explanation, courses per person."""
+    return await _cluster_page(request, staff, _cluster_id(cluster_id))
+
+
+@router.post("/{cluster_id}/preview")
+async def preview(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+    """A merge's dry run with the chosen survivor and fields: nothing is written."""
+    form = await frame.checked_form(request, staff)
+    found = _cluster_id(cluster_id)
+    survivor, fields = _choices(form)
+
+    def work(session: Session) -> dict[str, Any] | str:
+        try:
+            return review.preview(session, found, survivor=survivor, fields=fields)
+        except merge.MergeError as exc:
+            return exc.reason
+
+    planned = await frame.read(request, work)
+    if isinstance(planned, str):
+        return await _cluster_page(
+            request, staff, found, preview_error=planned, chosen=(survivor, fields), status=400
+        )
+    return await _cluster_page(request, staff, found, preview=planned, chosen=(survivor, fields))
+
+
+async def _decide(
+    request: Request,
+    staff: Staff,
+    cluster_id: str,
+    decision: str,
+    *,
+    chosen: tuple[str | None, dict[str, str]] = (None, {}),
+) -> Done:
+    found = _cluster_id(cluster_id)
+    survivor, fields = chosen
+
+    def work(session: Session) -> dict[str, Any]:
+        cluster = service.find_cluster(session, found)
+        if cluster is None:
+            raise frame.ConsoleProblem(f"no cluster with id {found}")
+        try:
+            return service.decide(
+                session,
+                cluster,
+                decision=decision,
+                survivor=survivor,
+                fields=fields,
+                audit_id=frame.change_audit_id(),
+            )
+        except merge.MergeError as exc:
+            raise frame.ConsoleProblem(exc.reason) from None
+
+    asked: dict[str, Any] = {"cluster": found, "decision": decision}
+    if decision == "merge":
+        asked |= {"survivor": survivor, "fields": fields}
+    return await frame.change(
+        request, staff, operation=f"console.{decision}_duplicates", asked=asked, work=work
+    )
+
+
+@router.post("/{cluster_id}/merge")
+async def merge_cluster(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+    """Merge the cluster with the previewed survivor and fields (one transaction)."""
+    form = await frame.checked_form(request, staff)
+    chosen = _choices(form)
+    done = await _decide(request, staff, cluster_id, "merge", chosen=chosen)
+    if done.ok:
+        return await _merge_page(request, staff, int(done.body["merge_id"]), done=done)
+    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done, chosen=chosen)
+
+
+@router.post("/{cluster_id}/dismiss")
+async def dismiss(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+    """Not duplicates: remembered, never proposed again; back to the queue."""
+    await frame.checked_form(request, staff)
+    done = await _decide(request, staff, cluster_id, "dismiss")
+    if done.ok:
+        return await _queue_page(request, staff, done=done)
+    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done)
+
+
+@router.post("/{cluster_id}/skip")
+async def skip(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+    """Skip for now (listed under Skipped, decidable later); back to the queue."""
+    await frame.checked_form(request, staff)
+    done = await _decide(request, staff, cluster_id, "skip")
+    if done.ok:
+        return await _queue_page(request, staff, done=done)
+    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done)
