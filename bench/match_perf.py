@@ -515,13 +515,57 @@ def settings_for(url: str) -> Settings:
 
 
 def build_store(size: int, directory: Path, seed: int, args: argparse.Namespace) -> Store:
-    path = directory / f"people-{size}.sqlite3"
+    """A store of ``size`` generated people and its queries (reused from ``--store-dir``)."""
+    needed = args.queries + args.warmup + args.http_queries + args.load_bodies
+    if args.store_dir:
+        directory = Path(args.store_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"people-{size}-seed{seed}.sqlite3"
+    else:
+        path = directory / f"people-{size}.sqlite3"
     store = Store(size=size, path=path, url=f"sqlite:///{path}")
+    kept_path = path.with_suffix(".kept.json")
+    if kept_path.exists() and path.exists():
+        # Built by an earlier run: its people are the same (the generator is seeded).
+        kept: list[dict[str, str]] = json.loads(kept_path.read_text(encoding="utf-8"))
+        engine = build_engine(settings_for(store.url))
+        try:
+            with engine.connect() as connection:
+                key_rows = connection.scalar(select(func.count()).select_from(PersonKey))
+                people = connection.scalar(select(func.count()).select_from(Person))
+        finally:
+            engine.dispose()
+        if people != size:
+            raise SystemExit(f"{path} holds {people} people, not {size}: delete it")
+        store.key_rows = key_rows or 0
+        store.importer_wrote_keys = True
+        print(f"  reusing {path} (built by an earlier run)", flush=True)
+    else:
+        for stale in (path, kept_path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        kept = _fill_store(store, directory, seed, needed)
+        if args.store_dir:
+            kept_path.write_text(json.dumps(kept), encoding="utf-8")
+    store.bytes = sum(
+        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
+    )
+    rng = random.Random(seed * 31 + size)
+    absent = PeopleGenerator(seed + 7919).people(10**9)
+    queries = build_queries(rng, kept, absent, needed)
+    cut = [args.queries + args.warmup, args.queries + args.warmup + args.http_queries]
+    store.queries = queries[: cut[0]]
+    store.http_queries = queries[cut[0] : cut[1]]
+    store.load_queries = queries[cut[1] :]
+    return store
+
+
+def _fill_store(store: Store, directory: Path, seed: int, needed: int) -> list[dict[str, str]]:
+    """Generate and import the store's people; return the sample the queries are made of."""
+    size = store.size
     engine = build_engine(settings_for(store.url))
     try:
         upgrade(engine)
         started = time.perf_counter()
-        needed = args.queries + args.warmup + args.http_queries + args.load_bodies
         wanted = sorted(random.Random(seed + size).sample(range(size), min(size, needed * 2)))
         kept: list[dict[str, str]] = []
         csv_path = directory / f"people-{size}.csv"
@@ -555,17 +599,7 @@ def build_store(size: int, directory: Path, seed: int, args: argparse.Namespace)
             connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         engine.dispose()
-    store.bytes = sum(
-        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
-    )
-    rng = random.Random(seed * 31 + size)
-    absent = PeopleGenerator(seed + 7919).people(10**9)
-    queries = build_queries(rng, kept, absent, needed)
-    cut = [args.queries + args.warmup, args.queries + args.warmup + args.http_queries]
-    store.queries = queries[: cut[0]]
-    store.http_queries = queries[cut[0] : cut[1]]
-    store.load_queries = queries[cut[1] :]
-    return store
+    return kept
 
 
 def fill_keys(engine: Engine) -> int:
@@ -1449,6 +1483,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time `ridercrm match train` on the largest store (before the latencies)",
     )
     parser.add_argument("--seed", type=int, default=20261120)
+    parser.add_argument(
+        "--store-dir",
+        default="",
+        help="keep the stores in this directory and reuse them in later runs (a store built"
+        " with --train keeps its trained model)",
+    )
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
     return parser
 
