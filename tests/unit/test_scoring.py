@@ -323,3 +323,173 @@ def test_both_names_other_and_the_same_birth_date_is_no_relative() -> None:
     # the birth date (tests/security/test_explain.py)
     probe = person(first_name="Mallory", last_name="Probe", street=None, drivers_license=None)
     assert not evaluate(probe, person()).accepted
+
+
+# --- Scoring many candidates for one query (score.Scorer, service.rank) -----------------
+
+GIVEN = [
+    "Ann",
+    "Anne",
+    "Annie",
+    "Anna",
+    "Ana",
+    "Hannah",
+    "Liam",
+    "Lia",
+    "Mei",
+    "Wei",
+    "A",
+    "Christopher",
+    "Kristopher",
+    "Chris",
+    "Nguyen",
+    "Tom",
+    "Tim",
+    "Elizabeth",
+    "Liz",
+    "",
+]
+FAMILY = [
+    "Nguyen",
+    "Ngyuen",
+    "Nguyen-Tran",
+    "Tran",
+    "Smith",
+    "Smyth",
+    "Ann",
+    "Liam",
+    "Schmidt",
+    "Oconnor",
+    "O'Connor",
+]
+STREETS = [
+    "12 Main St",
+    "12 Main Street",
+    "Unit 3 12 Main St",
+    "14 Main St",
+    "12 Mian St",
+    "Kings Court 12 Main St",
+    "7 Biffin Sreet",
+    "",
+]
+CITIES = ["Craigieburn", "Craigeburn", "Roxburgh Park", ""]
+POSTCODES = ["3064", "3046", "3065", "2000", ""]
+DATES = [
+    dt.date(1999, 4, 12),
+    dt.date(1999, 12, 4),
+    dt.date(1999, 4, 13),
+    dt.date(1998, 4, 12),
+    dt.date(1989, 4, 12),
+    dt.date(1975, 1, 1),
+    None,
+]
+EMAILS = ["ann.nguyen@example.com", "ann.nguyen@exmaple.com", "a.tran@example.com", ""]
+PHONES = ["0412 345 678", "0412 345 679", ""]
+LICENCES = ["L1234567", "L1234568", "L7654321", ""]  # fmt: skip
+
+
+def _random_identity(rng: Any) -> Identity:
+    return Identity.of(
+        first_name=rng.choice(GIVEN) or None,
+        last_name=rng.choice(FAMILY),
+        date_of_birth=rng.choice(DATES),
+        email=rng.choice(EMAILS) or None,
+        phones=(rng.choice(PHONES) or None, rng.choice(PHONES) or None),
+        drivers_license=rng.choice(LICENCES) or None,
+        street=rng.choice(STREETS) or None,
+        postcode=rng.choice(POSTCODES) or None,
+        city=rng.choice(CITIES) or None,
+    )
+
+
+def _trained_model() -> Any:
+    """The default model with term frequencies, as a trained store's (exact names vary)."""
+    from ridercrm.matching.model import Model, TermFrequencies
+
+    model = Model.from_json(default_model().to_json())
+    model.tf["given_name"] = TermFrequencies(values={"ann": 0.02, "liam": 0.01}, rare=0.0001)
+    model.tf["family_name"] = TermFrequencies(values={"nguyen": 0.03, "smith": 0.01}, rare=1e-5)
+    model.tf["postcode"] = TermFrequencies(values={"3064": 0.004}, rare=0.0002)
+    return model
+
+
+@pytest.mark.parametrize("model", [MODEL, _trained_model()], ids=["default", "trained"])
+def test_a_scorer_gives_evaluates_verdicts_and_its_bounds_hold(model: Any) -> None:
+    """Scorer.evaluate and start/refine/finish give score.evaluate's verdict, field for
+    field; the bound never falls under the total, so a candidate left part-scored
+    because its bound is under a bar has its total under that bar."""
+    import random
+
+    from ridercrm.matching.score import BOUND_MARGIN, Scorer
+
+    rng = random.Random(20261122)
+    thresholds = Thresholds()
+    pairs = 0
+    for _query in range(150):
+        query = _random_identity(rng)
+        scorer = Scorer(query, model=model, thresholds=thresholds)
+        for _stored in range(40):
+            stored = _random_identity(rng)
+            asset = rng.random() < 0.1
+            expected = evaluate_with(query, stored, model=model, thresholds=thresholds, asset=asset)
+            assert scorer.evaluate(stored, asset=asset) == expected
+            partial = scorer.start(stored, asset=asset)
+            while True:
+                assert partial.bound + BOUND_MARGIN >= expected.total
+                assert not partial.cannot_reach(expected.total)
+                if partial.complete:
+                    break
+                scorer.refine(partial)
+            assert scorer.finish(partial) == expected
+            pairs += 1
+    assert pairs == 6000
+
+
+def test_ranking_part_scored_gives_the_answer_and_explanation_of_scoring_all() -> None:
+    """service.rank leaves candidates that can change neither the answer nor the
+    explanation part-scored: the answer, the explained candidates and the accepted ones
+    are those of scoring every candidate, on crowds of look-alikes (many candidates a
+    query, as at a million people) with merged-record ties (one person, two records)."""
+    import random
+    from dataclasses import dataclass
+
+    from ridercrm.matching import service
+    from ridercrm.matching.score import Scorer
+
+    @dataclass
+    class Who:
+        id: str
+        kind: str
+        updated_at: dt.datetime
+
+    rng = random.Random(11)
+    model = _trained_model()
+    thresholds = Thresholds()
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    part_scored = 0
+    for _query in range(300):
+        query = _random_identity(rng)
+        people = [
+            Who(
+                f"p{n:03d}",
+                rng.choice(("contact", "lead")),
+                base + dt.timedelta(days=rng.randrange(3)),
+            )
+            for n in range(rng.randrange(1, 60))
+        ]
+        candidates = []
+        for who in people:
+            identity = _random_identity(rng)
+            candidates.append((who, identity, rng.random() < 0.05))
+            if rng.random() < 0.1:  # a second record of the same person: a merged one
+                copy = identity if rng.random() < 0.5 else _random_identity(rng)
+                candidates.append((who, copy, False))
+        scorer = Scorer(query, model=model, thresholds=thresholds)
+        whole = service.rank(scorer, candidates, score_all=True)
+        ranked = service.rank(scorer, candidates)
+        explained = service.EXPLAINED_CANDIDATES
+        assert ranked[:explained] == whole[:explained]
+        assert [e for e in ranked if e[2].accepted] == [e for e in whole if e[2].accepted]
+        assert service.decide(ranked, thresholds) == service.decide(whole, thresholds)
+        part_scored += len(whole) - len(ranked)
+    assert part_scored > 0  # the crowds did leave candidates part-scored
