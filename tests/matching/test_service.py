@@ -79,3 +79,81 @@ def test_a_stranger_is_not_found(sessions: sessionmaker[Session], stored: dict[s
             session, details=PeopleMatchQuery.model_validate(stranger), leads_only=False
         )
     assert result.person is None
+
+
+def test_a_crowded_store_answers_and_explains_as_if_every_candidate_were_scored(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A household street of look-alikes (one surname, postcode and street: 48 people
+    under the same keys, as a common key at a million people), with leads, a converted
+    lead and merged records: every query's answer and explanation, candidates left
+    part-scored, are those of scoring every candidate (score_all)."""
+    import datetime as dt
+    import random
+
+    from ridercrm.duplicates.merge import merge_people
+    from ridercrm.people.blocking import Identity
+
+    rng = random.Random(7)
+    given = ["Ann", "Anne", "Anna", "Hannah", "Liam", "Mei", "Wei", "Tom", "Tim", "Chris",
+             "Christopher", "Elizabeth", "Liz", "Sam", "Samuel", "Ben", "Ken"]  # fmt: skip
+    bodies = []
+    for n in range(48):
+        born = dt.date(1960, 1, 1) + dt.timedelta(days=rng.randrange(40 * 365))
+        bodies.append(
+            person_body(
+                first_name=rng.choice(given),
+                date_of_birth=born.isoformat(),
+                email=f"person{n % 20}@example.com",
+                mobile_phone=f"0412 345 {600 + n % 30:03d}",
+                drivers_license=f"L{1000000 + n * 7}",
+                street=rng.choice(["12 Main St", "12 Main Street", "Unit 2 12 Main St"]),
+            )
+        )
+    with session_scope(sessions, write=True) as session:
+        ids = []
+        for n, body in enumerate(bodies):
+            kind = LEAD if n % 5 == 0 else CONTACT
+            ids.append(
+                people.create_person(session, kind=kind, data=PersonCreate.model_validate(body)).id
+            )
+        lead = session.get(people.Person, ids[0])
+        assert lead is not None
+        people.convert_lead(session, lead)
+    with session_scope(sessions, write=True) as session:
+        merge_people(session, people_ids=[ids[1], ids[2]])
+        merge_people(session, people_ids=[ids[6], ids[7]])
+    answered = crowded = 0
+    for n in range(60):
+        body = dict(rng.choice(bodies))
+        if n % 3 == 1:
+            body["first_name"] = rng.choice(given)
+        if n % 4 == 2:
+            body["date_of_birth"] = rng.choice(bodies)["date_of_birth"]
+        if n % 5 == 3:
+            body["drivers_license"] = None
+        query = Identity.of(
+            first_name=body["first_name"],
+            last_name=body["last_name"],
+            date_of_birth=dt.date.fromisoformat(body["date_of_birth"]),
+            email=body["email"] if n % 2 else None,
+            phones=(body["mobile_phone"],),
+            drivers_license=body["drivers_license"],
+            street=body["street"],
+            postcode=body["postcode"],
+            city=body["city"],
+        )
+        for leads_only in (False, True):
+            with session_scope(sessions) as session:
+                whole = service.match_identity(
+                    session, query=query, assets=[], leads_only=leads_only, score_all=True
+                )
+                ranked = service.match_identity(
+                    session, query=query, assets=[], leads_only=leads_only
+                )
+                assert ranked.explanation() == whole.explanation()
+                assert ranked.person is whole.person
+                answered += ranked.person is not None
+                crowded += len(whole.candidates) == service.EXPLAINED_CANDIDATES
+    assert answered > 0
+    assert crowded > 0  # more candidates than are explained
