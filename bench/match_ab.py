@@ -11,7 +11,8 @@ alternating blocks of 50 queries between them, so they see the same noise:
 The previous commit's ``src/ridercrm`` is extracted with ``git archive`` into a
 temporary directory as the package ``ridercrm_prev`` (its imports rewritten), so its
 ``match_identity`` runs with its own scoring, keys and models against the same
-database; each answer of the two is compared (the person found and the decision).
+database; each answer of the two is compared whole: the person found, the decision
+and the explanation (every explained candidate's score, rule, levels and weights).
 Reports wall-clock and CPU-time (this thread's) median and p99 per matcher and store.
 """
 
@@ -86,9 +87,9 @@ def one(
     started = time.perf_counter()
     with session_scope(sessions) as session:
         result = matcher(session, query=identity, assets=[], leads_only=False)
-        answer = (result.person.id if result.person else None, result.decision)
     wall = (time.perf_counter() - started) * 1000
-    return wall, (time.thread_time() - cpu) * 1000, answer
+    cpu = (time.thread_time() - cpu) * 1000
+    return wall, cpu, result.explanation()  # the person, the decision, the explained verdicts
 
 
 def main() -> None:
@@ -147,7 +148,9 @@ def main() -> None:
     for store in stores:
         for name in matchers:
             print(f"{store.size:>9,} {name:>8}: {times[(name, store.size)].line()}")
-        print(f"{store.size:>9,} answers that differ (person or decision): {differ[store.size]}")
+        print(
+            f"{store.size:>9,} answers that differ (person, decision or explanation): {differ[store.size]}"
+        )
     if len(stores) > 1:
         for name in matchers:
             small, large = times[(name, stores[0].size)], times[(name, stores[-1].size)]

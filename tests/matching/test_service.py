@@ -152,7 +152,7 @@ def test_a_crowded_store_answers_and_explains_as_if_every_candidate_were_scored(
                     session, query=query, assets=[], leads_only=leads_only
                 )
                 assert ranked.explanation() == whole.explanation()
-                assert ranked.person is whole.person
+                assert ranked.person == whole.person
                 answered += ranked.person is not None
                 crowded += len(whole.candidates) == service.EXPLAINED_CANDIDATES
     assert answered > 0

@@ -16,7 +16,7 @@ from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
 from ridercrm.people.blocking import Identity, query_keys
-from ridercrm.people.models import CONTACT, LEAD, Person
+from ridercrm.people.models import CONTACT, LEAD
 from ridercrm.people.service import resolve
 
 EXPLAINED_CANDIDATES = 10
@@ -34,9 +34,14 @@ def configure(thresholds: score.Thresholds) -> None:
 
 @dataclass
 class MatchResult:
-    """The person found (or None) and the explanation kept in the audit trail."""
+    """The person found (or None) and the explanation kept in the audit trail.
 
-    person: Person | None
+    ``person`` is the candidate as read for matching (its id, kind and identifying
+    values), not an ORM object: loading one would cost as much as the whole match.
+    Whoever needs the stored person to change it loads it (``people.service.resolve``).
+    """
+
+    person: Ranked | None
     candidates: list[dict[str, Any]] = field(default_factory=list)
     decision: str = ""
     model_version: int = 0
@@ -116,9 +121,7 @@ def match_identity(
     result = MatchResult(
         person=None, candidates=explained[:EXPLAINED_CANDIDATES], model_version=model.version
     )
-    answer, result.decision = decide(scored, _thresholds)
-    if answer is not None:
-        result.person = session.get(Person, answer.id)
+    result.person, result.decision = decide(scored, _thresholds)
     return result
 
 
@@ -202,7 +205,8 @@ def _last_explained(best: dict[str, Scored]) -> float:
 
 
 class Ranked(Protocol):
-    """What ranking a candidate needs: a candidate row, or a merged record's survivor."""
+    """A candidate person as ranked: its row (repository.CANDIDATE_COLUMNS), or the
+    survivor of a merged record (an ORM Person)."""
 
     id: str
     kind: str
