@@ -10,9 +10,8 @@ change to the model can be judged in seconds. The benchmark of record is
     .venv/bin/python bench/match_dev.py --generated 20261120   # bench/matching's generator
     .venv/bin/python bench/match_dev.py --verdicts out.txt     # answers and verdicts
 
-Candidates are ranked as the service ranks them (``service.rank``, which leaves
-candidates that can change neither the answer nor the explanation part-scored);
-``--scoring whole`` scores every candidate; ``--scoring evaluate`` scores each with
+Candidates are scored and ranked as the service does it (``score.Scorer``,
+``service.rank`` and ``service.decide``); ``--scoring evaluate`` scores each with
 ``score.evaluate`` and ranks them here, as the service did before (it runs against an
 older ``src/`` too: ``PYTHONPATH=OLD/src``). ``--verdicts`` writes every query's answer,
 its explained candidates (total, acceptance, rule, levels, weights) and the accepted
@@ -40,7 +39,7 @@ from ridercrm.matching.repository import KEY_CAP
 from ridercrm.people.blocking import Identity, query_keys, stored_keys
 
 SEED = 20261122  # bench.matching.febrl's default
-SCORING = "service"  # or "whole" or "evaluate": --scoring
+SCORING = "service"  # or "evaluate": --scoring
 VERDICTS: list[str] = []  # --verdicts: one line per query
 EXPLAINED = 10  # the candidates an explanation lists (service.EXPLAINED_CANDIDATES)
 UPDATED = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # every stored person alike: ties go by id
@@ -89,10 +88,9 @@ def decide(
 ) -> tuple[str | None, list[tuple[str, score.Verdict]], bool]:
     """(answer, ranked candidates, ambiguous) as service.match_identity decides.
 
-    ``service``: the service's own ranking, which leaves candidates that can matter
-    neither to the answer nor to the explanation part-scored; ``whole``: the same with
-    every candidate scored; ``evaluate``: every candidate scored by ``score.evaluate`` and
-    ranked here, as the service did before (runs against an older ``src/`` too).
+    ``service``: the service's own scoring and ranking; ``evaluate``: every candidate
+    scored by ``score.evaluate`` and ranked here, as the service did before (runs
+    against an older ``src/`` too).
     """
     if SCORING == "evaluate":
         verdicts = {
@@ -120,7 +118,7 @@ def decide(
 
         scorer = score.Scorer(query, model=model, thresholds=thresholds)
         candidates = [(Who(i, kinds[i]), stored[i], False) for i in sorted(ids)]
-        scored = service.rank(scorer, candidates, score_all=SCORING == "whole")
+        scored = service.rank(scorer, candidates)
         person, decision = service.decide(scored, thresholds)
         answer, ambiguous = (person.id if person else None), decision.startswith("ambiguous")
         ranked = [(who.id, verdict) for who, _identity, verdict in scored]
@@ -275,7 +273,7 @@ def main() -> None:
     parser.add_argument("--model", help="a model JSON file (default: the shipped model)")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a run")
     parser.add_argument("--generated", type=int, nargs="*", help="bench/matching seeds instead")
-    parser.add_argument("--scoring", choices=["service", "whole", "evaluate"], default="service")
+    parser.add_argument("--scoring", choices=["service", "evaluate"], default="service")
     parser.add_argument("--verdicts", help="write every query's answer and verdicts here")
     args = parser.parse_args()
     global SCORING

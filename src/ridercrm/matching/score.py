@@ -16,7 +16,6 @@ name, date of birth and licence, so
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
@@ -55,28 +54,16 @@ class Verdict:
 
 def levels(query: Identity, stored: Identity) -> dict[str, str]:
     """The comparison level of every field."""
-    return {name: level_of(query, stored) for name, level_of in COMPARISONS.items()}
-
-
-# Each field's comparison, in the order of the explanation (and of the sum).
-COMPARISONS: dict[str, Callable[[Identity, Identity], str]] = {
-    "given_name": lambda q, s: compare.given_name(q.first, s.first, s.last),
-    "family_name": lambda q, s: compare.family_name(q.last, s.last, s.first),
-    "date_of_birth": lambda q, s: compare.birth_date(q.date_of_birth, s.date_of_birth),
-    "email": lambda q, s: compare.email(q.email, s.email),
-    "phone": lambda q, s: compare.phones(q.phones, s.phones),
-    "licence": lambda q, s: compare.one_digit(q.licence, s.licence),
-    "street": lambda q, s: compare.street(q.street, s.street),
-    "postcode": lambda q, s: compare.locality(q.postcode, s.postcode, q.city, s.city),
-}
-# Compared first when a candidate may not need every field (Scorer.start): equality or
-# one edit distance each. The names and the street, the costly comparisons, come after,
-# most informative first.
-CHEAP = ("date_of_birth", "email", "phone", "licence", "postcode")
-COSTLY = ("family_name", "given_name", "street")
-# A bound is a sum in another order than the total's and before its rounding to 0.01:
-# a candidate is left unscored only when its bound is under the bar by more than this.
-BOUND_MARGIN = 0.01
+    return {
+        "given_name": compare.given_name(query.first, stored.first, stored.last),
+        "family_name": compare.family_name(query.last, stored.last, stored.first),
+        "date_of_birth": compare.birth_date(query.date_of_birth, stored.date_of_birth),
+        "email": compare.email(query.email, stored.email),
+        "phone": compare.phones(query.phones, stored.phones),
+        "licence": compare.one_digit(query.licence, stored.licence),
+        "street": compare.street(query.street, stored.street),
+        "postcode": compare.locality(query.postcode, stored.postcode, query.city, stored.city),
+    }
 
 
 def field_weights(model: Model, query: Identity, stored_levels: dict[str, str]) -> dict[str, float]:
@@ -131,7 +118,6 @@ class Scorer:
         self.thresholds = thresholds or Thresholds()
         self._values = _tf_values(query)
         self._weights: dict[str, dict[str, float]] = {name: {} for name in compare.LEVELS}
-        self._bests: dict[str, float] = {}
 
     def _weight(self, name: str, level: str) -> float:
         known = self._weights[name]
@@ -145,56 +131,6 @@ class Scorer:
         found = levels(self.query, stored)
         weights = {name: self._weight(name, level) for name, level in found.items()}
         return _verdict(found, weights, self.thresholds, asset=asset)
-
-    def start(self, stored: Identity, *, asset: bool = False) -> Partial:
-        """Compare the cheap fields; the costly ones count at their best until compared."""
-        query = self.query
-        found = {name: COMPARISONS[name](query, stored) for name in CHEAP}
-        bound = sum(self._weight(name, level) for name, level in found.items())
-        bound += sum(self._best(name) for name in COSTLY)
-        return Partial(stored, asset, found, bound + (ASSET_WEIGHT if asset else 0.0))
-
-    def refine(self, partial: Partial) -> None:
-        """Compare the next costly field: the bound falls to what it really weighs."""
-        name = COSTLY[partial.compared]
-        level = COMPARISONS[name](self.query, partial.stored)
-        partial.found[name] = level
-        partial.bound += self._weight(name, level) - self._best(name)
-        partial.compared += 1
-
-    def finish(self, partial: Partial) -> Verdict:
-        """The candidate's verdict, every field compared: the same as ``evaluate``'s."""
-        while not partial.complete:
-            self.refine(partial)
-        found = {name: partial.found[name] for name in COMPARISONS}
-        weights = {name: self._weight(name, level) for name, level in found.items()}
-        return _verdict(found, weights, self.thresholds, asset=partial.asset)
-
-    def _best(self, name: str) -> float:
-        """The most a field can weigh against this query (its best level)."""
-        best = self._bests.get(name)
-        if best is None:
-            best = self._bests[name] = max(self._weight(name, lvl) for lvl in compare.LEVELS[name])
-        return best
-
-
-@dataclass(slots=True)
-class Partial:
-    """A candidate part-way through scoring: what is compared, and the most it can total."""
-
-    stored: Identity
-    asset: bool
-    found: dict[str, str]
-    bound: float  # the total at most (before rounding): compared fields plus the others' best
-    compared: int = 0  # how many of COSTLY
-
-    @property
-    def complete(self) -> bool:
-        return self.compared == len(COSTLY)
-
-    def cannot_reach(self, bar: float) -> bool:
-        """Whether the candidate's total is certainly under ``bar``."""
-        return self.bound + BOUND_MARGIN < bar
 
 
 def _verdict(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import heapq
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -82,13 +80,8 @@ def match_identity(
     query: Identity,
     assets: list[str],
     leads_only: bool,
-    score_all: bool = False,
 ) -> MatchResult:
-    """Find the one stored person the query describes; ties and households give no guess.
-
-    ``score_all`` scores every candidate whole, none left part-scored: the same answer
-    and explanation, more slowly (for tests and benchmarks).
-    """
+    """Find the one stored person the query describes; ties and households give no guess."""
     model = model_store.current(session)
     if session.autoflush:
         # The candidates are read as plain rows (no ORM query flushes for them): this
@@ -116,7 +109,7 @@ def match_identity(
             continue
         candidates.append((person, stored_identity(stored), stored.id in asset_owners))
     scorer = score.Scorer(query, model=model, thresholds=_thresholds)
-    scored = rank(scorer, candidates, score_all=score_all)
+    scored = rank(scorer, candidates)
     explained = [_candidate(person, verdict) for person, _identity, verdict in scored]
     result = MatchResult(
         person=None, candidates=explained[:EXPLAINED_CANDIDATES], model_version=model.version
@@ -145,63 +138,20 @@ def decide(scored: list[Scored], thresholds: score.Thresholds) -> tuple[Ranked |
     return best_person, f"matched: {best_verdict.rule}"
 
 
-def rank(
-    scorer: score.Scorer,
-    candidates: list[tuple[Ranked, Identity, bool]],
-    *,
-    score_all: bool = False,
-) -> list[Scored]:
-    """Each candidate person's best record with its verdict, best first, as far as it matters.
+def rank(scorer: score.Scorer, candidates: list[tuple[Ranked, Identity, bool]]) -> list[Scored]:
+    """Each candidate person's best-ranked record with its verdict, best first.
 
     ``candidates``: the person each stored record stands for, the record's identity, and
     whether the request named a course the record booked; in the order of the records'
-    ids (ties keep the first). What matters: every candidate that may be accepted, and
-    the EXPLAINED_CANDIDATES people ranked first (the explanation). A candidate that can
-    be neither is left part-scored and out of the list; which are is found best first.
-    Every candidate's cheap fields are compared (``Scorer.start``), which bounds its
-    total; the candidate with the highest bound is compared further, one costly field at
-    a time, until it is scored whole; this stops when the highest bound is under the
-    match threshold and under the total of the person now ranked last of the explained
-    ones. What is scored is scored as ``score.evaluate`` scores it, and the answer and the
-    explanation are those of scoring every candidate (``score_all``; tests/matching).
+    ids (of two records of one person ranked alike, the first is kept).
     """
-    threshold = scorer.thresholds.match
-    # (minus the bound, the record's place, the person ranked, its identity, its scoring)
-    heap: list[tuple[float, int, Ranked, Identity, score.Partial]] = []
-    for order, (person, identity, asset) in enumerate(candidates):
-        partial = scorer.start(identity, asset=asset)
-        heap.append((-partial.bound, order, person, identity, partial))
-    heapq.heapify(heap)
-    best: dict[str, tuple[Ranked, Identity, score.Verdict]] = {}
-    place: dict[str, int] = {}  # the order of each kept record
-    bar = -math.inf if score_all else min(threshold, _last_explained(best))
-    while heap and not heap[0][4].cannot_reach(bar):
-        _bound, order, person, identity, partial = heapq.heappop(heap)
-        if not partial.complete:
-            scorer.refine(partial)
-            heapq.heappush(heap, (-partial.bound, order, person, identity, partial))
-            continue
-        verdict = scorer.finish(partial)
+    best: dict[str, Scored] = {}
+    for person, identity, asset in candidates:
+        verdict = scorer.evaluate(identity, asset=asset)
         kept = best.get(person.id)
-        if kept is None or (_rank(person, verdict), order) < (
-            _rank(person, kept[2]),
-            place[person.id],
-        ):
+        if kept is None or _rank(person, verdict) < _rank(person, kept[2]):
             best[person.id] = (person, identity, verdict)
-            place[person.id] = order
-            if not score_all:
-                bar = min(threshold, _last_explained(best))
     return sorted(best.values(), key=lambda entry: _rank(entry[0], entry[2]))
-
-
-def _last_explained(best: dict[str, Scored]) -> float:
-    """The total a record needs to rank among the explained people (-inf: any total)."""
-    if len(best) < EXPLAINED_CANDIDATES:
-        return -math.inf
-    ranked = sorted(best.values(), key=lambda entry: _rank(entry[0], entry[2]))
-    last = ranked[EXPLAINED_CANDIDATES - 1][2]
-    # An accepted record ranks before every rejected one, whatever their totals.
-    return math.inf if last.accepted else last.total
 
 
 class Ranked(Protocol):
@@ -239,7 +189,7 @@ def _identity_of_values(
     postcode: str | None,
     city: str | None,
 ) -> Identity:
-    identity = Identity.of(
+    return Identity.of(
         first_name=first_name,
         last_name=last_name,
         date_of_birth=date_of_birth,
@@ -250,9 +200,6 @@ def _identity_of_values(
         postcode=postcode,
         city=city,
     )
-    # Normalised now, so that the cached identity keeps them.
-    _ = identity.street, identity.city
-    return identity
 
 
 def _candidate(person: Ranked, verdict: score.Verdict) -> dict[str, Any]:
