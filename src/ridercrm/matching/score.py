@@ -53,7 +53,11 @@ class Verdict:
 
 
 def levels(query: Identity, stored: Identity) -> dict[str, str]:
-    """The comparison level of every field."""
+    """The comparison level of every field.
+
+    A stored street or suburb is normalised only when the query has one to compare it
+    with (without, the level is ``missing`` whatever the stored value).
+    """
     return {
         "given_name": compare.given_name(query.first, stored.first, stored.last),
         "family_name": compare.family_name(query.last, stored.last, stored.first),
@@ -61,8 +65,10 @@ def levels(query: Identity, stored: Identity) -> dict[str, str]:
         "email": compare.email(query.email, stored.email),
         "phone": compare.phones(query.phones, stored.phones),
         "licence": compare.one_digit(query.licence, stored.licence),
-        "street": compare.street(query.street, stored.street),
-        "postcode": compare.locality(query.postcode, stored.postcode, query.city, stored.city),
+        "street": compare.street(query.street, stored.street if query.street else None),
+        "postcode": compare.locality(
+            query.postcode, stored.postcode, query.city, stored.city if query.city else None
+        ),
     }
 
 
