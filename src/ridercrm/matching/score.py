@@ -36,7 +36,7 @@ class Thresholds:
     ambiguity: float = 6.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """What a candidate scored, whether it passes the rule, and why."""
 
@@ -135,7 +135,11 @@ class Scorer:
     def evaluate(self, stored: Identity, *, asset: bool = False) -> Verdict:
         """The verdict ``evaluate(query, stored, ...)`` gives, with this scorer's model."""
         found = levels(self.query, stored)
-        weights = {name: self._weight(name, level) for name, level in found.items()}
+        known = self._weights
+        weights: dict[str, float] = {}
+        for name, level in found.items():
+            weight = known[name].get(level)
+            weights[name] = self._weight(name, level) if weight is None else weight
         return _verdict(found, weights, self.thresholds, asset=asset)
 
 
@@ -164,7 +168,9 @@ def _decide(
     )
     if licence == compare.DIFFERENT and not names_agree:
         return False, "the given name only nearly agrees and the licence differs (household guard)"
-    personal = sum(weights[name] for name in PERSONAL) + weights.get("asset", 0.0)
+    personal = (
+        weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
+    ) + weights.get("asset", 0.0)
     if personal < thresholds.personal:
         return False, "given name, date of birth and licence carry too little evidence"
     if total < thresholds.match:
