@@ -67,7 +67,7 @@ from sqlalchemy import Engine, func, insert, select  # noqa: E402
 from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
-from ridercrm.matching import model_store, repository, score  # noqa: E402
+from ridercrm.matching import model_store, repository, score, service  # noqa: E402
 from ridercrm.matching.service import match_identity as find_match  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
 from ridercrm.people import index as person_index  # noqa: E402
@@ -715,8 +715,8 @@ class Phases:
     """Median ms of each step of find_match, and the candidate counts."""
 
     keys_ms: list[float] = field(default_factory=list)
-    lookup_ms: list[float] = field(default_factory=list)
-    load_ms: list[float] = field(default_factory=list)
+    lookup_ms: list[float] = field(default_factory=list)  # look-up and load: one statement
+    load_ms: list[float] = field(default_factory=list)  # the candidates' identities
     score_ms: list[float] = field(default_factory=list)
     candidates: list[int] = field(default_factory=list)
 
@@ -735,28 +735,19 @@ def measure_phases(stores: list[Store], count: int) -> dict[int, Phases]:
                     t0 = time.perf_counter()
                     keys = query_keys(identity)
                     t1 = time.perf_counter()
-                    ids = set(repository.candidate_ids(session, keys))
+                    rows = sorted(repository.candidates(session, keys), key=lambda row: row.id)
                     t2 = time.perf_counter()
-                    people = (
-                        session.scalars(select(Person).where(Person.id.in_(ids))).all()
-                        if ids
-                        else []
-                    )
+                    candidates = [(row, service.stored_identity(row), False) for row in rows]
                     t3 = time.perf_counter()
                     model = model_store.current(session)
-                    for person in people:
-                        score.evaluate(
-                            identity,
-                            person_index.identity_of(person),
-                            model=model,
-                            thresholds=THRESHOLDS,
-                        )
+                    scorer = score.Scorer(identity, model=model, thresholds=THRESHOLDS)
+                    service.decide(service.rank(scorer, candidates), THRESHOLDS)
                     t4 = time.perf_counter()
                 phases.keys_ms.append((t1 - t0) * 1000)
                 phases.lookup_ms.append((t2 - t1) * 1000)
                 phases.load_ms.append((t3 - t2) * 1000)
                 phases.score_ms.append((t4 - t3) * 1000)
-                phases.candidates.append(len(ids))
+                phases.candidates.append(len(rows))
     return results
 
 
@@ -1233,7 +1224,13 @@ def report(
     out.append(f"Command: `{command_line(args)}`")
     out.append("")
     out.append(
-        "Each store is a fresh SQLite file in a temporary directory: schema by "
+        (
+            "Each store is a SQLite file kept in `--store-dir` (built by the first run that"
+            " asked for it, reused since; import figures are that first run's, or absent): "
+            if args.store_dir
+            else "Each store is a fresh SQLite file in a temporary directory: "
+        )
+        + "schema by "
         "`ridercrm.migrate.upgrade`, then generated Australian people (households of 1 to 4 "
         "sharing surname and address, half of the extra members with the head's e-mail, "
         "some with the head's mobile; ~2,600 postcodes with a long-tailed population; "
@@ -1315,12 +1312,13 @@ def report(
     out.append("")
     out.append(
         "Where the time goes (medians, ms; the same calls as `find_match`, timed apart on "
-        f"the first {args.phase_queries} queries): keys = `query_keys`, look-up = "
-        "`candidate_ids`, load = `SELECT` of the candidate people (ORM), scoring = "
-        "`identity_of` + `score.evaluate` for each candidate."
+        f"the first {args.phase_queries} queries): keys = `query_keys`, look-up + load = "
+        "`repository.candidates` (one statement, plain rows), identities = "
+        "`service.stored_identity` of each candidate (cached by value), scoring = "
+        "`score.Scorer` + `service.rank` + `service.decide`."
     )
     out.append("")
-    out.append("| people | keys | look-up | load | scoring | total of medians |")
+    out.append("| people | keys | look-up + load | identities | scoring | total of medians |")
     out.append("|---:|---:|---:|---:|---:|---:|")
     for store in stores:
         ph = phases[store.size]
