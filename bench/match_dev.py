@@ -8,6 +8,14 @@ change to the model can be judged in seconds. The benchmark of record is
 
     .venv/bin/python bench/match_dev.py [--sets 1 2 3] [--model model.json] [--misses N]
     .venv/bin/python bench/match_dev.py --generated 20261120   # bench/matching's generator
+    .venv/bin/python bench/match_dev.py --verdicts out.txt     # answers and verdicts
+
+Candidates are scored and ranked as the service does it (``score.Scorer``,
+``service.rank`` and ``service.decide``); ``--scoring evaluate`` scores each with
+``score.evaluate`` and ranks them here, as the service did before (it runs against an
+older ``src/`` too: ``PYTHONPATH=OLD/src``). ``--verdicts`` writes every query's answer,
+its explained candidates (total, acceptance, rule, levels, weights) and the accepted
+ones, so two ways of scoring, or two commits, compare verdict by verdict with ``diff``.
 
 Never FEBRL 4: it is held out.
 """
@@ -18,6 +26,7 @@ import argparse
 import datetime as dt
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +39,10 @@ from ridercrm.matching.repository import KEY_CAP
 from ridercrm.people.blocking import Identity, query_keys, stored_keys
 
 SEED = 20261122  # bench.matching.febrl's default
+SCORING = "service"  # or "evaluate": --scoring
+VERDICTS: list[str] = []  # --verdicts: one line per query
+EXPLAINED = 10  # the candidates an explanation lists (service.EXPLAINED_CANDIDATES)
+UPDATED = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # every stored person alike: ties go by id
 
 
 def _date_of(value: Any) -> dt.date | None:
@@ -56,27 +69,70 @@ def identity_of(data: dict[str, Any]) -> Identity:
     )
 
 
+@dataclass
+class Who:
+    """What the service ranks a candidate person by."""
+
+    id: str
+    kind: str
+    updated_at: dt.datetime = UPDATED
+
+
 def decide(
     query: Identity,
     ids: set[str],
     stored: dict[str, Identity],
+    kinds: dict[str, str],
     model: Model,
     thresholds: score.Thresholds,
-) -> tuple[str | None, dict[str, score.Verdict], bool]:
-    """(answer, verdicts, ambiguous) as service.find_match decides (contacts only here)."""
-    verdicts = {
-        i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids
-    }
-    accepted = sorted((-v.total, i) for i, v in verdicts.items() if v.accepted)
-    if not accepted:
-        return None, verdicts, False
-    answer = accepted[0][1]
-    for total, other in accepted[1:]:
-        if total - accepted[0][0] >= thresholds.ambiguity:
-            break
-        if not score.same_person(stored[answer], stored[other]):
-            return None, verdicts, True
-    return answer, verdicts, False
+) -> tuple[str | None, list[tuple[str, score.Verdict]], bool]:
+    """(answer, ranked candidates, ambiguous) as service.match_identity decides.
+
+    ``service``: the service's own scoring and ranking; ``evaluate``: every candidate
+    scored by ``score.evaluate`` and ranked here, as the service did before (runs
+    against an older ``src/`` too).
+    """
+    if SCORING == "evaluate":
+        verdicts = {
+            i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids
+        }
+        ranked = sorted(
+            verdicts.items(),
+            key=lambda item: (
+                not item[1].accepted,
+                -item[1].total,
+                kinds[item[0]] != "contact",
+                item[0],
+            ),
+        )
+        accepted = [(i, v) for i, v in ranked if v.accepted]
+        answer, ambiguous = (accepted[0][0], False) if accepted else (None, False)
+        for other, verdict in accepted[1:]:
+            if accepted[0][1].total - verdict.total >= thresholds.ambiguity:
+                break
+            if not score.same_person(stored[accepted[0][0]], stored[other]):
+                answer, ambiguous = None, True
+                break
+    else:
+        from ridercrm.matching import service
+
+        scorer = score.Scorer(query, model=model, thresholds=thresholds)
+        candidates = [(Who(i, kinds[i]), stored[i], False) for i in sorted(ids)]
+        scored = service.rank(scorer, candidates)
+        person, decision = service.decide(scored, thresholds)
+        answer, ambiguous = (person.id if person else None), decision.startswith("ambiguous")
+        ranked = [(who.id, verdict) for who, _identity, verdict in scored]
+    return answer, ranked, ambiguous
+
+
+def note_verdicts(label: str, answer: str | None, ranked: list[tuple[str, score.Verdict]]) -> None:
+    """Keep one query's answer, explained candidates and accepted ones for --verdicts."""
+    explained = [
+        f"{i}:{v.total}:{v.accepted}:{v.rule}:{sorted(v.levels.items())}:{sorted(v.weights.items())}"
+        for i, v in ranked[:EXPLAINED]
+    ]
+    accepted = [i for i, v in ranked if v.accepted]
+    VERDICTS.append(f"{label} {answer} | {';'.join(explained)} | accepted {accepted}")
 
 
 def run(number: int, model: Model, thresholds: score.Thresholds, misses: int) -> None:
@@ -85,6 +141,7 @@ def run(number: int, model: Model, thresholds: score.Thresholds, misses: int) ->
     asks = febrl_data.make_asks(originals, duplicates, store, SEED)
     # The import refuses a row without a last name.
     stored = {row["id"]: identity_of(row) for row in store.rows if row["last_name"]}
+    contacts = dict.fromkeys(stored, "contact")
     index: dict[int, list[str]] = defaultdict(list)
     for pid, ident in stored.items():
         for key in stored_keys(ident):
@@ -95,7 +152,7 @@ def run(number: int, model: Model, thresholds: score.Thresholds, misses: int) ->
         kinds_missed: Counter[str] = Counter()
         kinds_all: Counter[str] = Counter()
         shown = 0
-        for ask in asks.asks:
+        for asked, ask in enumerate(asks.asks):
             truth = None if ask.stranger else store.ids.get(ask.original)
             if not ask.stranger and truth not in stored:
                 continue  # its original was refused by the import
@@ -103,7 +160,9 @@ def run(number: int, model: Model, thresholds: score.Thresholds, misses: int) ->
             ids: set[str] = set()
             for key in query_keys(query):
                 ids.update(index.get(key, [])[:KEY_CAP])
-            answer, verdicts, ambiguous = decide(query, ids, stored, model, thresholds)
+            answer, ranked, ambiguous = decide(query, ids, stored, contacts, model, thresholds)
+            note_verdicts(f"FEBRL {number} {licence} {asked}", answer, ranked)
+            verdicts = dict(ranked)
             if ask.stranger:
                 stats["strangers"] += 1
                 stats["false"] += answer is not None
@@ -192,22 +251,9 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
             ids.update(index.get(key, [])[:KEY_CAP])
         if "leads" in q.path:
             ids = {i for i in ids if kinds[i] == "lead"}
-        verdicts = {
-            i: score.evaluate(query, stored[i], model=model, thresholds=thresholds) for i in ids
-        }
-        accepted = sorted(
-            ((-v.total, kinds[i] != "contact", i) for i, v in verdicts.items() if v.accepted)
-        )
-        answer = None
-        if accepted:
-            answer = accepted[0][2]
-            for total, _k, other in accepted[1:]:
-                if total - accepted[0][0] >= thresholds.ambiguity:
-                    break
-                if not score.same_person(stored[answer], stored[other]):
-                    answer = None
-                    break
+        answer, ranked, _ambiguous = decide(query, ids, stored, kinds, model, thresholds)
         predictions[q.number] = answer
+        note_verdicts(f"generated {seed} {q.number}", answer, ranked)
     report = evaluate(data.queries, predictions)
     o = report.overall
     kinds_bad = {k: (s.fn, s.fp) for k, s in report.by_kind.items() if s.fn or s.fp}
@@ -227,15 +273,21 @@ def main() -> None:
     parser.add_argument("--model", help="a model JSON file (default: the shipped model)")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a run")
     parser.add_argument("--generated", type=int, nargs="*", help="bench/matching seeds instead")
+    parser.add_argument("--scoring", choices=["service", "evaluate"], default="service")
+    parser.add_argument("--verdicts", help="write every query's answer and verdicts here")
     args = parser.parse_args()
+    global SCORING
+    SCORING = args.scoring
     model = Model.from_json(Path(args.model).read_text()) if args.model else default_model()
     thresholds = score.Thresholds()
     if args.generated is not None:
         for seed in args.generated or [20261120, 4242]:
             print("generated", seed, run_generated(seed, model, thresholds))
-        return
-    for number in args.sets:
-        run(number, model, thresholds, args.misses)
+    else:
+        for number in args.sets:
+            run(number, model, thresholds, args.misses)
+    if args.verdicts:
+        Path(args.verdicts).write_text("\n".join(VERDICTS) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

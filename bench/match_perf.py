@@ -67,7 +67,7 @@ from sqlalchemy import Engine, func, insert, select  # noqa: E402
 from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
-from ridercrm.matching import model_store, repository, score  # noqa: E402
+from ridercrm.matching import model_store, repository, score, service  # noqa: E402
 from ridercrm.matching.service import match_identity as find_match  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
 from ridercrm.people import index as person_index  # noqa: E402
@@ -515,13 +515,57 @@ def settings_for(url: str) -> Settings:
 
 
 def build_store(size: int, directory: Path, seed: int, args: argparse.Namespace) -> Store:
-    path = directory / f"people-{size}.sqlite3"
+    """A store of ``size`` generated people and its queries (reused from ``--store-dir``)."""
+    needed = args.queries + args.warmup + args.http_queries + args.load_bodies
+    if args.store_dir:
+        directory = Path(args.store_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"people-{size}-seed{seed}.sqlite3"
+    else:
+        path = directory / f"people-{size}.sqlite3"
     store = Store(size=size, path=path, url=f"sqlite:///{path}")
+    kept_path = path.with_suffix(".kept.json")
+    if kept_path.exists() and path.exists():
+        # Built by an earlier run: its people are the same (the generator is seeded).
+        kept: list[dict[str, str]] = json.loads(kept_path.read_text(encoding="utf-8"))
+        engine = build_engine(settings_for(store.url))
+        try:
+            with engine.connect() as connection:
+                key_rows = connection.scalar(select(func.count()).select_from(PersonKey))
+                people = connection.scalar(select(func.count()).select_from(Person))
+        finally:
+            engine.dispose()
+        if people != size:
+            raise SystemExit(f"{path} holds {people} people, not {size}: delete it")
+        store.key_rows = key_rows or 0
+        store.importer_wrote_keys = True
+        print(f"  reusing {path} (built by an earlier run)", flush=True)
+    else:
+        for stale in (path, kept_path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        kept = _fill_store(store, directory, seed, needed)
+        if args.store_dir:
+            kept_path.write_text(json.dumps(kept), encoding="utf-8")
+    store.bytes = sum(
+        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
+    )
+    rng = random.Random(seed * 31 + size)
+    absent = PeopleGenerator(seed + 7919).people(10**9)
+    queries = build_queries(rng, kept, absent, needed)
+    cut = [args.queries + args.warmup, args.queries + args.warmup + args.http_queries]
+    store.queries = queries[: cut[0]]
+    store.http_queries = queries[cut[0] : cut[1]]
+    store.load_queries = queries[cut[1] :]
+    return store
+
+
+def _fill_store(store: Store, directory: Path, seed: int, needed: int) -> list[dict[str, str]]:
+    """Generate and import the store's people; return the sample the queries are made of."""
+    size = store.size
     engine = build_engine(settings_for(store.url))
     try:
         upgrade(engine)
         started = time.perf_counter()
-        needed = args.queries + args.warmup + args.http_queries + args.load_bodies
         wanted = sorted(random.Random(seed + size).sample(range(size), min(size, needed * 2)))
         kept: list[dict[str, str]] = []
         csv_path = directory / f"people-{size}.csv"
@@ -555,17 +599,7 @@ def build_store(size: int, directory: Path, seed: int, args: argparse.Namespace)
             connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         engine.dispose()
-    store.bytes = sum(
-        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
-    )
-    rng = random.Random(seed * 31 + size)
-    absent = PeopleGenerator(seed + 7919).people(10**9)
-    queries = build_queries(rng, kept, absent, needed)
-    cut = [args.queries + args.warmup, args.queries + args.warmup + args.http_queries]
-    store.queries = queries[: cut[0]]
-    store.http_queries = queries[cut[0] : cut[1]]
-    store.load_queries = queries[cut[1] :]
-    return store
+    return kept
 
 
 def fill_keys(engine: Engine) -> int:
@@ -681,8 +715,8 @@ class Phases:
     """Median ms of each step of find_match, and the candidate counts."""
 
     keys_ms: list[float] = field(default_factory=list)
-    lookup_ms: list[float] = field(default_factory=list)
-    load_ms: list[float] = field(default_factory=list)
+    lookup_ms: list[float] = field(default_factory=list)  # look-up and load: one statement
+    load_ms: list[float] = field(default_factory=list)  # the candidates' identities
     score_ms: list[float] = field(default_factory=list)
     candidates: list[int] = field(default_factory=list)
 
@@ -701,28 +735,19 @@ def measure_phases(stores: list[Store], count: int) -> dict[int, Phases]:
                     t0 = time.perf_counter()
                     keys = query_keys(identity)
                     t1 = time.perf_counter()
-                    ids = set(repository.candidate_ids(session, keys))
+                    rows = sorted(repository.candidates(session, keys), key=lambda row: row.id)
                     t2 = time.perf_counter()
-                    people = (
-                        session.scalars(select(Person).where(Person.id.in_(ids))).all()
-                        if ids
-                        else []
-                    )
+                    candidates = [(row, service.stored_identity(row), False) for row in rows]
                     t3 = time.perf_counter()
                     model = model_store.current(session)
-                    for person in people:
-                        score.evaluate(
-                            identity,
-                            person_index.identity_of(person),
-                            model=model,
-                            thresholds=THRESHOLDS,
-                        )
+                    scorer = score.Scorer(identity, model=model, thresholds=THRESHOLDS)
+                    service.decide(service.rank(scorer, candidates), THRESHOLDS)
                     t4 = time.perf_counter()
                 phases.keys_ms.append((t1 - t0) * 1000)
                 phases.lookup_ms.append((t2 - t1) * 1000)
                 phases.load_ms.append((t3 - t2) * 1000)
                 phases.score_ms.append((t4 - t3) * 1000)
-                phases.candidates.append(len(ids))
+                phases.candidates.append(len(rows))
     return results
 
 
@@ -1199,7 +1224,13 @@ def report(
     out.append(f"Command: `{command_line(args)}`")
     out.append("")
     out.append(
-        "Each store is a fresh SQLite file in a temporary directory: schema by "
+        (
+            "Each store is a SQLite file kept in `--store-dir` (built by the first run that"
+            " asked for it, reused since; import figures are that first run's, or absent): "
+            if args.store_dir
+            else "Each store is a fresh SQLite file in a temporary directory: "
+        )
+        + "schema by "
         "`ridercrm.migrate.upgrade`, then generated Australian people (households of 1 to 4 "
         "sharing surname and address, half of the extra members with the head's e-mail, "
         "some with the head's mobile; ~2,600 postcodes with a long-tailed population; "
@@ -1281,12 +1312,13 @@ def report(
     out.append("")
     out.append(
         "Where the time goes (medians, ms; the same calls as `find_match`, timed apart on "
-        f"the first {args.phase_queries} queries): keys = `query_keys`, look-up = "
-        "`candidate_ids`, load = `SELECT` of the candidate people (ORM), scoring = "
-        "`identity_of` + `score.evaluate` for each candidate."
+        f"the first {args.phase_queries} queries): keys = `query_keys`, look-up + load = "
+        "`repository.candidates` (one statement, plain rows), identities = "
+        "`service.stored_identity` of each candidate (cached by value), scoring = "
+        "`score.Scorer` + `service.rank` + `service.decide`."
     )
     out.append("")
-    out.append("| people | keys | look-up | load | scoring | total of medians |")
+    out.append("| people | keys | look-up + load | identities | scoring | total of medians |")
     out.append("|---:|---:|---:|---:|---:|---:|")
     for store in stores:
         ph = phases[store.size]
@@ -1449,6 +1481,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time `ridercrm match train` on the largest store (before the latencies)",
     )
     parser.add_argument("--seed", type=int, default=20261120)
+    parser.add_argument(
+        "--store-dir",
+        default="",
+        help="keep the stores in this directory and reuse them in later runs (a store built"
+        " with --train keeps its trained model)",
+    )
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
     return parser
 

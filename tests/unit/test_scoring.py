@@ -323,3 +323,114 @@ def test_both_names_other_and_the_same_birth_date_is_no_relative() -> None:
     # the birth date (tests/security/test_explain.py)
     probe = person(first_name="Mallory", last_name="Probe", street=None, drivers_license=None)
     assert not evaluate(probe, person()).accepted
+
+
+# --- Scoring many candidates for one query (score.Scorer, service.rank) -----------------
+
+GIVEN = [
+    "Ann",
+    "Anne",
+    "Annie",
+    "Anna",
+    "Ana",
+    "Hannah",
+    "Liam",
+    "Lia",
+    "Mei",
+    "Wei",
+    "A",
+    "Christopher",
+    "Kristopher",
+    "Chris",
+    "Nguyen",
+    "Tom",
+    "Tim",
+    "Elizabeth",
+    "Liz",
+    "",
+]
+FAMILY = [
+    "Nguyen",
+    "Ngyuen",
+    "Nguyen-Tran",
+    "Tran",
+    "Smith",
+    "Smyth",
+    "Ann",
+    "Liam",
+    "Schmidt",
+    "Oconnor",
+    "O'Connor",
+]
+STREETS = [
+    "12 Main St",
+    "12 Main Street",
+    "Unit 3 12 Main St",
+    "14 Main St",
+    "12 Mian St",
+    "Kings Court 12 Main St",
+    "7 Biffin Sreet",
+    "",
+]
+CITIES = ["Craigieburn", "Craigeburn", "Roxburgh Park", ""]
+POSTCODES = ["3064", "3046", "3065", "2000", ""]
+DATES = [
+    dt.date(1999, 4, 12),
+    dt.date(1999, 12, 4),
+    dt.date(1999, 4, 13),
+    dt.date(1998, 4, 12),
+    dt.date(1989, 4, 12),
+    dt.date(1975, 1, 1),
+    None,
+]
+EMAILS = ["ann.nguyen@example.com", "ann.nguyen@exmaple.com", "a.tran@example.com", ""]
+PHONES = ["0412 345 678", "0412 345 679", ""]
+LICENCES = ["L1234567", "L1234568", "L7654321", ""]  # fmt: skip
+
+
+def _random_identity(rng: Any) -> Identity:
+    return Identity.of(
+        first_name=rng.choice(GIVEN) or None,
+        last_name=rng.choice(FAMILY),
+        date_of_birth=rng.choice(DATES),
+        email=rng.choice(EMAILS) or None,
+        phones=(rng.choice(PHONES) or None, rng.choice(PHONES) or None),
+        drivers_license=rng.choice(LICENCES) or None,
+        street=rng.choice(STREETS) or None,
+        postcode=rng.choice(POSTCODES) or None,
+        city=rng.choice(CITIES) or None,
+    )
+
+
+def _trained_model() -> Any:
+    """The default model with term frequencies, as a trained store's (exact names vary)."""
+    from ridercrm.matching.model import Model, TermFrequencies
+
+    model = Model.from_json(default_model().to_json())
+    model.tf["given_name"] = TermFrequencies(values={"ann": 0.02, "liam": 0.01}, rare=0.0001)
+    model.tf["family_name"] = TermFrequencies(values={"nguyen": 0.03, "smith": 0.01}, rare=1e-5)
+    model.tf["postcode"] = TermFrequencies(values={"3064": 0.004}, rare=0.0002)
+    return model
+
+
+@pytest.mark.parametrize("model", [MODEL, _trained_model()], ids=["default", "trained"])
+def test_a_scorer_gives_evaluates_verdicts(model: Any) -> None:
+    """Scorer (weights once per query, as the service scores many candidates) gives
+    score.evaluate's verdict, field for field, on varied pairs and with term frequencies."""
+    import random
+
+    from ridercrm.matching.score import Scorer
+
+    rng = random.Random(20261122)
+    thresholds = Thresholds()
+    levels_seen: set[tuple[str, str]] = set()
+    for _query in range(150):
+        query = _random_identity(rng)
+        scorer = Scorer(query, model=model, thresholds=thresholds)
+        for _stored in range(40):
+            stored = _random_identity(rng)
+            asset = rng.random() < 0.1
+            expected = evaluate_with(query, stored, model=model, thresholds=thresholds, asset=asset)
+            assert scorer.evaluate(stored, asset=asset) == expected
+            levels_seen.update(expected.levels.items())
+    assert len(levels_seen) > 40  # the pairs reach most levels of most fields

@@ -36,7 +36,7 @@ class Thresholds:
     ambiguity: float = 6.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """What a candidate scored, whether it passes the rule, and why."""
 
@@ -53,7 +53,11 @@ class Verdict:
 
 
 def levels(query: Identity, stored: Identity) -> dict[str, str]:
-    """The comparison level of every field."""
+    """The comparison level of every field.
+
+    A stored street or suburb is normalised only when the query has one to compare it
+    with (without, the level is ``missing`` whatever the stored value).
+    """
     return {
         "given_name": compare.given_name(query.first, stored.first, stored.last),
         "family_name": compare.family_name(query.last, stored.last, stored.first),
@@ -61,21 +65,28 @@ def levels(query: Identity, stored: Identity) -> dict[str, str]:
         "email": compare.email(query.email, stored.email),
         "phone": compare.phones(query.phones, stored.phones),
         "licence": compare.one_digit(query.licence, stored.licence),
-        "street": compare.street(query.street, stored.street),
-        "postcode": compare.locality(query.postcode, stored.postcode, query.city, stored.city),
+        "street": compare.street(query.street, stored.street if query.street else None),
+        "postcode": compare.locality(
+            query.postcode, stored.postcode, query.city, stored.city if query.city else None
+        ),
     }
 
 
 def field_weights(model: Model, query: Identity, stored_levels: dict[str, str]) -> dict[str, float]:
     """The match weight of each field's level, term-frequency adjusted where exact."""
-    values = {
-        "given_name": "".join(query.first),
-        "family_name": "".join(query.last),
-        "postcode": query.postcode,
-    }
+    values = _tf_values(query)
     return {
         name: round(model.weight(name, level, values.get(name)), 2)
         for name, level in stored_levels.items()
+    }
+
+
+def _tf_values(query: Identity) -> dict[str, str | None]:
+    """The query's values whose share of the store weighs an exact agreement."""
+    return {
+        "given_name": "".join(query.first),
+        "family_name": "".join(query.last),
+        "postcode": query.postcode,
     }
 
 
@@ -92,9 +103,49 @@ def evaluate(
     Without a model or thresholds: the shipped default model and default thresholds.
     """
     model = model or default_model()
-    thresholds = thresholds or Thresholds()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
+    return _verdict(found, weights, thresholds or Thresholds(), asset=asset)
+
+
+class Scorer:
+    """One query scored against many stored people: ``evaluate``'s verdicts, computed once.
+
+    A level's weight depends only on the query (its names and postcode, for the term
+    frequencies) and the level, so each is computed once per query rather than once per
+    candidate (a query at a million people has up to a hundred candidates).
+    """
+
+    def __init__(
+        self, query: Identity, *, model: Model | None = None, thresholds: Thresholds | None = None
+    ) -> None:
+        self.query = query
+        self.model = model or default_model()
+        self.thresholds = thresholds or Thresholds()
+        self._values = _tf_values(query)
+        self._weights: dict[str, dict[str, float]] = {name: {} for name in compare.LEVELS}
+
+    def _weight(self, name: str, level: str) -> float:
+        known = self._weights[name]
+        weight = known.get(level)
+        if weight is None:
+            weight = known[level] = round(self.model.weight(name, level, self._values.get(name)), 2)
+        return weight
+
+    def evaluate(self, stored: Identity, *, asset: bool = False) -> Verdict:
+        """The verdict ``evaluate(query, stored, ...)`` gives, with this scorer's model."""
+        found = levels(self.query, stored)
+        known = self._weights
+        weights: dict[str, float] = {}
+        for name, level in found.items():
+            weight = known[name].get(level)
+            weights[name] = self._weight(name, level) if weight is None else weight
+        return _verdict(found, weights, self.thresholds, asset=asset)
+
+
+def _verdict(
+    found: dict[str, str], weights: dict[str, float], thresholds: Thresholds, *, asset: bool
+) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
@@ -117,7 +168,9 @@ def _decide(
     )
     if licence == compare.DIFFERENT and not names_agree:
         return False, "the given name only nearly agrees and the licence differs (household guard)"
-    personal = sum(weights[name] for name in PERSONAL) + weights.get("asset", 0.0)
+    personal = (
+        weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
+    ) + weights.get("asset", 0.0)
     if personal < thresholds.personal:
         return False, "given name, date of birth and licence carry too little evidence"
     if total < thresholds.match:

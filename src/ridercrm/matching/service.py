@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
 from ridercrm.people.blocking import Identity, query_keys
-from ridercrm.people.index import identity_of
-from ridercrm.people.models import CONTACT, LEAD, Person
-from ridercrm.people.service import survivor_of
+from ridercrm.people.models import CONTACT, LEAD
+from ridercrm.people.service import resolve
 
 EXPLAINED_CANDIDATES = 10
-# Built once: SQLAlchemy coerces every element of a literal IN list on each call.
-_PEOPLE = select(Person).where(Person.id.in_(bindparam("ids", expanding=True)))
+# Stored identities kept normalised (stored_identity): about 1 kB each.
+IDENTITY_CACHE = 16384
 
 _thresholds = score.Thresholds()
 
@@ -31,9 +32,14 @@ def configure(thresholds: score.Thresholds) -> None:
 
 @dataclass
 class MatchResult:
-    """The person found (or None) and the explanation kept in the audit trail."""
+    """The person found (or None) and the explanation kept in the audit trail.
 
-    person: Person | None
+    ``person`` is the candidate as read for matching (its id, kind and identifying
+    values), not an ORM object: loading one would cost as much as the whole match.
+    Whoever needs the stored person to change it loads it (``people.service.resolve``).
+    """
+
+    person: Ranked | None
     candidates: list[dict[str, Any]] = field(default_factory=list)
     decision: str = ""
     model_version: int = 0
@@ -69,58 +75,134 @@ def find_match(session: Session, *, details: Any, leads_only: bool) -> MatchResu
 
 
 def match_identity(
-    session: Session, *, query: Identity, assets: list[str], leads_only: bool
+    session: Session,
+    *,
+    query: Identity,
+    assets: list[str],
+    leads_only: bool,
 ) -> MatchResult:
     """Find the one stored person the query describes; ties and households give no guess."""
     model = model_store.current(session)
-    ids = repository.candidate_ids(session, query_keys(query))
+    if session.autoflush:
+        # The candidates are read as plain rows (no ORM query flushes for them): this
+        # session's own unflushed changes are seen, as an ORM query would see them.
+        session.flush()
+    rows = list(repository.candidates(session, query_keys(query)))
     asset_owners = _asset_owners(session, assets)
-    ids |= asset_owners
-    if not ids:
+    found = {row.id for row in rows}
+    rows.extend(repository.people(session, asset_owners - found))
+    if not rows:
         return MatchResult(
             person=None,
             decision="no candidates share a key with the request",
             model_version=model.version,
         )
-    people = session.scalars(_PEOPLE, {"ids": list(ids)}).all()
-    best: dict[str, tuple[Person, Identity, score.Verdict]] = {}
-    for stored in people:
+    rows.sort(key=lambda row: row.id)
+    candidates: list[tuple[Ranked, Identity, bool]] = []
+    for stored in rows:
         if stored.kind == LEAD and stored.converted_contact_id:
             continue
         # A merged record is never the answer: its survivor is, found by the values the
         # record still holds (the one the request's details matched).
-        person = survivor_of(session, stored) if stored.merged_into else stored
+        person: Ranked | None = resolve(session, stored.id) if stored.merged_into else stored
         if person is None or (leads_only and person.kind != LEAD):
             continue
-        identity = identity_of(stored)
-        verdict = score.evaluate(
-            query, identity, model=model, thresholds=_thresholds, asset=stored.id in asset_owners
-        )
-        kept = best.get(person.id)
-        if kept is None or _rank(person, verdict) < _rank(person, kept[2]):
-            best[person.id] = (person, identity, verdict)
-    scored = list(best.values())
-    scored.sort(key=lambda entry: _rank(entry[0], entry[2]))
-    candidates = [_candidate(person, verdict) for person, _identity, verdict in scored]
-    candidates = candidates[:EXPLAINED_CANDIDATES]
-    result = MatchResult(person=None, candidates=candidates, model_version=model.version)
-    accepted = [entry for entry in scored if entry[2].accepted]
-    if not accepted:
-        result.decision = "no candidate passes the rule"
-        return result
-    best_person, best_identity, best_verdict = accepted[0]
-    for person, identity, verdict in accepted[1:]:
-        if best_verdict.total - verdict.total >= _thresholds.ambiguity:
-            break
-        if not score.same_person(best_identity, identity):
-            result.decision = f"ambiguous: {best_person.id} and {person.id} both fit and look like different people"
-            return result
-    result.person = best_person
-    result.decision = f"matched: {best_verdict.rule}"
+        candidates.append((person, stored_identity(stored), stored.id in asset_owners))
+    scorer = score.Scorer(query, model=model, thresholds=_thresholds)
+    scored = rank(scorer, candidates)
+    explained = [_candidate(person, verdict) for person, _identity, verdict in scored]
+    result = MatchResult(
+        person=None, candidates=explained[:EXPLAINED_CANDIDATES], model_version=model.version
+    )
+    result.person, result.decision = decide(scored, _thresholds)
     return result
 
 
-def _candidate(person: Person, verdict: score.Verdict) -> dict[str, Any]:
+Scored = tuple["Ranked", Identity, score.Verdict]
+
+
+def decide(scored: list[Scored], thresholds: score.Thresholds) -> tuple[Ranked | None, str]:
+    """The answer among ranked candidates, and the decision in words."""
+    accepted = [entry for entry in scored if entry[2].accepted]
+    if not accepted:
+        return None, "no candidate passes the rule"
+    best_person, best_identity, best_verdict = accepted[0]
+    for person, identity, verdict in accepted[1:]:
+        if best_verdict.total - verdict.total >= thresholds.ambiguity:
+            break
+        if not score.same_person(best_identity, identity):
+            return (
+                None,
+                f"ambiguous: {best_person.id} and {person.id} both fit and look like different people",
+            )
+    return best_person, f"matched: {best_verdict.rule}"
+
+
+def rank(scorer: score.Scorer, candidates: list[tuple[Ranked, Identity, bool]]) -> list[Scored]:
+    """Each candidate person's best-ranked record with its verdict, best first.
+
+    ``candidates``: the person each stored record stands for, the record's identity, and
+    whether the request named a course the record booked; in the order of the records'
+    ids (of two records of one person ranked alike, the first is kept).
+    """
+    best: dict[str, Scored] = {}
+    for person, identity, asset in candidates:
+        verdict = scorer.evaluate(identity, asset=asset)
+        kept = best.get(person.id)
+        if kept is None or _rank(person, verdict) < _rank(person, kept[2]):
+            best[person.id] = (person, identity, verdict)
+    return sorted(best.values(), key=lambda entry: _rank(entry[0], entry[2]))
+
+
+class Ranked(Protocol):
+    """A candidate person as ranked: its row (repository.CANDIDATE_COLUMNS), or the
+    survivor of a merged record (an ORM Person)."""
+
+    id: str
+    kind: str
+    updated_at: dt.datetime
+
+
+def stored_identity(row: Any) -> Identity:
+    """The identity of a candidate row, from a cache keyed by its identifying values.
+
+    The people under a common key (capped at KEY_CAP) are read again by every query
+    that shares it; their normalised values are computed once. The key is the values
+    themselves, so a changed person is a new entry, never a stale one.
+    """
+    return _identity_of_values(
+        row.first_name, row.last_name, row.date_of_birth, row.email, row.mobile_phone,
+        row.home_phone, row.drivers_license, row.street, row.postcode, row.city,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=IDENTITY_CACHE)
+def _identity_of_values(
+    first_name: str | None,
+    last_name: str | None,
+    date_of_birth: dt.date | None,
+    email: str | None,
+    mobile_phone: str | None,
+    home_phone: str | None,
+    drivers_license: str | None,
+    street: str | None,
+    postcode: str | None,
+    city: str | None,
+) -> Identity:
+    return Identity.of(
+        first_name=first_name,
+        last_name=last_name,
+        date_of_birth=date_of_birth,
+        email=email,
+        phones=(mobile_phone, home_phone),
+        drivers_license=drivers_license,
+        street=street,
+        postcode=postcode,
+        city=city,
+    )
+
+
+def _candidate(person: Ranked, verdict: score.Verdict) -> dict[str, Any]:
     return {
         "id": person.id,
         "kind": person.kind,
@@ -133,7 +215,7 @@ def _candidate(person: Person, verdict: score.Verdict) -> dict[str, Any]:
     }
 
 
-def _rank(person: Person, verdict: score.Verdict) -> tuple[Any, ...]:
+def _rank(person: Ranked, verdict: score.Verdict) -> tuple[Any, ...]:
     """Higher weight, then contact before lead, then most recently updated, then id."""
     return (
         not verdict.accepted,

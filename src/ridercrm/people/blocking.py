@@ -65,7 +65,7 @@ class Identity:
             last=normalize.name_tokens(last_name),
             date_of_birth=date_of_birth,
             email=normalize.email(email),
-            phones=frozenset(p for p in (normalize.phone(raw) for raw in phones) if p),
+            phones=frozenset(filter(None, map(normalize.phone, phones))),
             licence=normalize.licence(drivers_license),
             raw_street=street,
             postcode=normalize.postcode(postcode),

@@ -82,12 +82,12 @@ class Matcher:
             postcode=values.get("postcode"),
             city=values.get("city"),
         )
-        person = match_identity(
+        found = match_identity(
             self.session, query=identity, assets=[], leads_only=self.kind == LEAD
         ).person
-        if person is None or person.kind != self.kind or person.id in self.added:
+        if found is None or found.kind != self.kind or found.id in self.added:
             return None
-        return person
+        return self.session.get(Person, found.id)
 
     def update(self, person: Person, values: Mapping[str, Any]) -> None:
         """Write the row's non-empty field values to the person (an empty cell erases nothing)."""
