@@ -12,7 +12,6 @@ from ridercrm.db import build_engine, session_factory
 from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
-from ridercrm.matching import service as matching_service
 from ridercrm.matching.score import Thresholds
 from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
@@ -82,13 +81,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
     engine = build_engine(settings)
-    matching_service.configure(
-        Thresholds(
-            match=settings.match_threshold,
-            personal=settings.match_personal_threshold,
-            ambiguity=settings.match_ambiguity_margin,
-        )
-    )
     app = FastAPI(
         title="ridercrm",
         version=__version__,
@@ -114,6 +106,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             namespace="refused",
             counted="refused requests from this address",
             **shared,
+        ),
+        match_thresholds=Thresholds(
+            match=settings.match_threshold,
+            personal=settings.match_personal_threshold,
+            ambiguity=settings.match_ambiguity_margin,
         ),
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.

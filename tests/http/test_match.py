@@ -372,3 +372,19 @@ def test_candidate_lookup_uses_the_index_not_a_scan(engine: Engine) -> None:
     assert "SEARCH" in details
     assert "SCAN person_keys" not in details
     assert "people" not in details
+
+
+def test_the_match_threshold_is_the_apps_own_setting(
+    matcher: Matcher,
+    client: TestClient,
+    admin_headers: dict[str, str],
+    make_client: Any,
+) -> None:
+    """RIDERCRM_MATCH_THRESHOLD decides for the app built with it, and only for it: an
+    app configured later in the same process does not change the first one's answers."""
+    ann = create_person(client, admin_headers)
+    strict = make_client(match_threshold=500.0)
+    refused = strict.post(PEOPLE, json={"person_data": query()}, headers=admin_headers)
+    assert refused.status_code == 200, refused.text
+    assert refused.json()["receipt"] == "Match not found."
+    assert matcher.ask(PEOPLE, query())["ID"] == ann

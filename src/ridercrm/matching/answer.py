@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.audit.call import Caller
 from ridercrm.keys import service as keys
-from ridercrm.matching import service
+from ridercrm.matching import score, service
 from ridercrm.matching.disclosure import disclosed
 from ridercrm.people.models import CONTACT
 from ridercrm.ratelimit import KeyRateLimiter
@@ -30,7 +30,8 @@ EXPLAIN_SCOPE = "explain"
 class MatchAsk:
     """A match request: the validated details (operation 3's with ``assets``), whether
     only unconverted leads may answer (operation 4), whether to explain, the audit id,
-    and who asks with the limiter of their explanations (None: no limit).
+    who asks with the limiter of their explanations (None: no limit), and the app's
+    thresholds (RIDERCRM_MATCH_*).
 
     ``explain_allowed`` notes that the explanation was allowed and counted: made once per
     request, the ask outlives a transaction that a deadlock makes run again, and such a
@@ -44,6 +45,7 @@ class MatchAsk:
     audit_id: str
     caller: Caller
     explain_limiter: KeyRateLimiter | None = None
+    thresholds: score.Thresholds = service.DEFAULT_THRESHOLDS
     explain_allowed: bool = False
 
 
@@ -70,7 +72,9 @@ def answer_match(session: Session, ask: MatchAsk) -> MatchAnswer:
     if ask.explain and not ask.explain_allowed:
         _allow_explain(ask)
         ask.explain_allowed = True
-    result = service.find_match(session, details=ask.details, leads_only=ask.leads_only)
+    result = service.find_match(
+        session, details=ask.details, leads_only=ask.leads_only, thresholds=ask.thresholds
+    )
     person = result.person
     if person is None:
         body: dict[str, Any] = {"delivery": "false", "receipt": NOT_FOUND, "ID": ""}

@@ -21,13 +21,7 @@ EXPLAINED_CANDIDATES = 10
 # Stored identities kept normalised (stored_identity): about 1 kB each.
 IDENTITY_CACHE = 16384
 
-_thresholds = score.Thresholds()
-
-
-def configure(thresholds: score.Thresholds) -> None:
-    """Use these thresholds from now on (the app sets them from its settings)."""
-    global _thresholds
-    _thresholds = thresholds
+DEFAULT_THRESHOLDS = score.Thresholds()
 
 
 @dataclass
@@ -53,7 +47,13 @@ class MatchResult:
         }
 
 
-def find_match(session: Session, *, details: Any, leads_only: bool) -> MatchResult:
+def find_match(
+    session: Session,
+    *,
+    details: Any,
+    leads_only: bool,
+    thresholds: score.Thresholds = DEFAULT_THRESHOLDS,
+) -> MatchResult:
     """Find the person that a request's validated details describe (operations 3 and 4).
 
     ``details`` has the interface's identifying fields (``first_name`` … ``postcode``,
@@ -71,7 +71,9 @@ def find_match(session: Session, *, details: Any, leads_only: bool) -> MatchResu
         city=details.city,
     )
     assets = getattr(details, "assets", None) or []
-    return match_identity(session, query=identity, assets=assets, leads_only=leads_only)
+    return match_identity(
+        session, query=identity, assets=assets, leads_only=leads_only, thresholds=thresholds
+    )
 
 
 def match_identity(
@@ -80,8 +82,12 @@ def match_identity(
     query: Identity,
     assets: list[str],
     leads_only: bool,
+    thresholds: score.Thresholds = DEFAULT_THRESHOLDS,
 ) -> MatchResult:
-    """Find the one stored person the query describes; ties and households give no guess."""
+    """Find the one stored person the query describes; ties and households give no guess.
+
+    ``thresholds`` are the app's RIDERCRM_MATCH_* settings, passed with each call (never
+    kept in the module: two apps in one process may be configured differently)."""
     model = model_store.current(session)
     if session.autoflush:
         # The candidates are read as plain rows (no ORM query flushes for them): this
@@ -108,13 +114,13 @@ def match_identity(
         if person is None or (leads_only and person.kind != LEAD):
             continue
         candidates.append((person, stored_identity(stored), stored.id in asset_owners))
-    scorer = score.Scorer(query, model=model, thresholds=_thresholds)
+    scorer = score.Scorer(query, model=model, thresholds=thresholds)
     scored = rank(scorer, candidates)
     explained = [_candidate(person, verdict) for person, _identity, verdict in scored]
     result = MatchResult(
         person=None, candidates=explained[:EXPLAINED_CANDIDATES], model_version=model.version
     )
-    result.person, result.decision = decide(scored, _thresholds)
+    result.person, result.decision = decide(scored, thresholds)
     return result
 
 

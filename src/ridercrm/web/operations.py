@@ -48,6 +48,7 @@ from sqlalchemy.orm import Session
 from ridercrm.audit.call import Call, Caller
 from ridercrm.config import Settings
 from ridercrm.errors import ErrorShape, default_shape
+from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web import openapi
 from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_post, run_read
@@ -62,6 +63,7 @@ class Requested:
     caller: Caller
     settings: Settings
     explain_limiter: KeyRateLimiter | None
+    match_thresholds: Thresholds
     path: dict[str, Any] = field(default_factory=dict)
 
 
@@ -72,6 +74,7 @@ def requested(call: Call, context: AppContext, path: dict[str, Any]) -> Requeste
         caller=call.caller,
         settings=context.settings,
         explain_limiter=context.explain_limiter,
+        match_thresholds=context.match_thresholds,
         path=path,
     )
 

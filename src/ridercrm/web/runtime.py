@@ -32,6 +32,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
+from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web.idempotency import service as idempotency
 from ridercrm.wire import (
@@ -57,6 +58,7 @@ class AppContext:
     rate_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_RATE_LIMIT is off
     explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
     refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
+    match_thresholds: Thresholds = field(default_factory=Thresholds)  # RIDERCRM_MATCH_*
 
 
 @dataclass

@@ -66,6 +66,7 @@ def _details(
         audit_id=request.audit_id,
         caller=request.caller,
         explain_limiter=request.explain_limiter,
+        thresholds=request.match_thresholds,
     )
 
 
