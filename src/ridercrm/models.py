@@ -14,6 +14,7 @@ from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
+from ridercrm.reports.models import CourseWeekCount
 from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
@@ -24,6 +25,7 @@ __all__ = [
     "AssetStatusChange",
     "AuditRecord",
     "Base",
+    "CourseWeekCount",
     "Delivery",
     "DuplicateCluster",
     "DuplicatePair",

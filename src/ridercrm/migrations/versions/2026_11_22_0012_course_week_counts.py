@@ -1,0 +1,157 @@
+"""The dashboard's weekly course counts, kept by triggers on the courses (assets).
+
+A row counts the courses of one week (the Monday of the course date) by one dimension
+(site, source, instructor, product) and status. AFTER INSERT, UPDATE and DELETE
+triggers on ``assets`` take a course's old row away and add its new one in the same
+statement, so any write keeps the counts exact in its own transaction (a savepoint
+rolled back takes its counts with it). A row whose count falls to 0 is deleted, so the
+table is exactly what counting the courses from scratch gives (``ridercrm reports
+rebuild``). Courses without a course date are not counted (no dashboard shows them).
+
+Revision ID: 0012
+Revises: 0011
+Create Date: 2026-11-22
+"""
+
+# ruff: noqa: S608  (the SQL is built from this file's constants only; no value is ever spliced in)
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0012"
+down_revision: str | None = "0011"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+# (dimension, the course column it counts by)
+DIMENSIONS = (
+    ("site", "course_location"),
+    ("source", "booking_source"),
+    ("instructor", "rider_instructor_1"),
+    ("product", "product_id"),
+)
+WATCHED = ("course_datetime", "course_status", *(column for _, column in DIMENSIONS))
+TABLE = "course_week_counts"
+
+
+def _week(dialect: str, value: str) -> str:
+    """SQL for the Monday (YYYY-MM-DD) of the week of the date-time text ``value``."""
+    if dialect == "sqlite":
+        # Six days back, then forward to the next Monday (the same day if it is one).
+        return f"date(substr({value}, 1, 10), '-6 days', 'weekday 1')"
+    return f"to_char(date_trunc('week', substr({value}, 1, 10)::date), 'YYYY-MM-DD')"
+
+
+def _rows(dialect: str, row: str) -> str:
+    """VALUES of a course's four counted rows: (dimension, week, label, status)."""
+    week = _week(dialect, f"{row}.course_datetime")
+    return ", ".join(
+        f"('{dimension}', {week}, coalesce({row}.{column}, ''), {row}.course_status)"
+        for dimension, column in DIMENSIONS
+    )
+
+
+def _add(dialect: str, row: str) -> str:
+    """Count the course ``row`` (new or old) in its four rows; nothing if it has no date."""
+    week = _week(dialect, f"{row}.course_datetime")
+    selects = " UNION ALL ".join(
+        f"SELECT '{dimension}', {week}, coalesce({row}.{column}, ''), {row}.course_status, 1"
+        f" WHERE {row}.course_datetime IS NOT NULL"
+        for dimension, column in DIMENSIONS
+    )
+    return (
+        f"INSERT INTO {TABLE} (dimension, week, label, status, courses) {selects}"
+        f" ON CONFLICT (dimension, week, label, status)"
+        f" DO UPDATE SET courses = {TABLE}.courses + 1;"
+    )
+
+
+def _take_away(dialect: str, row: str) -> str:
+    """Uncount the course ``row``; a row counting no course any more goes. Without a
+    date its keys hold a NULL week, which matches nothing."""
+    keys = f"(dimension, week, label, status) IN (VALUES {_rows(dialect, row)})"
+    return (
+        f"UPDATE {TABLE} SET courses = courses - 1 WHERE {keys};"
+        f" DELETE FROM {TABLE} WHERE {keys} AND courses = 0;"
+    )
+
+
+def _changed(dialect: str) -> str:
+    distinct = "IS NOT" if dialect == "sqlite" else "IS DISTINCT FROM"
+    return " OR ".join(f"old.{column} {distinct} new.{column}" for column in WATCHED)
+
+
+def _sqlite_triggers() -> list[str]:
+    return [
+        f"CREATE TRIGGER {TABLE}_insert AFTER INSERT ON assets BEGIN {_add('sqlite', 'new')} END",
+        f"CREATE TRIGGER {TABLE}_delete AFTER DELETE ON assets"
+        f" BEGIN {_take_away('sqlite', 'old')} END",
+        f"CREATE TRIGGER {TABLE}_update AFTER UPDATE ON assets WHEN {_changed('sqlite')}"
+        f" BEGIN {_take_away('sqlite', 'old')} {_add('sqlite', 'new')} END",
+    ]
+
+
+def _postgresql_triggers() -> list[str]:
+    function = f"""
+CREATE FUNCTION {TABLE}_keep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        {_take_away("postgresql", "old")}
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        {_add("postgresql", "new")}
+    END IF;
+    RETURN NULL;
+END
+$$"""
+    return [
+        function,
+        f"CREATE TRIGGER {TABLE}_insert_delete AFTER INSERT OR DELETE ON assets"
+        f" FOR EACH ROW EXECUTE FUNCTION {TABLE}_keep()",
+        f"CREATE TRIGGER {TABLE}_update AFTER UPDATE ON assets"
+        f" FOR EACH ROW WHEN ({_changed('postgresql')}) EXECUTE FUNCTION {TABLE}_keep()",
+    ]
+
+
+def _backfill(dialect: str) -> str:
+    week = _week(dialect, "course_datetime")
+    parts = [
+        f"SELECT '{dimension}' AS dimension, {week} AS week, coalesce({column}, '') AS label,"
+        f" course_status AS status, count(*) AS courses FROM assets"
+        f" WHERE course_datetime IS NOT NULL GROUP BY 1, 2, 3, 4"
+        for dimension, column in DIMENSIONS
+    ]
+    return (
+        f"INSERT INTO {TABLE} (dimension, week, label, status, courses)"
+        f" SELECT dimension, week, label, status, sum(courses) FROM ({' UNION ALL '.join(parts)})"
+        f" AS counted GROUP BY dimension, week, label, status"
+    )
+
+
+def upgrade() -> None:
+    op.create_table(
+        TABLE,
+        sa.Column("dimension", sa.String(10), nullable=False),
+        sa.Column("week", sa.String(10), nullable=False),
+        sa.Column("label", sa.String(120), nullable=False),
+        sa.Column("status", sa.String(20), nullable=False),
+        sa.Column("courses", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("dimension", "week", "label", "status", name=f"pk_{TABLE}"),
+        sqlite_with_rowid=False,
+    )
+    dialect = op.get_bind().dialect.name
+    op.execute(_backfill(dialect))
+    for statement in _sqlite_triggers() if dialect == "sqlite" else _postgresql_triggers():
+        op.execute(statement)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        for name in ("insert", "delete", "update"):
+            op.execute(f"DROP TRIGGER {TABLE}_{name}")
+    else:
+        op.execute(f"DROP TRIGGER {TABLE}_insert_delete ON assets")
+        op.execute(f"DROP TRIGGER {TABLE}_update ON assets")
+        op.execute(f"DROP FUNCTION {TABLE}_keep()")
+    op.drop_table(TABLE)
