@@ -93,6 +93,7 @@ ASSET_COLUMNS = (
     "updated_at",
 )  # fmt: skip
 TARGET_MEDIAN_MS, TARGET_P99_MS, TARGET_SUBMISSION_MS = 100.0, 300.0, 300.0
+LOADS: list[float] = []  # the 1-minute load average when measuring starts and ends
 
 
 @dataclass
@@ -456,7 +457,9 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
         f" {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {code_version()};"
         f" {facts['nproc']} CPUs ({facts['cpu']}), Python {facts['python']},"
         f" SQLite {facts['sqlite']}. **The machine was loaded**: other helpers' tests and"
-        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds.",
+        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds"
+        f" (load average {', '.join(f'{load:.1f}' for load in LOADS)} at the start and end"
+        " of the measurements).",
         "",
         f"Store: {store.people:,} people (imported in {store.import_s:.0f} s with their"
         f" matching keys), {store.courses:,} courses over three years at"
@@ -548,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="console-bench-") as scratch:
         store = prepared_store(args, Path(scratch))
         print("measuring ...", flush=True)
+        LOADS.append(os.getloadavg()[0])
         timings = measure_services(
             store, samples=args.samples, submissions=args.submissions, seed=args.seed
         )
@@ -555,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             timings += measure_http(
                 store, samples=args.samples, submissions=args.submissions, seed=args.seed
             )
+    LOADS.append(os.getloadavg()[0])
     text = report(store, timings, args)
     print(text)
     if args.write:
