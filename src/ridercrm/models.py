@@ -1,6 +1,6 @@
 """Every ORM model, imported once so the metadata is complete (Alembic, tests)."""
 
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
 from ridercrm.duplicates.models import (
@@ -24,6 +24,7 @@ __all__ = [
     "Asset",
     "AssetStatusChange",
     "AuditRecord",
+    "AuditSubject",
     "Base",
     "CourseWeekCount",
     "Delivery",

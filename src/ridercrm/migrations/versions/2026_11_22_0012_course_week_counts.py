@@ -1,5 +1,5 @@
-"""The dashboard's weekly course counts, kept by triggers on the courses (assets); and
-the index of merged people made partial (only the merged ones).
+"""The dashboard's weekly course counts, kept by triggers on the courses (assets); what
+each audit record names (audit_subjects); and the index of merged people made partial.
 
 A row counts the courses of one week (the Monday of the course date) by one dimension
 (site, source, instructor, product) and status. AFTER INSERT, UPDATE and DELETE
@@ -14,13 +14,21 @@ statistics said a look-up matches the whole table, and SQLite scanned the table 
 person page's "merged from" instead (65 ms at 100,000 people). Partial, it holds the
 merged people only and is used for every ``merged_into = ?``.
 
+``audit_subjects`` holds, for every audit record, the people and courses (by their
+15-character ids) and the booking numbers it names; the service writes them with each
+record (ridercrm.audit.subjects), and this migration works them out for the records
+already stored, with the same rules (copied here, as a migration must not change).
+
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-22
 """
 
 # ruff: noqa: S608  (the SQL is built from this file's constants only; no value is ever spliced in)
-from collections.abc import Sequence
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -146,8 +154,80 @@ def _merged_index(partial: bool) -> None:
     )
 
 
+_ID = re.compile(
+    r"(?<![0-9A-Za-z])(003|00Q|02i)([0-9A-Za-z]{12})(?:[0-9A-Za-z]{3})?(?![0-9A-Za-z])"
+)
+_KIND = {"003": "person:", "00Q": "person:", "02i": "course:"}
+
+
+def _booking_numbers(node: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 20:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "booking_number" and isinstance(value, str) and value.strip():
+                yield value.strip()
+            elif isinstance(value, dict | list):
+                yield from _booking_numbers(value, depth + 1)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _booking_numbers(value, depth + 1)
+
+
+def _subjects(*texts: str | None) -> set[str]:
+    found: set[str] = set()
+    for text in texts:
+        if not text:
+            continue
+        for match in _ID.finditer(text):
+            found.add(_KIND[match.group(1)] + match.group(1) + match.group(2))
+        if '"booking_number"' in text:
+            try:
+                document = json.loads(text)
+            except ValueError:
+                document = None
+            found.update("booking:" + number[:80] for number in _booking_numbers(document))
+    return set(sorted(found)[:1000])
+
+
+def _audit_subjects() -> None:
+    subjects = op.create_table(
+        "audit_subjects",
+        sa.Column("subject", sa.String(100), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("audit_id", sa.String(18), nullable=False),
+        sa.PrimaryKeyConstraint("subject", "created_at", "audit_id", name="pk_audit_subjects"),
+        sqlite_with_rowid=False,
+    )
+    records = sa.table(
+        "audit_records",
+        sa.column("id", sa.String),
+        sa.column("created_at", sa.DateTime(timezone=True)),
+        sa.column("path", sa.String),
+        sa.column("request_body", sa.Text),
+        sa.column("response_body", sa.Text),
+    )
+    bind = op.get_bind()
+    after = ""
+    while True:
+        batch = bind.execute(
+            sa.select(records).where(records.c.id > after).order_by(records.c.id).limit(2000)
+        ).all()
+        if not batch:
+            return
+        rows = [
+            {"subject": subject, "created_at": row.created_at, "audit_id": row.id}
+            for row in batch
+            for subject in _subjects(row.path, row.request_body, row.response_body)
+        ]
+        if rows:
+            bind.execute(sa.insert(subjects), rows)
+        after = batch[-1].id
+
+
 def upgrade() -> None:
     _merged_index(partial=True)
+    _audit_subjects()
     op.create_table(
         TABLE,
         sa.Column("dimension", sa.String(10), nullable=False),
@@ -166,6 +246,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     _merged_index(partial=False)
+    op.drop_table("audit_subjects")
     if op.get_bind().dialect.name == "sqlite":
         for name in ("insert", "delete", "update"):
             op.execute(f"DROP TRIGGER {TABLE}_{name}")
