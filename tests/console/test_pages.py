@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import new_booking
 
@@ -16,7 +17,9 @@ from ridercrm.audit.service import purge_records
 from ridercrm.audit.subjects import subjects_of
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
+from ridercrm.migrate import downgrade, upgrade
 from ridercrm.people.models import Person
+from ridercrm.staff.audit_search import Filters, search
 from tests.console.conftest import csrf, sign_in
 from tests.courses import builders
 
@@ -323,3 +326,24 @@ def test_what_a_record_names() -> None:
         "booking:HB-7",
     }
     assert subjects_of("not json", '{"booking_number": ') == set()
+
+
+def test_the_migration_indexes_what_stored_records_name(
+    sessions: sessionmaker[Session], engine: Engine
+) -> None:
+    downgrade(engine, "0011")
+    body = '{"people_product": [{"person_id": "003AbCdEfGhIjKlMNO", "booking_number": "HB-5"}]}'
+    with session_scope(sessions, write=True) as session:
+        session.execute(
+            text(
+                "INSERT INTO audit_records (id, created_at, operation, method, path,"
+                " request_body, response_status, duration_ms) VALUES ('a0A000000000001AAA',"
+                " :now, 'crm.rider_courses', 'POST', '/crm/people/rider_courses', :body, 200, 1)"
+            ),
+            {"now": dt.datetime(2026, 11, 1, tzinfo=dt.UTC), "body": body},
+        )
+    upgrade(engine)
+    with session_scope(sessions) as session:
+        for filters in (Filters(person="003AbCdEfGhIjKl"), Filters(booking="HB-5")):
+            records, _following = search(session, filters)
+            assert [record.id for record in records] == ["a0A000000000001AAA"]
