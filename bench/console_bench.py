@@ -39,6 +39,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -53,13 +54,13 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-from ridercrm.http.context import Call
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.serve import free_port, running_server
 
 from bench.match_perf import CSV_FIELDS, PeopleGenerator, percentile
 from bench.report import code_version, machine, write_section
-from bench.serve import free_port, running_server
+from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.courses import daysheet, rules
@@ -91,13 +92,8 @@ ASSET_COLUMNS = (
     "rider_instructor_2", "dealer_code", "course_price", "booking_source", "created_at",
     "updated_at",
 )  # fmt: skip
-ASSET_COLUMNS = (
-    "id", "person_id", "product_id", "booking_number", "course_status", "course_feedback",
-    "course_datetime", "course_date_end", "course_location", "rider_instructor_1",
-    "rider_instructor_2", "dealer_code", "course_price", "booking_source", "created_at",
-    "updated_at",
-)  # fmt: skip
 TARGET_MEDIAN_MS, TARGET_P99_MS, TARGET_SUBMISSION_MS = 100.0, 300.0, 300.0
+LOADS: list[float] = []  # the 1-minute load average when measuring starts and ends
 
 
 @dataclass
@@ -461,7 +457,9 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
         f" {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {code_version()};"
         f" {facts['nproc']} CPUs ({facts['cpu']}), Python {facts['python']},"
         f" SQLite {facts['sqlite']}. **The machine was loaded**: other helpers' tests and"
-        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds.",
+        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds"
+        f" (load average {', '.join(f'{load:.1f}' for load in LOADS)} at the start and end"
+        " of the measurements).",
         "",
         f"Store: {store.people:,} people (imported in {store.import_s:.0f} s with their"
         f" matching keys), {store.courses:,} courses over three years at"
@@ -489,6 +487,51 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
     return "\n".join(lines) + "\n"
 
 
+def prepared_store(args: argparse.Namespace, scratch: Path) -> Store:
+    """The store to measure: built in ``scratch``, or a copy of ``--store`` (built first
+    when it does not exist yet), migrated to this build's head."""
+    saved: Path | None = args.store
+    if saved is None or not saved.exists():
+        print(f"building {args.people:,} people and {args.courses:,} courses ...", flush=True)
+        directory = saved.parent if saved is not None else scratch
+        directory.mkdir(parents=True, exist_ok=True)
+        store = build_store(directory, people=args.people, courses=args.courses, seed=args.seed)
+        print(f"built in {store.import_s + store.courses_s:.0f} s", flush=True)
+        if saved is None:
+            return store
+        store.path.rename(saved)
+        saved.with_name(saved.name + ".json").write_text(
+            json.dumps(
+                {
+                    "import_s": store.import_s,
+                    "courses_s": store.courses_s,
+                    "open_days": [day.isoformat() for day in store.open_days],
+                }
+            )
+        )
+    copy = scratch / "console.sqlite3"
+    shutil.copyfile(saved, copy)
+    built = json.loads(saved.with_name(saved.name + ".json").read_text())
+    store = Store(
+        path=copy,
+        url=f"sqlite:///{copy}",
+        import_s=built["import_s"],
+        courses_s=built["courses_s"],
+        open_days=[dt.date.fromisoformat(day) for day in built["open_days"]],
+    )
+    engine = build_engine(Settings(database_url=store.url, log_level="WARNING"))
+    try:
+        upgrade(engine)  # the reused store may predate this build's migrations
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ANALYZE")
+        with engine.connect() as connection:
+            store.people = connection.scalar(select(func.count()).select_from(Person)) or 0
+            store.courses = connection.scalar(select(func.count()).select_from(Asset)) or 0
+    finally:
+        engine.dispose()
+    return store
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--people", type=int, default=100_000)
@@ -499,17 +542,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", action="store_true", help="also through ridercrm serve")
     parser.add_argument("--write", action="store_true", help="write bench/README.md's section")
     parser.add_argument(
-        "--keep",
+        "--store",
         type=Path,
-        help="build the store in this new directory and keep it (delete it yourself)",
+        help="a store file to reuse: built there first if it does not exist; each run"
+        " measures a copy of it, migrated to this build's schema, so it stays as built",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="console-bench-") as scratch:
-        directory = args.keep or Path(scratch)
-        directory.mkdir(parents=True, exist_ok=True)
-        print(f"building {args.people:,} people and {args.courses:,} courses ...", flush=True)
-        store = build_store(directory, people=args.people, courses=args.courses, seed=args.seed)
-        print(f"built in {store.import_s + store.courses_s:.0f} s; measuring ...", flush=True)
+        store = prepared_store(args, Path(scratch))
+        print("measuring ...", flush=True)
+        LOADS.append(os.getloadavg()[0])
         timings = measure_services(
             store, samples=args.samples, submissions=args.submissions, seed=args.seed
         )
@@ -517,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             timings += measure_http(
                 store, samples=args.samples, submissions=args.submissions, seed=args.seed
             )
+    LOADS.append(os.getloadavg()[0])
     text = report(store, timings, args)
     print(text)
     if args.write:

@@ -45,9 +45,11 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
+reports_app = typer.Typer(help="The dashboard's figures.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(keys_app, name="keys")
 app.add_typer(audit_app, name="audit")
+app.add_typer(reports_app, name="reports")
 
 # No Rich markup: names, ids and messages are printed as written ("[staging]" stays).
 console = Console(markup=False)
@@ -243,6 +245,22 @@ def keys_revoke(
     except keys.KeyProblem as exc:
         errors.print(f"error: {exc}")
         raise typer.Exit(2) from None
+
+
+@reports_app.command("rebuild")
+def reports_rebuild() -> None:
+    """Count the dashboard's weekly course counts again from the courses and store them.
+
+    The database keeps them in step with every write; this repairs counts changed by
+    hand (or checks them: the output says how many rows differed).
+    """
+    from ridercrm.reports.counts import rebuild
+
+    with session_scope(_sessions(), write=True) as session:
+        done = rebuild(session)
+    console.print(
+        f"course_week_counts: {done.rows} rows; {done.differed} differed from the courses"
+    )
 
 
 @audit_app.command("show")

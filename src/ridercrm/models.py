@@ -1,6 +1,6 @@
 """Every ORM model, imported once so the metadata is complete (Alembic, tests)."""
 
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import Base
 from ridercrm.duplicates.models import (
@@ -14,6 +14,7 @@ from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
+from ridercrm.reports.models import CourseWeekCount
 from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
@@ -23,7 +24,9 @@ __all__ = [
     "Asset",
     "AssetStatusChange",
     "AuditRecord",
+    "AuditSubject",
     "Base",
+    "CourseWeekCount",
     "Delivery",
     "DuplicateCluster",
     "DuplicatePair",

@@ -66,6 +66,28 @@ def _template(path: str) -> str:
     )
 
 
+def test_every_route_is_declared_with_the_role_the_table_gives() -> None:
+    """Routes come from ConsoleRouter.page/form, which do the session, role and CSRF
+    checks; one added with a bare FastAPI decorator would skip them."""
+    declared = {
+        (route.method, route.path, route.role) for router in ROUTERS for route in router.declared
+    }
+    served = {
+        (method, route.path.removeprefix("/console"))
+        for router in ROUTERS
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods
+    }
+    assert {(method, path) for method, path, _role in declared} == served
+    assert declared == {(method, _template(path), role) for method, path, role in ROUTES}
+    for router in ROUTERS:
+        for route in router.declared:
+            if route.method == "POST":
+                assert route.audit, route  # every form's change is audited under a name
+                assert route.csrf == (route.role is not None), route
+
+
 def test_the_table_names_every_console_route() -> None:
     served = {
         (method, route.path.removeprefix("/console"))

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import new_booking
 
+from ridercrm.audit.models import AuditSubject
+from ridercrm.audit.service import purge_records
+from ridercrm.audit.subjects import subjects_of
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
+from ridercrm.migrate import downgrade, upgrade
 from ridercrm.people.models import Person
+from ridercrm.staff.audit_search import Filters, search
 from tests.console.conftest import csrf, sign_in
+from tests.courses import builders
 
 ANN, BEN, LIAM = "003DEMO00000ANNYD2", "003DEMO00000BENYD2", "00QDEMO0000LIAM2D4"
 BEN_COURSE = "02iDEMO00000001YDA"
@@ -248,3 +257,93 @@ def test_staff_change_a_course_through_the_status_machine(
     assert "staff" in history  # who changed it: the console's staff user
     wrong = client.post(path, data={"csrf": token, "course_status": "booked"})
     assert wrong.status_code == 400  # completed - pass → booked breaks the status machine
+
+
+def test_audit_finds_a_persons_and_a_bookings_records_by_what_they_name(
+    console_as: Callable[..., TestClient],
+    sessions: sessionmaker[Session],
+    make_key: Callable[..., str],
+) -> None:
+    with session_scope(sessions, write=True) as session:
+        lap = builders.product(session)
+        ann, bob = builders.person(session), builders.person(session)
+    headers = {"X-API-Key": make_key("courses", "match", name="web")}
+    client = console_as("viewer")
+    for person, number in ((ann, "HB-1"), (bob, "HB-10"), (ann, "HB-2")):
+        answer = client.post(
+            "/crm/people/rider_courses",
+            headers=headers,
+            json={"people_product": [new_booking(person, lap, booking_number=number)]},
+        )
+        assert answer.status_code == 200, answer.text
+
+    def listed(**params: str) -> int:
+        page = client.get("/console/audit", params={"operation": "crm.rider_courses", **params})
+        assert page.status_code == 200
+        return page.text.count("<td>crm.rider_courses</td>")
+
+    assert listed() == 3
+    assert listed(person=ann) == 2
+    assert listed(person=ann[:15]) == 2  # the 15-character id names the same person
+    assert listed(person=bob) == 1
+    assert listed(booking="HB-1") == 1  # a booking number, not a part of one (HB-10)
+    assert listed(booking="HB-10", person=bob) == 1
+    assert listed(booking="HB-10", person=ann) == 0
+    assert listed(booking="HB-404") == 0
+    # The person page lists the records that name the person or their courses.
+    page = client.get(f"/console/people/{ann}").text
+    assert page.count("crm.rider_courses") >= 2
+
+
+def test_purging_the_audit_trail_purges_what_it_named(
+    sessions: sessionmaker[Session], make_key: Callable[..., str], client: TestClient
+) -> None:
+    with session_scope(sessions, write=True) as session:
+        lap, ann = builders.product(session), builders.person(session)
+    client.post(
+        "/crm/people/rider_courses",
+        headers={"X-API-Key": make_key("courses")},
+        json={"people_product": [new_booking(ann, lap, booking_number="HB-9")]},
+    )
+    with session_scope(sessions) as session:
+        assert session.scalar(select(func.count()).select_from(AuditSubject)) >= 3
+    with session_scope(sessions, write=True) as session:
+        purge_records(session, older_than_days=-1)
+    with session_scope(sessions) as session:
+        assert session.scalar(select(func.count()).select_from(AuditSubject)) == 0
+
+
+def test_what_a_record_names() -> None:
+    person, lead, course = "003AbCdEfGhIjKlMNO", "00QAbCdEfGhIjKl", "02iAbCdEfGhIjKlPQR"
+    body = (
+        f'{{"people_product": [{{"person_id": "{person}", "asset_id": "{course}",'
+        f' "booking_number": " HB-7 "}}], "lead": "{lead}", "other": "x003AbCdEfGhIjKlMNOx"}}'
+    )
+    assert subjects_of(f"/admin/people/{lead}", body, None) == {
+        "person:003AbCdEfGhIjKl",
+        "person:00QAbCdEfGhIjKl",
+        "course:02iAbCdEfGhIjKl",
+        "booking:HB-7",
+    }
+    assert subjects_of("not json", '{"booking_number": ') == set()
+
+
+def test_the_migration_indexes_what_stored_records_name(
+    sessions: sessionmaker[Session], engine: Engine
+) -> None:
+    downgrade(engine, "0011")
+    body = '{"people_product": [{"person_id": "003AbCdEfGhIjKlMNO", "booking_number": "HB-5"}]}'
+    with session_scope(sessions, write=True) as session:
+        session.execute(
+            text(
+                "INSERT INTO audit_records (id, created_at, operation, method, path,"
+                " request_body, response_status, duration_ms) VALUES ('a0A000000000001AAA',"
+                " :now, 'crm.rider_courses', 'POST', '/crm/people/rider_courses', :body, 200, 1)"
+            ),
+            {"now": dt.datetime(2026, 11, 1, tzinfo=dt.UTC), "body": body},
+        )
+    upgrade(engine)
+    with session_scope(sessions) as session:
+        for filters in (Filters(person="003AbCdEfGhIjKl"), Filters(booking="HB-5")):
+            records, _following = search(session, filters)
+            assert [record.id for record in records] == ["a0A000000000001AAA"]

@@ -38,3 +38,17 @@ class AuditRecord(Base):
         Index("ix_audit_records_operation_created_at", operation, created_at),
         Index("ix_audit_records_staff_user_created_at", staff_user, created_at),
     )
+
+
+class AuditSubject(Base):
+    """A person, course or booking number an audit record names (audit.subjects), so the
+    console finds a person's or a booking's records by index instead of reading bodies."""
+
+    __tablename__ = "audit_subjects"
+
+    subject: Mapped[str] = mapped_column(String(100), primary_key=True)  # e.g. person:003...
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, primary_key=True)
+    audit_id: Mapped[str] = mapped_column(String(18), primary_key=True)
+
+    # A subject's records, newest first, are one range of the primary key.
+    __table_args__ = {"sqlite_with_rowid": False}

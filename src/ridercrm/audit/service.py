@@ -11,8 +11,9 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.call import Call
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
+from ridercrm.audit.subjects import subjects_of
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id
 
@@ -106,8 +107,12 @@ def record_call(
         outcomes=_storable(outcomes),
         idempotency_key=_fit("idempotency_key", call.idempotency_key),
         replay_of=call.replay_of,
+        created_at=utcnow(),
     )
     session.add(record)
+    # What the record names, as stored: a redacted body names no booking number.
+    for subject in subjects_of(record.path, record.request_body, record.response_body):
+        session.add(AuditSubject(subject=subject, created_at=record.created_at, audit_id=record.id))
     return record
 
 
@@ -180,5 +185,6 @@ def purge_records(session: Session, *, older_than_days: float) -> int:
         cutoff = utcnow() - dt.timedelta(days=older_than_days)
     except OverflowError:
         return 0  # an age beyond the calendar: no record is that old
+    session.execute(delete(AuditSubject).where(AuditSubject.created_at < cutoff))
     result = session.execute(delete(AuditRecord).where(AuditRecord.created_at < cutoff))
     return int(getattr(result, "rowcount", 0) or 0)

@@ -1,12 +1,12 @@
 """The day sheet of a training site: the day's courses, and their results recorded in bulk.
 
 A sheet lists every course booked at a site on a date, grouped by start time and
-product. Results come back as rows of (course, new status, feedback); each row goes
-through operation 1's own batch path (:func:`ridercrm.courses.service.book_courses`), so the
-status machine, the feedback rule, the status history and the events are exactly the
-interface's, and each row runs in its own savepoint: a broken row is reported with its
-error and the others are kept. The whole submission is one audit record, written by
-the caller (the console's change, which names the staff user).
+product. Results come back as rows of (course, new status, feedback); they go through
+operation 1's status changes (:func:`ridercrm.courses.service.change_statuses`), so the
+validation, status machine, feedback rule, status history and events are exactly the
+interface's: each row is checked alone, a broken row is reported with its error and the
+others are kept, written together in one flush. The whole submission is one audit
+record, written by the caller (the console's change, which names the staff user).
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def record_results(
     entries: Sequence[Entry],
     audit_id: str,
 ) -> Submission:
-    """Apply each row in its own savepoint; a broken row is reported, the others kept.
+    """Apply each row alone; a broken row is reported, the others kept.
 
     A row must name a course on this site's sheet for this day, once; the rest of its
     rules are operation 1's. ``audit_id`` names the submission's one audit record (its
@@ -293,8 +293,8 @@ def record_results(
                     "course_feedback": entry.course_feedback,
                 }
             )
-    # Operation 1's own batch path: its lock order, then each item in its own savepoint.
-    applied = iter(service.book_courses(session, items=items, audit_id=audit_id))
+    # Operation 1's own rules and writes, every row checked alone, written in one flush.
+    applied = iter(service.change_statuses(session, items=items, audit_id=audit_id))
     rows = [result if result is not None else _row(next(applied)) for result in results]
     return Submission(site=site, day=day, audit_id=audit_id, entries=list(entries), results=rows)
 

@@ -76,6 +76,51 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
     return [book_one(session, raw=raw, audit_id=audit_id) for raw in items]
 
 
+STATUS_FIELDS = frozenset({"asset_id", "course_status", "course_feedback"})
+"""What an item of :func:`change_statuses` may carry."""
+
+
+def change_statuses(
+    session: Session, *, items: list[dict[str, str]], audit_id: str
+) -> list[ItemResult]:
+    """Operation 1's status changes of named courses (``asset_id``, ``course_status``,
+    ``course_feedback``), as :func:`book_courses` would make them, in one flush.
+
+    Each item is checked against the same validation, status machine and feedback rule,
+    and refused alone with the same receipt; a refused item has changed nothing (its
+    rules are checked before it writes), so no item needs a savepoint of its own and the
+    courses and their history are written together (the day sheet: 40 rows at once).
+    """
+    if any(set(raw) - STATUS_FIELDS for raw in items):
+        raise ValueError(f"change_statuses: items carry only {', '.join(sorted(STATUS_FIELDS))}")
+    _lock_in_order(session, items)
+    results = [_change_status(session, raw, audit_id) for raw in items]
+    session.flush()
+    return results
+
+
+def _change_status(session: Session, raw: dict[str, str], audit_id: str) -> ItemResult:
+    result = ItemResult(delivery=False, receipt="", asset_id=_echo(raw, "asset_id"))
+    try:
+        item = CourseItem.model_validate(raw)
+        asset_id = canonical_id(item.asset_id or "", RecordKind.ASSET)
+        asset = repository.lock_asset(session, asset_id) if asset_id else None
+        if asset is None:
+            raise ItemRejected(f"asset_id: no course with id {item.asset_id}")
+        contact = people.lock_person(session, asset.person_id)
+        assert contact is not None
+        _fill(result, asset, contact)
+        result.receipt = _update(session, item, asset, contact, audit_id, flush=False)
+    except ValidationError as exc:
+        result.receipt = _refusal("; ".join(error_messages(exc)), raw)
+        return result
+    except ItemRejected as rejected:
+        result.receipt = _refusal(str(rejected), raw)
+        return result
+    result.delivery = True
+    return result
+
+
 def _lock_in_order(session: Session, items: list[Any]) -> None:
     """On PostgreSQL, lock the people the items name, then their courses, before any item.
 
@@ -308,8 +353,18 @@ def _book_new(
 
 
 def _update(
-    session: Session, item: CourseItem, asset: Asset, contact: Person, audit_id: str
+    session: Session,
+    item: CourseItem,
+    asset: Asset,
+    contact: Person,
+    audit_id: str,
+    *,
+    flush: bool = True,
 ) -> str:
+    """Apply an item to its course, or raise ItemRejected before changing anything.
+
+    ``flush=False`` leaves the writes to the caller's flush (items that set no unique
+    value, so none can fail in the database: :func:`change_statuses`)."""
     current = asset.course_status
     target = item.course_status or current
     problem = rules.transition_error(current, target)
@@ -339,7 +394,8 @@ def _update(
                 asset_id=asset.id, from_status=current, to_status=target, audit_id=audit_id
             )
         )
-    session.flush()
+    if flush:
+        session.flush()
     # The status, and the feedback that goes with a new status, are course.status_changed's.
     reported = ("course_status", "course_feedback") if target != current else ("course_status",)
     changed = [

@@ -55,7 +55,14 @@ class Person(Base):
         # normalised matching keys (person_keys), so they need no index here.
         Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
         Index("ix_people_first_name", func.lower(first_name)),
-        Index("ix_people_merged_into", merged_into),
+        # Only merged records: with every value NULL the statistics of a full index
+        # (ANALYZE) made SQLite scan the table for "merged into this person" instead.
+        Index(
+            "ix_people_merged_into",
+            merged_into,
+            sqlite_where=merged_into.is_not(None),
+            postgresql_where=merged_into.is_not(None),
+        ),
         # The console finds people by date of birth alone.
         Index("ix_people_date_of_birth", date_of_birth),
     )

@@ -1,11 +1,8 @@
-"""Aggregate queries on courses for the dashboard.
+"""Queries for the dashboard, on the weekly course counts (``course_week_counts``).
 
-Every query is a range of ``ix_assets_datetime_report``, an index on the course date
-that also holds every column grouped here, so the database answers from the index
-alone (no table rows are read) and the cost follows the period's courses, not the
-store's. The first query groups by a prefix of that index (start time, site, status),
-so it aggregates in index order without sorting; weeks are made from the start times'
-dates in Python (a site's day has a few start times, so that is few rows).
+The database keeps those counts in step with the courses (reports.models), so a
+period's figures are a range of a few thousand count rows, whatever the number of
+courses; see docs/decisions.md ("Dashboard: weekly counts").
 """
 
 from __future__ import annotations
@@ -13,63 +10,43 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ridercrm.courses import rules
-from ridercrm.courses.models import Asset
 from ridercrm.products.models import Product
+from ridercrm.reports.models import CourseWeekCount
 
 
-def _in_period(first: dt.date, last: dt.date) -> ColumnElement[bool]:
-    return and_(
-        Asset.course_datetime >= f"{first.isoformat()} 00:00:00",
-        Asset.course_datetime <= f"{last.isoformat()} 23:59:59",
-    )
-
-
-def courses_by_start_location_status(
-    session: Session, *, first: dt.date, last: dt.date
-) -> Iterable[tuple[str | None, str | None, str, int]]:
-    """(start time, location, status, courses) for the courses dated in the period."""
-    query = (
-        select(Asset.course_datetime, Asset.course_location, Asset.course_status, func.count())
-        .where(_in_period(first, last))
-        .group_by(Asset.course_datetime, Asset.course_location, Asset.course_status)
+def weekly(
+    session: Session, *, dimension: str, first: dt.date, last: dt.date
+) -> Iterable[tuple[str, str, str, int]]:
+    """(week's Monday, label, status, courses) of one dimension for the weeks from
+    ``first``'s to ``last``'s; the label is "" for courses that do not give it."""
+    query = select(
+        CourseWeekCount.week, CourseWeekCount.label, CourseWeekCount.status, CourseWeekCount.courses
+    ).where(
+        CourseWeekCount.dimension == dimension,
+        CourseWeekCount.week >= first.isoformat(),
+        CourseWeekCount.week <= last.isoformat(),
     )
     return session.execute(query).all()
 
 
-def courses_by_start_source(
-    session: Session, *, first: dt.date, last: dt.date
-) -> Iterable[tuple[str | None, str | None, int]]:
-    """(start time, booking source, courses) for the courses dated in the period."""
+def totals(
+    session: Session, *, dimension: str, first: dt.date, last: dt.date, statuses: Iterable[str]
+) -> Iterable[tuple[str, str, int]]:
+    """(label, status, courses) of one dimension over the weeks, for ``statuses`` only."""
     query = (
-        select(Asset.course_datetime, Asset.booking_source, func.count())
-        .where(_in_period(first, last))
-        .group_by(Asset.course_datetime, Asset.booking_source)
-    )
-    return session.execute(query).all()
-
-
-def results(
-    session: Session, *, first: dt.date, last: dt.date
-) -> Iterable[tuple[str | None, str | None, str, str, int]]:
-    """(location, lead instructor, product id, status, courses) of the completed courses."""
-    query = (
-        select(
-            Asset.course_location,
-            Asset.rider_instructor_1,
-            Asset.product_id,
-            Asset.course_status,
-            func.count(),
+        select(CourseWeekCount.label, CourseWeekCount.status, func.sum(CourseWeekCount.courses))
+        .where(
+            CourseWeekCount.dimension == dimension,
+            CourseWeekCount.week >= first.isoformat(),
+            CourseWeekCount.week <= last.isoformat(),
+            CourseWeekCount.status.in_(list(statuses)),
         )
-        .where(_in_period(first, last), Asset.course_status.in_((rules.PASSED, rules.FAILED)))
-        .group_by(
-            Asset.course_location, Asset.rider_instructor_1, Asset.product_id, Asset.course_status
-        )
+        .group_by(CourseWeekCount.label, CourseWeekCount.status)
     )
-    return session.execute(query).all()
+    return [(label, status, int(n)) for label, status, n in session.execute(query)]
 
 
 def product_names(session: Session, product_ids: Iterable[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from ridercrm.courses import rules
 from ridercrm.fields import BOOKING_SOURCES, COURSE_LOCATIONS
 from ridercrm.reports import repository
+from ridercrm.reports.models import INSTRUCTOR, PRODUCT, SITE, SOURCE
 
 DEFAULT_WEEKS = 12
 MAX_WEEKS = 53
@@ -118,10 +119,6 @@ def _weekly(
     return WeeklySeries(weeks=weeks, series=series)
 
 
-def _week_of(day: str) -> dt.date:
-    return monday(dt.date.fromisoformat(day))
-
-
 def _rates(tally: dict[str, list[int]]) -> list[PassRate]:
     rates = [PassRate(label, passed, failed) for label, (passed, failed) in tally.items()]
     return sorted(rates, key=lambda r: (-r.completed, r.label))
@@ -132,35 +129,23 @@ def dashboard(session: Session, *, period: Period) -> Dashboard:
     first, last = period.first, period.last
     booked: dict[tuple[dt.date, str], int] = defaultdict(int)
     cancelled: dict[tuple[dt.date, str], int] = defaultdict(int)
-    weeks_of: dict[str, dt.date] = {}  # a start time's week, worked out once per day
-
-    def week(start: str | None) -> dt.date:
-        day = (start or "")[:10]  # never None: the period's range excludes NULL
-        found = weeks_of.get(day)
-        if found is None:
-            found = weeks_of[day] = _week_of(day)
-        return found
-
-    for start, location, status, count in repository.courses_by_start_location_status(
-        session, first=first, last=last
+    locations: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for week, location, status, count in repository.weekly(
+        session, dimension=SITE, first=first, last=last
     ):
-        key = (week(start), location or NOT_GIVEN)
+        key = (dt.date.fromisoformat(week), location or NOT_GIVEN)
         booked[key] += count
         if status == rules.CANCELLED:
             cancelled[key] += count
+        elif status in COMPLETED:
+            locations[location or NOT_GIVEN][COMPLETED.index(status)] += count
     by_source: dict[tuple[dt.date, str], int] = defaultdict(int)
-    for start, source, count in repository.courses_by_start_source(session, first=first, last=last):
-        by_source[(week(start), source or NOT_GIVEN)] += count
-    locations: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    instructors: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    products: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for location, instructor, product_id, status, count in repository.results(
-        session, first=first, last=last
+    for week, source, _status, count in repository.weekly(
+        session, dimension=SOURCE, first=first, last=last
     ):
-        column = 0 if status == rules.PASSED else 1
-        locations[location or NOT_GIVEN][column] += count
-        instructors[instructor or NOT_GIVEN][column] += count
-        products[product_id][column] += count
+        by_source[(dt.date.fromisoformat(week), source or NOT_GIVEN)] += count
+    instructors = _completed(session, INSTRUCTOR, period)
+    products = _completed(session, PRODUCT, period)
     names = repository.product_names(session, products)
     weeks = period.weeks
     by_location = _rates(locations)
@@ -176,3 +161,16 @@ def dashboard(session: Session, *, period: Period) -> Dashboard:
             "all", sum(r.passed for r in by_location), sum(r.failed for r in by_location)
         ),
     )
+
+
+COMPLETED = (rules.PASSED, rules.FAILED)  # a tally is [passed, failed]
+
+
+def _completed(session: Session, dimension: str, period: Period) -> dict[str, list[int]]:
+    """[passed, failed] per label of ``dimension`` over the period."""
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for label, status, count in repository.totals(
+        session, dimension=dimension, first=period.first, last=period.last, statuses=COMPLETED
+    ):
+        tally[label or NOT_GIVEN][COMPLETED.index(status)] += count
+    return tally

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit import subjects
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.ids import RecordKind, canonical_id
 
 PAGE = 50
@@ -65,23 +66,29 @@ def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
     )
 
 
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _holds(text: str) -> Any:
-    pattern = _like(text)
-    return or_(
-        AuditRecord.path.like(pattern, escape="\\"),
-        AuditRecord.request_body.like(pattern, escape="\\"),
-        AuditRecord.response_body.like(pattern, escape="\\"),
-    )
-
-
 def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:
-    """One page of matching records, newest first, and the id to page on from (or None)."""
+    """One page of matching records, newest first, and the id to page on from (or None).
+
+    A person or booking filter walks that subject's records (``audit_subjects``, newest
+    first) and joins them to the records; the other filters then apply to few rows.
+    """
     statement = select(AuditRecord)
+    named = [
+        subject
+        for subject in (
+            subjects.person(filters.person) if filters.person else "",
+            subjects.booking(filters.booking) if filters.booking else "",
+        )
+        if subject
+    ]
+    order: tuple[Any, Any] = (AuditRecord.created_at, AuditRecord.id)
+    for index, subject in enumerate(named):
+        about = aliased(AuditSubject)
+        statement = statement.join(about, about.audit_id == AuditRecord.id).where(
+            about.subject == subject
+        )
+        if index == 0:
+            order = (about.created_at, about.audit_id)  # the same values, in its index
     if filters.operation:
         statement = statement.where(AuditRecord.operation == filters.operation)
     if filters.since:
@@ -94,10 +101,6 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
         statement = statement.where(
             or_(AuditRecord.staff_user == filters.who, AuditRecord.api_key_name == filters.who)
         )
-    if filters.person:
-        statement = statement.where(_holds(filters.person[:15]))
-    if filters.booking:
-        statement = statement.where(_holds(filters.booking))
     if filters.outcome == "success":
         statement = statement.where(
             AuditRecord.response_status < 400, AuditRecord.failure_reason.is_(None)
@@ -108,14 +111,12 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
         )
     after = canonical_id(filters.before, RecordKind.AUDIT) if filters.before else None
     last = session.get(AuditRecord, after) if after else None
+    created, ident = order
     if last is not None:
         statement = statement.where(
-            or_(
-                AuditRecord.created_at < last.created_at,
-                and_(AuditRecord.created_at == last.created_at, AuditRecord.id < last.id),
-            )
+            or_(created < last.created_at, and_(created == last.created_at, ident < last.id))
         )
-    statement = statement.order_by(AuditRecord.created_at.desc(), AuditRecord.id.desc())
+    statement = statement.order_by(created.desc(), ident.desc())
     records = list(session.scalars(statement.limit(PAGE + 1)))
     if len(records) > PAGE:
         return records[:PAGE], records[PAGE - 1].id

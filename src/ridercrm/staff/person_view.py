@@ -1,8 +1,8 @@
 """What the console's person page shows, gathered in one read (framework-free).
 
 The audit records that touched a person are those named by their courses' status
-history, and those among the most recent ``AUDIT_WINDOW`` records whose path or bodies
-hold the person's id (a bounded scan: audit records are not indexed by person).
+history, and the newest records that name the person or one of their latest courses
+(``audit_subjects``, an index of what each record names: ridercrm.audit.subjects).
 """
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit import subjects
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.courses.models import Asset
 from ridercrm.people import service as people
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
 
-AUDIT_WINDOW = 20_000
+MAX_COURSES = 20  # the courses whose records are looked up (the newest courses first)
 SHOWN_RECORDS = 50
 MATCH_OPERATIONS = ("crm.people_match", "crm.leads_match")
 EDITABLE = (
@@ -146,29 +147,18 @@ def _products(session: Session, ids: set[str]) -> dict[str, Product]:
 
 
 def _touching(session: Session, person_id: str, asset_ids: Sequence[str]) -> list[AuditRecord]:
-    recent = (
-        select(AuditRecord.id)
-        .order_by(AuditRecord.created_at.desc())
-        .limit(AUDIT_WINDOW)
-        .subquery()
-    )
-    # The first 15 characters: a request may name the person by the 15-character id.
-    needles = [person_id[:15], *[asset_id[:15] for asset_id in asset_ids[:20]]]
-    conditions = []
-    for needle in needles:
-        pattern = f"%{needle}%"
-        conditions += [
-            AuditRecord.path.like(pattern),
-            AuditRecord.request_body.like(pattern),
-            AuditRecord.response_body.like(pattern),
-        ]
-    statement = (
-        select(AuditRecord)
-        .where(AuditRecord.id.in_(select(recent.c.id)), or_(*conditions))
-        .order_by(AuditRecord.created_at.desc())
-        .limit(SHOWN_RECORDS)
-    )
-    return list(session.scalars(statement))
+    """The newest records that name the person or one of their courses (audit_subjects)."""
+    named = [subjects.person(person_id), *(subjects.course(a) for a in asset_ids[:MAX_COURSES])]
+    newest = session.execute(
+        select(AuditSubject.audit_id)
+        .where(AuditSubject.subject.in_(named))
+        .order_by(AuditSubject.created_at.desc(), AuditSubject.audit_id.desc())
+        .limit(SHOWN_RECORDS * len(named))
+    ).scalars()
+    ids = list(dict.fromkeys(newest))[:SHOWN_RECORDS]  # a record may name several of them
+    if not ids:
+        return []
+    return list(session.scalars(select(AuditRecord).where(AuditRecord.id.in_(ids))))
 
 
 def _match(record: AuditRecord, person_id: str) -> Match:

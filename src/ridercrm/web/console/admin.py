@@ -6,9 +6,9 @@ answers the change, and kept nowhere: the audit record stores the change without
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -20,38 +20,35 @@ from ridercrm.products.schemas import ProductCreate, ProductRead
 from ridercrm.staff import rules
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsAdmin, Done, Staff
+from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
-router = APIRouter(prefix="/admin")
+router = ConsoleRouter(prefix="/admin")
 
 
 # --- products ---------------------------------------------------------------------
 
 
 async def _products_page(
-    request: Request, staff: Staff, done: Done | None = None, form: dict[str, str] | None = None
+    visit: Visit, done: Done | None = None, form: dict[str, str] | None = None
 ) -> Response:
-    listed = await frame.read(request, lambda session: list(products.list_products(session)))
-    return frame.render(
-        request,
-        staff,
+    listed = await visit.read(lambda session: list(products.list_products(session)))
+    return visit.render(
         "admin_products.html",
         {"products": listed, "done": done, "form": form or {}},
         status=done.status if done else 200,
     )
 
 
-@router.get("/products", name="admin_products")
-async def products_page(request: Request, staff: AsAdmin) -> Response:
+@router.page("/products", role="admin", name="admin_products")
+async def products_page(visit: Visit) -> Response:
     """Products: list, create, deactivate."""
-    return await _products_page(request, staff)
+    return await _products_page(visit)
 
 
-@router.post("/products")
-async def create_product(request: Request, staff: AsAdmin) -> Response:
+@router.form("/products", role="admin", audit="console.create_product")
+async def create_product(posted: Posted) -> Response:
     """Create a product through the same service as the admin API."""
-    form = await frame.checked_form(request, staff)
-    asked = {name: form.get(name, "") for name in ("name", "code", "price")}
+    asked = {name: posted.form.get(name, "") for name in ("name", "code", "price")}
 
     def work(session: Session) -> dict[str, Any]:
         try:
@@ -64,59 +61,50 @@ async def create_product(request: Request, staff: AsAdmin) -> Response:
             raise frame.ConsoleProblem(f"code: {data.code} is used by another product") from None
         return ProductRead.model_validate(product).model_dump(mode="json")
 
-    done = await frame.change(
-        request, staff, operation="console.create_product", asked=asked, work=work
-    )
-    return await _products_page(request, staff, done, None if done.ok else asked)
+    done = await posted.change(asked=asked, work=work)
+    return await _products_page(posted, done, None if done.ok else asked)
 
 
-@router.post("/products/{product_id}/active")
-async def set_product_active(request: Request, product_id: str, staff: AsAdmin) -> Response:
-    """Deactivate (or activate again) a product."""
-    form = await frame.checked_form(request, staff)
+def _activation(form: Mapping[str, str]) -> str:
     active = form.get("active") == "true"
+    return "console.activate_product" if active else "console.deactivate_product"
+
+
+@router.form("/products/{product_id}/active", role="admin", audit=_activation)
+async def set_product_active(posted: Posted, product_id: str) -> Response:
+    """Deactivate (or activate again) a product."""
+    active = posted.form.get("active") == "true"
 
     def work(session: Session) -> dict[str, Any]:
         product = products.set_active(session, raw_id=product_id[:40], active=active)
         return ProductRead.model_validate(product).model_dump(mode="json")
 
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.activate_product" if active else "console.deactivate_product",
-        asked={"product": product_id[:40], "active": active},
-        work=work,
-    )
-    return await _products_page(request, staff, done)
+    done = await posted.change(asked={"product": product_id[:40], "active": active}, work=work)
+    return await _products_page(posted, done)
 
 
 # --- API keys ---------------------------------------------------------------------
 
 
-async def _keys_page(
-    request: Request, staff: Staff, done: Done | None = None, shown: str | None = None
-) -> Response:
-    listed = await frame.read(request, lambda session: list(keys.list_keys(session)))
-    return frame.render(
-        request,
-        staff,
+async def _keys_page(visit: Visit, done: Done | None = None, shown: str | None = None) -> Response:
+    listed = await visit.read(lambda session: list(keys.list_keys(session)))
+    return visit.render(
         "admin_keys.html",
         {"keys": listed, "scopes": keys.SCOPES, "done": done, "shown": shown},
         status=done.status if done else 200,
     )
 
 
-@router.get("/keys", name="admin_keys")
-async def keys_page(request: Request, staff: AsAdmin) -> Response:
+@router.page("/keys", role="admin", name="admin_keys")
+async def keys_page(visit: Visit) -> Response:
     """API keys: list, create (shown once), revoke."""
-    return await _keys_page(request, staff)
+    return await _keys_page(visit)
 
 
-@router.post("/keys")
-async def create_key(request: Request, staff: AsAdmin) -> Response:
+@router.form("/keys", role="admin", audit="console.create_key")
+async def create_key(posted: Posted) -> Response:
     """Create an API key with the chosen scopes; its secret is shown once, here."""
-    await frame.checked_form(request, staff)
-    fields = await frame.form_lists(request)
+    fields = posted.lists
     name = (fields.get("name") or [""])[-1]
     scopes = [scope for scope in fields.get("scope", []) if scope]
     secret: dict[str, str] = {}
@@ -126,20 +114,13 @@ async def create_key(request: Request, staff: AsAdmin) -> Response:
         secret["key"] = plaintext
         return {"id": key.id, "name": key.name, "prefix": key.prefix, "scopes": key.scopes}
 
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.create_key",
-        asked={"name": name, "scopes": scopes},
-        work=work,
-    )
-    return await _keys_page(request, staff, done, secret.get("key"))
+    done = await posted.change(asked={"name": name, "scopes": scopes}, work=work)
+    return await _keys_page(posted, done, secret.get("key"))
 
 
-@router.post("/keys/{key_id}/revoke")
-async def revoke_key(request: Request, key_id: str, staff: AsAdmin) -> Response:
+@router.form("/keys/{key_id}/revoke", role="admin", audit="console.revoke_key")
+async def revoke_key(posted: Posted, key_id: str) -> Response:
     """Revoke an API key; requests made with it are refused from now on."""
-    await frame.checked_form(request, staff)
     ident = key_id[:20]
 
     def work(session: Session) -> dict[str, Any]:
@@ -148,42 +129,34 @@ async def revoke_key(request: Request, key_id: str, staff: AsAdmin) -> Response:
         key = keys.revoke_key(session, ident=ident)
         return {"id": key.id, "name": key.name}
 
-    done = await frame.change(
-        request, staff, operation="console.revoke_key", asked={"key": ident}, work=work
-    )
-    return await _keys_page(request, staff, done)
+    done = await posted.change(asked={"key": ident}, work=work)
+    return await _keys_page(posted, done)
 
 
 # --- staff users ------------------------------------------------------------------
 
 
 async def _users_page(
-    request: Request,
-    staff: Staff,
-    done: Done | None = None,
-    shown: tuple[str, str] | None = None,
+    visit: Visit, done: Done | None = None, shown: tuple[str, str] | None = None
 ) -> Response:
-    listed = await frame.read(request, lambda session: list(staff_service.list_users(session)))
-    return frame.render(
-        request,
-        staff,
+    listed = await visit.read(lambda session: list(staff_service.list_users(session)))
+    return visit.render(
         "admin_users.html",
         {"users": listed, "roles": rules.ROLES, "done": done, "shown": shown},
         status=done.status if done else 200,
     )
 
 
-@router.get("/users", name="admin_users")
-async def users_page(request: Request, staff: AsAdmin) -> Response:
+@router.page("/users", role="admin", name="admin_users")
+async def users_page(visit: Visit) -> Response:
     """Staff users: list, create, disable, enable, reset a password."""
-    return await _users_page(request, staff)
+    return await _users_page(visit)
 
 
-@router.post("/users")
-async def create_user(request: Request, staff: AsAdmin) -> Response:
+@router.form("/users", role="admin", audit="console.create_staff_user")
+async def create_user(posted: Posted) -> Response:
     """Create a staff user; the generated password is shown once, here."""
-    form = await frame.checked_form(request, staff)
-    name, role = form.get("name", "").strip(), form.get("role", "")
+    name, role = posted.form.get("name", "").strip(), posted.form.get("role", "")
     secret: dict[str, str] = {}
 
     def work(session: Session) -> dict[str, Any]:
@@ -191,51 +164,36 @@ async def create_user(request: Request, staff: AsAdmin) -> Response:
         secret["password"] = password
         return {"name": user.name, "role": user.role}
 
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.create_staff_user",
-        asked={"name": name, "role": role},
-        work=work,
-    )
+    done = await posted.change(asked={"name": name, "role": role}, work=work)
     shown = (name, secret["password"]) if "password" in secret else None
-    return await _users_page(request, staff, done, shown)
+    return await _users_page(posted, done, shown)
 
 
-@router.post("/users/{name}/disable")
-async def disable_user(request: Request, name: str, staff: AsAdmin) -> Response:
+@router.form("/users/{name}/disable", role="admin", audit="console.disable_staff_user")
+async def disable_user(posted: Posted, name: str) -> Response:
     """Disable a staff user and end their sessions."""
-    await frame.checked_form(request, staff)
-    if name == staff.name:
+    if name == posted.user.name:
         raise frame.ConsoleRefusal(400, "You cannot disable yourself; ask another admin.")
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.disable_staff_user",
+    done = await posted.change(
         asked={"name": name},
         work=lambda session: {"name": staff_service.disable_user(session, name=name).name},
     )
-    return await _users_page(request, staff, done)
+    return await _users_page(posted, done)
 
 
-@router.post("/users/{name}/enable")
-async def enable_user(request: Request, name: str, staff: AsAdmin) -> Response:
+@router.form("/users/{name}/enable", role="admin", audit="console.enable_staff_user")
+async def enable_user(posted: Posted, name: str) -> Response:
     """Enable a staff user again and lift a lock-out."""
-    await frame.checked_form(request, staff)
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.enable_staff_user",
+    done = await posted.change(
         asked={"name": name},
         work=lambda session: {"name": staff_service.enable_user(session, name=name).name},
     )
-    return await _users_page(request, staff, done)
+    return await _users_page(posted, done)
 
 
-@router.post("/users/{name}/reset-password")
-async def reset_password(request: Request, name: str, staff: AsAdmin) -> Response:
+@router.form("/users/{name}/reset-password", role="admin", audit="console.reset_staff_password")
+async def reset_password(posted: Posted, name: str) -> Response:
     """Give a staff user a new password (shown once, here) and end their sessions."""
-    await frame.checked_form(request, staff)
     secret: dict[str, str] = {}
 
     def work(session: Session) -> dict[str, Any]:
@@ -243,8 +201,6 @@ async def reset_password(request: Request, name: str, staff: AsAdmin) -> Respons
         secret["password"] = password
         return {"name": user.name}
 
-    done = await frame.change(
-        request, staff, operation="console.reset_staff_password", asked={"name": name}, work=work
-    )
+    done = await posted.change(asked={"name": name}, work=work)
     shown = (name, secret["password"]) if "password" in secret else None
-    return await _users_page(request, staff, done, shown)
+    return await _users_page(posted, done, shown)

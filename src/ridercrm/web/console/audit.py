@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ridercrm.staff import audit_search
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsViewer
+from ridercrm.web.console.frame import ConsoleRouter, Visit
 
-router = APIRouter()
+router = ConsoleRouter()
 FILTERS = ("operation", "since", "until", "who", "person", "booking", "outcome")
 
 
-@router.get("/audit", name="audit")
-async def audit_page(request: Request, staff: AsViewer) -> Response:
+@router.page("/audit", role="viewer", name="audit")
+async def audit_page(visit: Visit) -> Response:
     """Audit records, newest first, filtered by operation, dates, who, person, booking, outcome."""
     params = {
         name: value.replace("\x00", "")[:200]
-        for name, value in request.query_params.items()
+        for name, value in visit.request.query_params.items()
         if name in (*FILTERS, "before")
     }
     filters, problems = audit_search.read_filters(params)
-    records, following = await frame.read(
-        request, lambda session: audit_search.search(session, filters)
-    )
+    records, following = await visit.read(lambda session: audit_search.search(session, filters))
     shown = {name: params.get(name, "") for name in FILTERS}
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "audit.html",
         {
             "records": records,
@@ -41,20 +36,18 @@ async def audit_page(request: Request, staff: AsViewer) -> Response:
     )
 
 
-@router.get("/audit/{audit_id}", name="audit_record")
-async def audit_record(request: Request, audit_id: str, staff: AsViewer) -> Response:
+@router.page("/audit/{audit_id}", role="viewer", name="audit_record")
+async def audit_record(visit: Visit, audit_id: str) -> Response:
     """One audit record with its request and response (as stored: RIDERCRM_AUDIT_REDACT)."""
-    found = await frame.read(request, lambda session: audit_search.record(session, audit_id[:40]))
+    found = await visit.read(lambda session: audit_search.record(session, audit_id[:40]))
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no audit record {audit_id[:40]}.")
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "audit_record.html",
         {
             "record": found,
             "request_body": audit_search.pretty(found.request_body),
             "response_body": audit_search.pretty(found.response_body),
-            "redacted": frame.services_of(request).settings.audit_redact,
+            "redacted": frame.services_of(visit.request).settings.audit_redact,
         },
     )

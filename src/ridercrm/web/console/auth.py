@@ -5,23 +5,23 @@ from __future__ import annotations
 import hmac
 import secrets
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsViewer
+from ridercrm.web.console.frame import ConsoleRouter, Posted, Visit
 from ridercrm.web.middleware import client_address
 from ridercrm.web.runtime import app_context as services_of
 
-router = APIRouter()
+router = ConsoleRouter()
 
 
-@router.get("/", name="home")
-async def home(request: Request, staff: AsViewer) -> Response:
+@router.page("/", role="viewer", name="home")
+async def home(visit: Visit) -> Response:
     """The console's home: find a person."""
-    return frame.redirect(request, "/people")
+    return visit.redirect("/people")
 
 
 def _next(request: Request, raw: str | None) -> str:
@@ -51,9 +51,10 @@ def _login_page(
     return response
 
 
-@router.get("/login", name="login")
-async def login_form(request: Request) -> Response:
+@router.page("/login", role=None, name="login")
+async def login_form(visit: Visit) -> Response:
     """The sign-in form."""
+    request = visit.request
     if await frame.signed_in(request) is not None:
         return RedirectResponse(_next(request, request.query_params.get("next")), status_code=303)
     token = request.cookies.get(frame.LOGIN_COOKIE) or secrets.token_urlsafe(24)
@@ -62,9 +63,12 @@ async def login_form(request: Request) -> Response:
     return _login_page(request, token=token)
 
 
-@router.post("/login")
-async def login(request: Request) -> Response:
+# Before a session there is no session token: the sign-in form's own token is checked
+# against its cookie (double submit), and a wrong one shows the form again.
+@router.form("/login", role=None, csrf=False, audit="console.sign_in")
+async def login(posted: Posted) -> Response:
     """Check the name and password; start a session or say why not."""
+    request = posted.request
     limiter = request.app.state.sign_in_limiter
     if limiter is not None:
         refusal = limiter.check(client_address(request.scope))
@@ -74,7 +78,7 @@ async def login(request: Request) -> Response:
                 f"Too many sign-in attempts from this address; try again in"
                 f" {refusal.retry_after} seconds.",
             )
-    form = await frame.form_of(request)
+    form = posted.form
     cookie = request.cookies.get(frame.LOGIN_COOKIE, "")
     sent = form.get(frame.CSRF_FIELD, "")
     fresh = secrets.token_urlsafe(24)
@@ -104,14 +108,7 @@ async def login(request: Request) -> Response:
         )
         return {"signed_in": True, "role": result.user.role}
 
-    await frame.change(
-        request,
-        None,
-        operation="console.sign_in",
-        asked={"username": name},
-        work=attempt,
-        actor=name or None,
-    )
+    await posted.change(asked={"username": name}, work=attempt, actor=name or None)
     if "token" not in outcome:
         refusal = str(outcome.get("refusal") or staff_service.WRONG)
         return _login_page(request, token=fresh, error=refusal, name=name, status=401)
@@ -127,34 +124,30 @@ async def login(request: Request) -> Response:
     return response
 
 
-@router.post("/logout", name="logout")
-async def logout(request: Request, staff: AsViewer) -> Response:
+@router.form("/logout", role="viewer", audit="console.sign_out", name="logout")
+async def logout(posted: Posted) -> Response:
     """End this session."""
-    await frame.checked_form(request, staff)
-    await frame.change(
-        request,
-        staff,
-        operation="console.sign_out",
-        asked={},
-        work=lambda session: staff_service.end_session(session, staff.token),
-    )
-    return _signed_out(request)
+    token = posted.user.token
+    await posted.change(asked={}, work=lambda session: staff_service.end_session(session, token))
+    return _signed_out(posted.request)
 
 
-@router.post("/logout-everywhere", name="logout_everywhere")
-async def logout_everywhere(request: Request, staff: AsViewer) -> Response:
+@router.form(
+    "/logout-everywhere",
+    role="viewer",
+    audit="console.sign_out_everywhere",
+    name="logout_everywhere",
+)
+async def logout_everywhere(posted: Posted) -> Response:
     """End every session of this staff user, on every device."""
-    await frame.checked_form(request, staff)
-    await frame.change(
-        request,
-        staff,
-        operation="console.sign_out_everywhere",
+    user_id = posted.user.user_id
+    await posted.change(
         asked={},
         work=lambda session: {
-            "sessions_ended": staff_service.end_all_sessions(session, user_id=staff.user_id)
+            "sessions_ended": staff_service.end_all_sessions(session, user_id=user_id)
         },
     )
-    return _signed_out(request)
+    return _signed_out(posted.request)
 
 
 def _signed_out(request: Request) -> Response:

@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from markupsafe import Markup
 
@@ -14,9 +13,9 @@ from ridercrm.reports import charts
 from ridercrm.reports import service as reports
 from ridercrm.reports.service import Dashboard, PassRate, PeriodError, WeeklySeries
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsViewer
+from ridercrm.web.console.frame import ConsoleRouter, Visit
 
-router = APIRouter()
+router = ConsoleRouter()
 
 QUICK_WEEKS = (4, 12, 26, 52)
 
@@ -86,17 +85,17 @@ def charts_of(board: Dashboard) -> list[Chart]:
     ]
 
 
-@router.get("/dashboard", name="dashboard")
-async def dashboard(request: Request, staff: AsViewer) -> Response:
+@router.page("/dashboard", role="viewer", name="dashboard")
+async def dashboard(visit: Visit) -> Response:
     """Bookings, cancellations and pass rates over a chosen period, as charts and tables."""
     today = dt.date.today()
-    start = _date(request.query_params.get("from"), "from")
-    end = _date(request.query_params.get("to"), "to")
+    start = _date(visit.request.query_params.get("from"), "from")
+    end = _date(visit.request.query_params.get("to"), "to")
     try:
         period = reports.period_of(start, end, today=today)
     except PeriodError as problem:
         raise frame.ConsoleRefusal(400, f"{problem}.") from None
-    board = await frame.read(request, lambda session: reports.dashboard(session, period=period))
+    board = await visit.read(lambda session: reports.dashboard(session, period=period))
     this_week = reports.monday(today)
     quick = [
         (weeks, this_week - dt.timedelta(weeks=weeks - 1), this_week + dt.timedelta(days=6))
@@ -104,9 +103,7 @@ async def dashboard(request: Request, staff: AsViewer) -> Response:
     ]
     cancelled = board.cancellations_by_location.total
     booked = board.bookings_by_location.total
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "dashboard.html",
         {
             "board": board,

@@ -5,16 +5,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.courses import daysheet, rules
 from ridercrm.courses.daysheet import Entry, SheetError
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
+from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
-router = APIRouter()
+router = ConsoleRouter()
 
 FIELD = "result-"
 """A row's field is ``result-<course id>``; its value one of RESULTS' (empty: no change)."""
@@ -42,9 +41,9 @@ def entry_for(asset_id: str, result: str) -> Entry:
     return daysheet.entry_of(asset_id, result)
 
 
-def _choice(request: Request, form: dict[str, str] | None = None) -> tuple[str, dt.date]:
+def _choice(visit: Visit, form: dict[str, str] | None = None) -> tuple[str, dt.date]:
     """The sheet's site and day, from the form or the query; errors as a 400 page."""
-    source = form if form is not None else request.query_params
+    source = form if form is not None else visit.request.query_params
     try:
         site = daysheet.site_of(source.get("site") or daysheet.SITES[0])
         day = daysheet.parse_day(source.get("date"), today=dt.date.today())
@@ -54,24 +53,19 @@ def _choice(request: Request, form: dict[str, str] | None = None) -> tuple[str, 
 
 
 async def _page(
-    request: Request,
-    staff: Staff,
+    visit: Visit,
     site: str,
     day: dt.date,
     *,
     done: Done | None = None,
     entered: dict[str, str] | None = None,
 ) -> Response:
-    sheet = await frame.read(
-        request, lambda session: daysheet.day_sheet(session, site=site, day=day)
-    )
+    sheet = await visit.read(lambda session: daysheet.day_sheet(session, site=site, day=day))
     rows: dict[str, dict[str, Any]] = {}
     if done is not None and done.ok and isinstance(done.body, dict):
         rows = {row["asset_id"]: row for row in done.body.get("rows", [])}
     failed = [asset_id for asset_id, row in rows.items() if not row["saved"]]
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "daysheet.html",
         {
             "sheet": sheet,
@@ -92,18 +86,18 @@ async def _page(
     )
 
 
-@router.get("/daysheet", name="daysheet")
-async def day_sheet(request: Request, staff: AsViewer) -> Response:
+@router.page("/daysheet", role="viewer", name="daysheet")
+async def day_sheet(visit: Visit) -> Response:
     """A site's courses of a day (today by default), grouped by start time and product."""
-    site, day = _choice(request)
-    return await _page(request, staff, site, day)
+    site, day = _choice(visit)
+    return await _page(visit, site, day)
 
 
-@router.post("/daysheet")
-async def record(request: Request, staff: AsStaff) -> Response:
+@router.form("/daysheet", role="staff", audit="console.daysheet")
+async def record(posted: Posted) -> Response:
     """Record attendance and results for the sheet's riders; each row alone."""
-    form = await frame.checked_form(request, staff)
-    site, day = _choice(request, form)
+    form = posted.form
+    site, day = _choice(posted, form)
     chosen = {
         name.removeprefix(FIELD): value.strip()
         for name, value in form.items()
@@ -122,11 +116,8 @@ async def record(request: Request, staff: AsStaff) -> Response:
             raise frame.ConsoleProblem(str(problem)) from None
         return submission.summary()
 
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.daysheet",
+    done = await posted.change(
         asked={"site": site, "date": day.isoformat(), **{FIELD + a: r for a, r in chosen.items()}},
         work=work,
     )
-    return await _page(request, staff, site, day, done=done, entered=chosen)
+    return await _page(posted, site, day, done=done, entered=chosen)

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.duplicates import merge, review, service
 from ridercrm.ids import canonical_id
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
+from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
-router = APIRouter(prefix="/duplicates")
+router = ConsoleRouter(prefix="/duplicates")
 
 MAX_ID = 2**62  # ids are database integers, as in the admin API
 FIELD_PREFIX = "field."
@@ -69,13 +68,13 @@ def _cluster_id(raw: str) -> int:
 # --- the queue --------------------------------------------------------------------
 
 
-async def _queue_page(request: Request, staff: Staff, *, done: Done | None = None) -> Response:
+async def _queue_page(visit: Visit, *, done: Done | None = None) -> Response:
     problems: list[str] = []
-    raw_status = request.query_params.get("status", "open")
+    raw_status = visit.request.query_params.get("status", "open")
     if raw_status not in review.STATUSES:
         problems.append(f"status: one of {', '.join(review.STATUSES)}")
         raw_status = "open"
-    raw_before = request.query_params.get("before", "") if done is None else ""
+    raw_before = visit.request.query_params.get("before", "") if done is None else ""
     before = _number(raw_before)
     if raw_before and before is None:
         problems.append(f"before: {raw_before[:40]} is not a cluster id")
@@ -86,13 +85,11 @@ async def _queue_page(request: Request, staff: Staff, *, done: Done | None = Non
         except ValueError as exc:
             return str(exc)
 
-    page = await frame.read(request, work)
+    page = await visit.read(work)
     if isinstance(page, str):
         problems.append(page)
         page = review.QueuePage([], None)
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "duplicates.html",
         {
             "page": page,
@@ -105,56 +102,49 @@ async def _queue_page(request: Request, staff: Staff, *, done: Done | None = Non
     )
 
 
-@router.get("", name="duplicates")
-async def queue(request: Request, staff: AsViewer) -> Response:
+@router.page("", role="viewer", name="duplicates")
+async def queue(visit: Visit) -> Response:
     """The review queue: clusters of likely duplicates, best score first, 50 a page."""
-    return await _queue_page(request, staff)
+    return await _queue_page(visit)
 
 
 # --- merges (before /{cluster_id}: "merges" is not a cluster) ----------------------
 
 
-async def _merge_page(
-    request: Request, staff: Staff, merge_id: int, *, done: Done | None = None
-) -> Response:
-    view = await frame.read(request, lambda session: review.merge_view(session, merge_id))
+async def _merge_page(visit: Visit, merge_id: int, *, done: Done | None = None) -> Response:
+    view = await visit.read(lambda session: review.merge_view(session, merge_id))
     if view is None:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id}.")
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "duplicates_merge.html",
         {"view": view, "done": done},
         status=done.status if done else 200,
     )
 
 
-@router.get("/merges", name="duplicates_merges")
-async def merges(request: Request, staff: AsViewer) -> Response:
+@router.page("/merges", role="viewer", name="duplicates_merges")
+async def merges(visit: Visit) -> Response:
     """The merges a person took part in (``?person=ID``), or the latest merges."""
-    raw = request.query_params.get("person", "").replace("\x00", "").strip()[:40]
+    raw = visit.query("person", 40).strip()
     person = canonical_id(raw) if raw else None
     if raw and person is None:
         raise frame.ConsoleRefusal(400, f"person: {raw} is not a record id.")
-    views = await frame.read(request, lambda session: review.merges_of(session, person))
-    return frame.render(
-        request, staff, "duplicates_merges.html", {"views": views, "person": person}
-    )
+    views = await visit.read(lambda session: review.merges_of(session, person))
+    return visit.render("duplicates_merges.html", {"views": views, "person": person})
 
 
-@router.get("/merges/{merge_id}", name="duplicates_merge")
-async def merge_page(request: Request, merge_id: str, staff: AsViewer) -> Response:
+@router.page("/merges/{merge_id}", role="viewer", name="duplicates_merge")
+async def merge_page(visit: Visit, merge_id: str) -> Response:
     """One merge: the survivor, the merged records, the moved courses; undo for staff."""
     found = _number(merge_id)
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
-    return await _merge_page(request, staff, found)
+    return await _merge_page(visit, found)
 
 
-@router.post("/merges/{merge_id}/undo")
-async def undo(request: Request, merge_id: str, staff: AsStaff) -> Response:
+@router.form("/merges/{merge_id}/undo", role="staff", audit="console.undo_merge")
+async def undo(posted: Posted, merge_id: str) -> Response:
     """Undo a merge through the same service as the admin API's undo."""
-    await frame.checked_form(request, staff)
     found = _number(merge_id)
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
@@ -171,10 +161,8 @@ async def undo(request: Request, merge_id: str, staff: AsStaff) -> Response:
             "moved_back": {"courses": sorted(record.moved_assets)},
         }
 
-    done = await frame.change(
-        request, staff, operation="console.undo_merge", asked={"merge_id": found}, work=work
-    )
-    return await _merge_page(request, staff, found, done=done)
+    done = await posted.change(asked={"merge_id": found}, work=work)
+    return await _merge_page(posted, found, done=done)
 
 
 # --- one cluster ------------------------------------------------------------------
@@ -192,8 +180,7 @@ def _choices(form: dict[str, str]) -> tuple[str | None, dict[str, str]]:
 
 
 async def _cluster_page(
-    request: Request,
-    staff: Staff,
+    visit: Visit,
     cluster_id: int,
     *,
     done: Done | None = None,
@@ -202,7 +189,7 @@ async def _cluster_page(
     chosen: tuple[str | None, dict[str, str]] | None = None,
     status: int | None = None,
 ) -> Response:
-    view = await frame.read(request, lambda session: review.cluster_view(session, cluster_id))
+    view = await visit.read(lambda session: review.cluster_view(session, cluster_id))
     if view is None:
         raise frame.ConsoleRefusal(404, f"There is no duplicates cluster {cluster_id}.")
     default = view.plan or {}
@@ -211,9 +198,7 @@ async def _cluster_page(
     checked_survivor = survivor or default.get("survivor")
     checked = {**default.get("sources", {}), **fields}
     names = {p.id: f"{p.first_name or ''} {p.last_name}".strip() for p in view.people}
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "duplicates_cluster.html",
         {
             "view": view,
@@ -234,18 +219,19 @@ async def _cluster_page(
     )
 
 
-@router.get("/{cluster_id}", name="duplicates_cluster")
-async def cluster_page(request: Request, cluster_id: str, staff: AsViewer) -> Response:
+@router.page("/{cluster_id}", role="viewer", name="duplicates_cluster")
+async def cluster_page(visit: Visit, cluster_id: str) -> Response:
     """A cluster side by side: differing fields marked, the explanation, courses per person."""
-    return await _cluster_page(request, staff, _cluster_id(cluster_id))
+    return await _cluster_page(visit, _cluster_id(cluster_id))
 
 
-@router.post("/{cluster_id}/preview")
-async def preview(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+# A preview is a read (the merge's dry run) and writes no audit record: a POST only so
+# the form's choices need not go in the address; the operation names it in the logs.
+@router.form("/{cluster_id}/preview", role="staff", audit="console.preview_merge")
+async def preview(posted: Posted, cluster_id: str) -> Response:
     """A merge's dry run with the chosen survivor and fields: nothing is written."""
-    form = await frame.checked_form(request, staff)
     found = _cluster_id(cluster_id)
-    survivor, fields = _choices(form)
+    survivor, fields = _choices(posted.form)
 
     def work(session: Session) -> dict[str, Any] | str:
         try:
@@ -253,17 +239,16 @@ async def preview(request: Request, cluster_id: str, staff: AsStaff) -> Response
         except merge.MergeError as exc:
             return exc.reason
 
-    planned = await frame.read(request, work)
+    planned = await posted.read(work)
     if isinstance(planned, str):
         return await _cluster_page(
-            request, staff, found, preview_error=planned, chosen=(survivor, fields), status=400
+            posted, found, preview_error=planned, chosen=(survivor, fields), status=400
         )
-    return await _cluster_page(request, staff, found, preview=planned, chosen=(survivor, fields))
+    return await _cluster_page(posted, found, preview=planned, chosen=(survivor, fields))
 
 
 async def _decide(
-    request: Request,
-    staff: Staff,
+    posted: Posted,
     cluster_id: str,
     decision: str,
     *,
@@ -291,37 +276,32 @@ async def _decide(
     asked: dict[str, Any] = {"cluster": found, "decision": decision}
     if decision == "merge":
         asked |= {"survivor": survivor, "fields": fields}
-    return await frame.change(
-        request, staff, operation=f"console.{decision}_duplicates", asked=asked, work=work
-    )
+    return await posted.change(asked=asked, work=work)
 
 
-@router.post("/{cluster_id}/merge")
-async def merge_cluster(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+@router.form("/{cluster_id}/merge", role="staff", audit="console.merge_duplicates")
+async def merge_cluster(posted: Posted, cluster_id: str) -> Response:
     """Merge the cluster with the previewed survivor and fields (one transaction)."""
-    form = await frame.checked_form(request, staff)
-    chosen = _choices(form)
-    done = await _decide(request, staff, cluster_id, "merge", chosen=chosen)
+    chosen = _choices(posted.form)
+    done = await _decide(posted, cluster_id, "merge", chosen=chosen)
     if done.ok:
-        return await _merge_page(request, staff, int(done.body["merge_id"]), done=done)
-    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done, chosen=chosen)
+        return await _merge_page(posted, int(done.body["merge_id"]), done=done)
+    return await _cluster_page(posted, _cluster_id(cluster_id), done=done, chosen=chosen)
 
 
-@router.post("/{cluster_id}/dismiss")
-async def dismiss(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+@router.form("/{cluster_id}/dismiss", role="staff", audit="console.dismiss_duplicates")
+async def dismiss(posted: Posted, cluster_id: str) -> Response:
     """Not duplicates: remembered, never proposed again; back to the queue."""
-    await frame.checked_form(request, staff)
-    done = await _decide(request, staff, cluster_id, "dismiss")
+    done = await _decide(posted, cluster_id, "dismiss")
     if done.ok:
-        return await _queue_page(request, staff, done=done)
-    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done)
+        return await _queue_page(posted, done=done)
+    return await _cluster_page(posted, _cluster_id(cluster_id), done=done)
 
 
-@router.post("/{cluster_id}/skip")
-async def skip(request: Request, cluster_id: str, staff: AsStaff) -> Response:
+@router.form("/{cluster_id}/skip", role="staff", audit="console.skip_duplicates")
+async def skip(posted: Posted, cluster_id: str) -> Response:
     """Skip for now (listed under Skipped, decidable later); back to the queue."""
-    await frame.checked_form(request, staff)
-    done = await _decide(request, staff, cluster_id, "skip")
+    done = await _decide(posted, cluster_id, "skip")
     if done.ok:
-        return await _queue_page(request, staff, done=done)
-    return await _cluster_page(request, staff, _cluster_id(cluster_id), done=done)
+        return await _queue_page(posted, done=done)
+    return await _cluster_page(posted, _cluster_id(cluster_id), done=done)

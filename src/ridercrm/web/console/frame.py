@@ -1,51 +1,62 @@
 """The console's frame: what a page module uses to add a page (docs/console.md, "Adding a page").
 
-A page is a FastAPI route on an ``APIRouter`` of its own module, listed in
-:mod:`ridercrm.web.console.pages`. It takes the signed-in staff user as a parameter
-typed ``AsViewer``, ``AsStaff`` or ``AsAdmin`` (``Depends(require(ROLE))``; no session: redirected to sign-in; too low a role: 403
-page), reads with :func:`read`, renders with :func:`render`, and for a change reads
-the form with :func:`checked_form` (CSRF refused with a 403 page) and makes it through
-:func:`change`, which runs the feature's service in one transaction with an audit
-record naming the staff user. Everything here is stable for other modules to use::
+A page module declares each route once on its :class:`ConsoleRouter` (listed in
+:mod:`ridercrm.web.console.pages`): ``page`` for a GET, ``form`` for a POST, with the
+least role it needs and, for a form, the operation its audit record is stored under.
+The declaration registers the route and does what every route needs before the
+handler runs: the session (none: redirected to sign-in), the role (too low: a 403
+page), and for a form the CSRF token (wrong: a 403 page, nothing changed). The handler
+gets a :class:`Visit` (a :class:`Posted` for a form) and the path's parameters; it
+reads with ``visit.read``, renders with ``visit.render``, and makes a change with
+``posted.change``, which runs the feature's service in one write transaction with the
+audit record naming the staff user (a PostgreSQL deadlock is retried)::
 
-    router = APIRouter()
+    router = ConsoleRouter()
 
-    @router.get("/things", name="things")
-    async def things(request: Request, staff: AsViewer) -> Response:
-        rows = await read(request, lambda session: service.list_things(session))
-        return render(request, staff, "things.html", {"rows": rows})
+    @router.page("/things", role="viewer")
+    async def things(visit: Visit) -> Response:
+        rows = await visit.read(lambda session: service.list_things(session))
+        return visit.render("things.html", {"rows": rows})
 
-    @router.post("/things")
-    async def add_thing(request: Request, staff: AsStaff) -> Response:
-        form = await checked_form(request, staff)
-        done = await change(
-            request, staff, operation="console.things.add", asked=form,
-            work=lambda session: {"id": service.add(session, name=form.get("name", ""))},
+    @router.form("/things/{thing_id}", role="staff", audit="console.things.rename")
+    async def rename(posted: Posted, thing_id: str) -> Response:
+        name = posted.form.get("name", "")
+        done = await posted.change(
+            asked={"id": thing_id, "name": name},
+            work=lambda session: {"id": service.rename(session, thing_id[:40], name)},
         )
-        return render(request, staff, "things.html", {"done": done}, status=done.status)
+        return posted.render("things.html", {"done": done}, status=done.status)
+
+Every console route is declared this way (tests/console/test_access.py checks it and
+each route's role). The lower-level pieces (``require``, ``checked_form``, ``change``,
+``read``, ``render``) stay for the helper's own use.
 """
 
 from __future__ import annotations
 
 import hmac
+import inspect
 import json
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl, quote
 
-from fastapi import Depends, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
+from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS
 from ridercrm.web.runtime import AppContext as Services
 from ridercrm.web.runtime import app_context as services_of
 
@@ -283,6 +294,19 @@ async def change(
     who = staff.name if staff is not None else actor
 
     def run() -> Done:
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                return attempt_once()
+            except DBAPIError as exc:
+                # PostgreSQL ended the transaction in a deadlock or serialisation
+                # conflict; it rolled back whole, so running it again is safe.
+                retryable = getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES
+                if attempt == TRANSACTION_ATTEMPTS or not retryable:
+                    raise
+                time.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
+
+    def attempt_once() -> Done:
         started = time.perf_counter()
         _change_audit_id.set(call.audit_id)
         try:
@@ -336,6 +360,152 @@ def _write(
     )
     record.staff_user = who
     session.flush()
+
+
+# --- declaring routes --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One console route as its module declared it (what tests/console/test_access.py checks)."""
+
+    method: str  # GET (a page) or POST (a form)
+    path: str  # below the console's root, with its {parameters}
+    role: str | None  # the least role; None: open to anyone (sign-in)
+    audit: str | Callable[[Mapping[str, str]], str] | None = None  # a form's operation
+    csrf: bool = False  # the form's CSRF token is checked before the handler runs
+
+
+@dataclass
+class Visit:
+    """A request to a page, its staff user (None on a page open to anyone) and what the
+    page needs: reads, rendering, the query string."""
+
+    request: Request
+    staff: Staff | None
+
+    @property
+    def user(self) -> Staff:
+        """The signed-in staff user: always there on a route declared with a role."""
+        if self.staff is None:
+            raise SignInNeeded
+        return self.staff
+
+    def query(self, name: str, limit: int = 200) -> str:
+        """A query-string value, without NUL characters, at most ``limit`` characters."""
+        return self.request.query_params.get(name, "").replace("\x00", "")[:limit]
+
+    async def read(self, work: Callable[[Session], T]) -> T:
+        return await read(self.request, work)
+
+    def render(
+        self, template: str, context: Mapping[str, Any] | None = None, *, status: int = 200
+    ) -> HTMLResponse:
+        return render(self.request, self.staff, template, context, status=status)
+
+    def redirect(self, path: str) -> RedirectResponse:
+        return redirect(self.request, path)
+
+
+@dataclass
+class Posted(Visit):
+    """A form sent to a declared ``form`` route: its fields (checked for CSRF) and the
+    operation its change is audited as."""
+
+    form: dict[str, str] = field(default_factory=dict)  # a field given twice: its last value
+    lists: dict[str, list[str]] = field(default_factory=dict)  # every value of every field
+    operation: str = ""
+
+    async def change(
+        self, *, asked: Mapping[str, Any], work: Callable[[Session], Any], actor: str | None = None
+    ) -> Done:
+        """Run ``work`` in one write transaction with the form's audit record (:func:`change`)."""
+        return await change(
+            self.request, self.staff, operation=self.operation, asked=asked, work=work, actor=actor
+        )
+
+
+Handler = Callable[..., Awaitable[Response]]
+
+
+class ConsoleRouter(APIRouter):
+    """A page module's routes, each declared once with its role (and a form's audit)."""
+
+    def __init__(self, *, prefix: str = "") -> None:
+        super().__init__(prefix=prefix)
+        self.declared: list[Declared] = []
+
+    def page(
+        self, path: str, *, role: str | None = "viewer", name: str | None = None
+    ) -> Callable[[Handler], Handler]:
+        """A GET page; the handler takes a :class:`Visit` and the path's parameters."""
+        return self._declare(Declared("GET", self.prefix + path, role), path, name)
+
+    def form(
+        self,
+        path: str,
+        *,
+        audit: str | Callable[[Mapping[str, str]], str],
+        role: str | None = "staff",
+        csrf: bool = True,
+        name: str | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """A POST form whose change is audited as ``audit`` (or the operation ``audit``
+        names for the form); the handler takes a :class:`Posted` and the path's
+        parameters. ``csrf=False`` only for a form without a session (sign-in), which
+        checks its own token."""
+        if csrf and role is None:
+            raise ValueError("a form open to anyone has no session token: check it, csrf=False")
+        if not csrf and role is not None:
+            raise ValueError("a signed-in form always checks its CSRF token")
+        declared = Declared("POST", self.prefix + path, role, audit, csrf)
+        return self._declare(declared, path, name)
+
+    def _declare(
+        self, declared: Declared, path: str, name: str | None
+    ) -> Callable[[Handler], Handler]:
+        role = declared.role
+        if role is not None and role not in rules.ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        authorised = require(role) if role is not None else None
+
+        def register(handler: Handler) -> Handler:
+            async def endpoint(request: Request, **params: str) -> Response:
+                staff = await authorised(request) if authorised is not None else None
+                if declared.method == "GET":
+                    return await handler(Visit(request, staff), **params)
+                if declared.csrf:
+                    assert staff is not None
+                    form = await checked_form(request, staff)
+                else:
+                    form = await form_of(request)
+                audit = declared.audit
+                operation = audit(form) if callable(audit) else audit or ""
+                lists = await form_lists(request)
+                return await handler(Posted(request, staff, form, lists, operation), **params)
+
+            keyword = inspect.Parameter.KEYWORD_ONLY
+            endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+                [
+                    inspect.Parameter(
+                        "request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request
+                    ),
+                    *(
+                        inspect.Parameter(param, keyword, annotation=str)
+                        for param in re.findall(r"{(\w+)}", path)
+                    ),
+                ],
+                return_annotation=Response,
+            )
+            endpoint.__name__ = handler.__name__
+            endpoint.__doc__ = handler.__doc__
+            self.add_api_route(
+                path, endpoint, methods=[declared.method], name=name or handler.__name__
+            )
+            self.declared.append(declared)
+            return handler
+
+        return register
 
 
 _environment: Environment | None = None

@@ -1,14 +1,13 @@
-"""The console's pages and navigation. A module adds its page by adding its router to
-ROUTERS and, if it belongs in the navigation, a NavItem to NAV (docs/console.md)."""
+"""The console's pages and navigation. A module adds its pages by declaring them on a
+``frame.ConsoleRouter``, adding that router to ROUTERS and, if it belongs in the
+navigation, a NavItem to NAV (docs/console.md)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, duplicates, people
-from ridercrm.web.console.frame import NavItem
+from ridercrm.web.console.frame import ConsoleRouter, NavItem
 
-ROUTERS: list[APIRouter] = [
+ROUTERS: list[ConsoleRouter] = [
     auth.router,
     people.router,
     audit.router,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
@@ -16,37 +15,34 @@ from ridercrm.people.models import LEAD
 from ridercrm.people.schemas import ModifiedPerson
 from ridercrm.staff import finder, person_view
 from ridercrm.web.console import frame
-from ridercrm.web.console.frame import AsStaff, AsViewer, Done, Staff
+from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
-router = APIRouter()
+router = ConsoleRouter()
 
 
-@router.get("/people", name="people")
-async def find(request: Request, staff: AsViewer) -> Response:
+@router.page("/people", role="viewer", name="people")
+async def find(visit: Visit) -> Response:
     """Find a person by name, e-mail, phone, licence or date of birth."""
-    text = request.query_params.get("q", "").replace("\x00", "")[:200]
-    people = await frame.read(request, lambda session: finder.find_people(session, text=text))
-    return frame.render(
-        request, staff, "people.html", {"q": text, "people": people, "searched": bool(text.strip())}
+    text = visit.query("q")
+    people = await visit.read(lambda session: finder.find_people(session, text=text))
+    return visit.render(
+        "people.html", {"q": text, "people": people, "searched": bool(text.strip())}
     )
 
 
 async def _person_page(
-    request: Request,
-    staff: Staff,
+    visit: Visit,
     person_id: str,
     *,
     done: Done | None = None,
     errors: list[str] | None = None,
     entered: dict[str, str] | None = None,
 ) -> Response:
-    view = await frame.read(request, lambda session: person_view.view_person(session, person_id))
+    view = await visit.read(lambda session: person_view.view_person(session, person_id))
     if view is None:
         raise frame.ConsoleRefusal(404, f"There is no contact or lead with id {person_id}.")
     values = {name: person_view.form_value(view.person, name) for name in person_view.EDITABLE}
-    return frame.render(
-        request,
-        staff,
+    return visit.render(
         "person.html",
         {
             "view": view,
@@ -76,17 +72,17 @@ FIELD_LABELS = {
 }
 
 
-@router.get("/people/{person_id}", name="person")
-async def person_page(request: Request, person_id: str, staff: AsViewer) -> Response:
+@router.page("/people/{person_id}", role="viewer", name="person")
+async def person_page(visit: Visit, person_id: str) -> Response:
     """A person's details, kind, conversion, courses with their history, audit and matches."""
-    return await _person_page(request, staff, person_id[:40])
+    return await _person_page(visit, person_id[:40])
 
 
-@router.post("/people/{person_id}")
-async def modify_person(request: Request, person_id: str, staff: AsStaff) -> Response:
+@router.form("/people/{person_id}", role="staff", audit="console.modify_person")
+async def modify_person(posted: Posted, person_id: str) -> Response:
     """Change a person's details through operation 2's service (modify)."""
-    form = await frame.checked_form(request, staff)
     person_id = person_id[:40]
+    form = posted.form
     entered = {name: form[name].strip() for name in person_view.EDITABLE if name in form}
 
     def work(session: Session) -> Any:
@@ -104,23 +100,16 @@ async def modify_person(request: Request, person_id: str, staff: AsStaff) -> Res
             return frame.Refused(answer, "; ".join(result.errors))
         return answer
 
-    done = await frame.change(
-        request,
-        staff,
-        operation="console.modify_person",
-        asked={"ID": person_id, **entered},
-        work=work,
-    )
+    done = await posted.change(asked={"ID": person_id, **entered}, work=work)
     errors = [] if done.ok else (done.error or "").split("; ")
     return await _person_page(
-        request, staff, person_id, done=done, errors=errors, entered=None if done.ok else entered
+        posted, person_id, done=done, errors=errors, entered=None if done.ok else entered
     )
 
 
-@router.post("/people/{person_id}/convert")
-async def convert(request: Request, person_id: str, staff: AsStaff) -> Response:
+@router.form("/people/{person_id}/convert", role="staff", audit="console.convert_lead")
+async def convert(posted: Posted, person_id: str) -> Response:
     """Convert a lead to a contact (the lead then stands for the contact)."""
-    await frame.checked_form(request, staff)
     person_id = person_id[:40]
     target: dict[str, str] = {}
 
@@ -137,20 +126,16 @@ async def convert(request: Request, person_id: str, staff: AsStaff) -> Response:
         target["id"] = contact.id
         return {"lead": lead.id, "contact": contact.id}
 
-    done = await frame.change(
-        request, staff, operation="console.convert_lead", asked={"ID": person_id}, work=work
-    )
+    done = await posted.change(asked={"ID": person_id}, work=work)
     if done.ok:
-        return frame.redirect(request, f"/people/{target['id']}")
-    return await _person_page(request, staff, person_id, done=done)
+        return posted.redirect(f"/people/{target['id']}")
+    return await _person_page(posted, person_id, done=done)
 
 
-@router.post("/people/{person_id}/courses/{asset_id}")
-async def change_course(
-    request: Request, person_id: str, asset_id: str, staff: AsStaff
-) -> Response:
+@router.form("/people/{person_id}/courses/{asset_id}", role="staff", audit="console.change_course")
+async def change_course(posted: Posted, person_id: str, asset_id: str) -> Response:
     """Change one course's status and feedback through operation 1's service."""
-    form = await frame.checked_form(request, staff)
+    form = posted.form
     person_id, asset_id = person_id[:40], asset_id[:40]
     item = {
         "asset_id": asset_id,
@@ -165,7 +150,5 @@ async def change_course(
             return frame.Refused(answer, result.receipt)
         return answer
 
-    done = await frame.change(
-        request, staff, operation="console.change_course", asked=item, work=work
-    )
-    return await _person_page(request, staff, person_id, done=done)
+    done = await posted.change(asked=item, work=work)
+    return await _person_page(posted, person_id, done=done)
