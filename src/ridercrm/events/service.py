@@ -291,6 +291,25 @@ def person_merged(
     )
 
 
+def alias_kept(session: Session, *, person_id: str, kind: str, alias_id: str) -> None:
+    """An import kept a matched row's own id as an alias of the person it matched: that
+    id now stands for the person, as a merged one does (person.merged, no merge to undo).
+    The caller holds the person's row lock, as for every event of a person."""
+    record(
+        session,
+        event_type=PERSON_MERGED,
+        subject=f"person:{person_id}",
+        data={
+            "survivor_id": person_id,
+            "kind": kind,
+            "merged_ids": [alias_id],
+            "merge_id": None,
+            "moved_courses": [],
+            "audit_id": None,
+        },
+    )
+
+
 def person_unmerged(
     session: Session,
     *,
