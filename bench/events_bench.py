@@ -13,7 +13,9 @@ b. Latency: `ridercrm serve` (one worker, its own deliverer, default settings) t
    creation's 201 answer (the commit is just before it) to its arrival at the receiver.
 c. Cost: 200-item new-booking requests (100 lead conversions) through the real app
    (TestClient) with one endpoint registered, outbox on and off (the outbox writer
-   replaced by a no-op) alternating, 7 pairs; medians and their ratio.
+   replaced by a no-op) alternating, 7 pairs (``--pairs``); medians of wall-clock and of
+   this process's CPU time (the app runs in it) and their ratios, and the median of the
+   pairs' own ratios (each pair side by side, so less moved by the load's drift).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +177,25 @@ def latency(url: str, receiver: Receiver, workdir: Path) -> tuple[float, float, 
     )
 
 
-def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
+@dataclass
+class Cost:
+    """Per request, in ms: wall-clock and CPU time, outbox on and off, pair by pair."""
+
+    wall: dict[bool, list[float]]
+    cpu: dict[bool, list[float]]
+
+    def summary(self) -> str:
+        def ratios(series: dict[bool, list[float]]) -> str:
+            on, off = statistics.median(series[True]), statistics.median(series[False])
+            pairs = statistics.median(
+                a / b for a, b in zip(series[True], series[False], strict=True)
+            )
+            return f"on {on:.0f} ms, off {off:.0f} ms, on/off {on / off:.3f} (pairs {pairs:.3f})"
+
+        return f"wall {ratios(self.wall)}; cpu {ratios(self.cpu)}; {len(self.wall[True])} pairs"
+
+
+def booking_cost(url: str, receiver: Receiver, pairs: int = PAIRS) -> Cost:
     settings = settings_for(url)
     app = create_app(settings)
     sessions = keep_keys(session_factory(build_engine(settings)))
@@ -190,7 +211,7 @@ def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
         _key, plaintext = create_key(session, name="bench", scopes=["admin"])
     headers = {"Authorization": f"Bearer {plaintext}"}
     record = events.record
-    timings: dict[bool, list[float]] = {True: [], False: []}
+    cost = Cost(wall={True: [], False: []}, cpu={True: [], False: []})
     with TestClient(app) as client:
         product = client.post(
             "/admin/products",
@@ -204,7 +225,7 @@ def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
             for n in range(ITEMS // 2)
         ]
         made = 0
-        for pair in range(PAIRS):
+        for pair in range(pairs):
             for on in (pair % 2 == 0, pair % 2 == 1):
                 leads = [
                     client.post(
@@ -219,18 +240,19 @@ def booking_cost(url: str, receiver: Receiver) -> tuple[float, float]:
                     made += 1
                 events.record = record if on else _no_event  # type: ignore[assignment]
                 try:
-                    started = time.perf_counter()
+                    started, cpu = time.perf_counter(), time.process_time()
                     response = client.post(
                         "/crm/people/rider_courses", json={"people_product": items}, headers=headers
                     )
-                    timings[on].append((time.perf_counter() - started) * 1000)
+                    cost.wall[on].append((time.perf_counter() - started) * 1000)
+                    cost.cpu[on].append((time.process_time() - cpu) * 1000)
                 finally:
                     events.record = record  # type: ignore[assignment]
                 details = response.json()["details"]
                 if not all(d["delivery"] == "true" for d in details):
                     raise SystemExit("a booking failed")
     app.state.context.engine.dispose()
-    return statistics.median(timings[True]), statistics.median(timings[False])
+    return cost
 
 
 def _no_event(session: Any, **_: Any) -> None:
@@ -247,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="What to measure."
     )
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="Cost: on/off pairs.")
     args = parser.parse_args(argv)
     print(f"code {code_version()}; cpu {cpu_model()} x{os.cpu_count()}; load {load_average():.1f}")
     results = {}
@@ -264,10 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                         f" ({count} events at {RATE}/s)"
                     )
                 else:
-                    on, off = booking_cost(url, receiver)
-                    results[part] = (
-                        f"outbox on {on:.0f} ms, off {off:.0f} ms, on/off {on / off:.3f}"
-                    )
+                    results[part] = booking_cost(url, receiver, args.pairs).summary()
             finally:
                 drop()
         print(f"{args.db} {part}: {results[part]} (load {load_average():.1f})", flush=True)

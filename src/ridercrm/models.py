@@ -10,7 +10,7 @@ from ridercrm.duplicates.models import (
     PersonMerge,
     TouchedPerson,
 )
-from ridercrm.events.models import Delivery, Event, WebhookEndpoint
+from ridercrm.events.models import Delivery, Event, WebhookEndpoint, WebhookTotal
 from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
@@ -42,4 +42,5 @@ __all__ = [
     "StaffUser",
     "TouchedPerson",
     "WebhookEndpoint",
+    "WebhookTotal",
 ]

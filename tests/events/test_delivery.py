@@ -123,8 +123,11 @@ def test_an_endpoint_failing_its_whole_schedule_is_disabled_and_the_operator_tol
     (entry,) = _deliveries(client, admin_headers, endpoint)
     assert (entry["status"], entry["error"]) == ("failed", "HTTP 500")
     metrics = client.get("/metrics").text
-    assert 'ridercrm_webhook_endpoints_disabled_total{reason="exhausted"}' in metrics
-    assert 'ridercrm_webhook_deliveries_total{outcome="failed"}' in metrics
+    # The counters are the database's running totals: this test's attempts exactly.
+    assert 'ridercrm_webhook_endpoints_disabled_total{reason="exhausted"} 1.0' in metrics
+    assert 'ridercrm_webhook_deliveries_total{outcome="failed"} 1.0' in metrics
+    assert 'ridercrm_webhook_deliveries_total{outcome="retry"} 3.0' in metrics
+    assert 'ridercrm_webhook_deliveries_total{outcome="delivered"} 0.0' in metrics
     # Disabled, it is sent nothing; enabled again, a replay since it was disabled
     # sends what it missed.
     create_person(client, admin_headers, first_name="Bo")

@@ -4,6 +4,7 @@ and received signed by a real receiver (docs/decisions.md, "Duplicates (issue 15
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -13,12 +14,14 @@ from testkit.factories import create_person
 from testkit.receiver import Receiver
 
 from ridercrm.db import session_scope
+from ridercrm.duplicates.models import DuplicateCluster
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Event
 from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from tests.events.conftest import register
 from tests.http.courses_helpers import Courses
+from tests.http.test_duplicates_decisions import cli
 
 MERGE = "/admin/people/merge"
 
@@ -111,3 +114,52 @@ def test_a_refused_or_previewed_merge_records_no_event(
     _post(client, admin_headers, MERGE, {"people": [first, lead], "survivor": lead}, 400)
     with session_scope(sessions) as session:
         assert set(session.scalars(select(Event.id))) == before
+
+
+def test_a_review_decision_and_the_cli_publish_their_merges(
+    db_url: str,
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    _endpoint, secret = register(client, admin_headers, receiver.url, "person.merged",
+                                 "person.unmerged")  # fmt: skip
+    ann, anne = (create_person(client, admin_headers, first_name=n) for n in ("Ann", "Anne"))
+    bo, bob = (create_person(client, admin_headers, first_name=n) for n in ("Bo", "Bob"))
+    with session_scope(sessions, write=True) as session:
+        cluster = DuplicateCluster(people=[ann, anne], score=20.0)
+        session.add(cluster)
+        session.flush()
+        cluster_id = cluster.id
+    decided = _post(client, admin_headers, f"/admin/duplicates/{cluster_id}/decide",
+                    {"decision": "merge"}, 200)  # fmt: skip
+    merged = cli(db_url, "duplicates", "merge", bo, bob)
+    assert merged.exit_code == 0, merged.output
+    by_cli = json.loads(merged.stdout)
+    undone = cli(db_url, "duplicates", "unmerge", str(by_cli["merge_id"]))
+    assert undone.exit_code == 0, undone.output
+
+    deliverer.run_until_idle()
+    got = receiver.delivered()
+    assert all(r.verifies_with(secret) for r in got)
+    for request in got:
+        EVENT_MODELS[request.type].model_validate(request.payload)
+    data = [(r.type, r.payload["data"]) for r in got]
+    decision = decided.json()
+    assert data[0] == (
+        "person.merged",
+        {
+            "survivor_id": decision["survivor"],
+            "kind": "contact",
+            "merged_ids": [anne if decision["survivor"] == ann else ann],
+            "merge_id": decision["merge_id"],
+            "moved_courses": [],
+            "audit_id": decided.headers["x-audit-id"],
+        },
+    )
+    assert [(kind, d["merge_id"], d["audit_id"]) for kind, d in data[1:]] == [
+        ("person.merged", by_cli["merge_id"], by_cli["audit_id"]),
+        ("person.unmerged", by_cli["merge_id"], json.loads(undone.stdout)["audit_id"]),
+    ]

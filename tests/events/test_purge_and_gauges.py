@@ -1,25 +1,20 @@
 """Delivered events are purged after the retention time (the deliverer and `ridercrm
-webhooks purge`); the queue gauges are read from the database, so every worker of
-`serve --workers 2` reports them right."""
+webhooks purge`); the queue gauges are read from the database at scrape time (every
+worker of `serve --workers 2`: test_metrics_across_processes.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
-from testkit.factories import create_person, person_body
+from testkit.factories import create_person
 from testkit.receiver import Receiver
-from testkit.serve import free_port, ridercrm_command, run_cli, tail
 
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
@@ -149,51 +144,3 @@ def test_queue_gauges_are_read_at_scrape_time(
     depth, oldest = _gauges(client.get("/metrics").text)
     assert depth == 2.0
     assert oldest > 0
-
-
-def test_every_worker_of_serve_reports_the_queue(db_url: str, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "RIDERCRM_DATABASE_URL": db_url,
-        "RIDERCRM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
-        "RIDERCRM_WEBHOOK_DELIVERER": "false",  # nothing delivers: the queue stays
-        "RIDERCRM_LOG_LEVEL": "WARNING",
-    }
-    run_cli(["db", "upgrade"], env, timeout=120)
-    key = run_cli(["keys", "create", "--name", "m", "--scope", "admin"], env, timeout=60)
-    headers = {"Authorization": f"Bearer {key.strip().splitlines()[-1]}"}
-    run_cli(
-        ["webhooks", "add", "http://127.0.0.1:9/", "--event", "person.created"], env, timeout=60
-    )
-    port = free_port()
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "2"],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, tail(log)
-            assert time.monotonic() < deadline, tail(log)
-            time.sleep(0.1)
-        with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
-            for n in range(3):
-                made = http.post("/admin/contacts", json=person_body(first_name=f"W{n}"))
-                assert made.status_code == 201, made.text
-            # New connections: the scrapes spread over both workers.
-        for _ in range(8):
-            depth, oldest = _gauges(httpx.get(f"{base}/metrics", timeout=10).text)
-            assert depth == 3.0
-            assert oldest > 0
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -18,11 +18,14 @@ from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
 from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
+from ridercrm.ids import RecordKind, new_id
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
+from ridercrm.transfer.rerun import OnMatch
+from tests.cli.transfer_helpers import write_csv
 from tests.events.conftest import register
 
 PERSONAL_VALUES = ("Nguyen", "ann.nguyen@example.com", "0412 345 678", "L1234567", "12 Main St")
@@ -218,3 +221,60 @@ def test_a_failed_item_writes_no_event_and_a_repeat_writes_none(
     # The same values again change nothing: no event.
     client.post("/crm/modify", json=body, headers=admin_headers)
     assert _counts(sessions) == (before[0] + 1, before[1] + 1)
+
+
+THEIR_HEADER = ["FirstName", "LastName", "Birthdate", "Email", "MobilePhone",
+                "MailingPostalCode", "MailingCity"]  # fmt: skip
+THEIR_PEOPLE = [
+    ["Ann", "Nguyen", "1990-04-12", "ann.nguyen@example.com", "0412345678", "3000", "Somerton"],
+    ["Bilal", "Okafor", "1985-11-03", "bilal.okafor@example.com", "0423456789", "3064", "Somerton"],
+]
+
+
+def test_an_id_kept_as_an_alias_by_import_is_announced_as_merged_into_its_person(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+    tmp_path: Path,
+) -> None:
+    _endpoint, secret = register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    first = write_csv(tmp_path / "a.csv", THEIR_HEADER, THEIR_PEOPLE)
+    assert import_csv(sessions, CONTACTS, first, workers=0).imported == 2
+    deliverer.run_until_idle()
+    stored = {
+        r.payload["data"]["person"]["first_name"]: r.payload["data"]["person"]["id"]
+        for r in receiver.delivered()
+    }
+    # Another CRM's export of the same people with its own ids and a new city.
+    theirs = {name: new_id(RecordKind.CONTACT) for name in stored}
+    rows = [[theirs[row[0]], *row[:-1], "Kilsyth"] for row in THEIR_PEOPLE]
+    second = write_csv(tmp_path / "b.csv", ["Id", *THEIR_HEADER], rows)
+    before = _counts(sessions)
+    dry = import_csv(sessions, CONTACTS, second, workers=0, dry_run=True, on_match=OnMatch.update)
+    assert dry.updated == 2  # matched, as the real run below
+    assert _counts(sessions) == before  # a dry run publishes nothing
+    result = import_csv(sessions, CONTACTS, second, workers=0, on_match=OnMatch.update)
+    assert (result.imported, result.updated, result.aliases) == (0, 2, 2)
+    deliverer.run_until_idle()
+
+    got = receiver.delivered()[2:]
+    assert all(r.verifies_with(secret) for r in got)
+    for request in got:
+        EVENT_MODELS[request.type].model_validate(request.payload)
+    for name, person_id in stored.items():
+        mine = [r for r in got if person_id in (r.payload["data"].get("person_id"),
+                                                r.payload["data"].get("survivor_id"))]  # fmt: skip
+        # As a merge: the person's changed fields, then the id that now stands for it.
+        assert [r.type for r in mine] == ["person.updated", "person.merged"]
+        assert mine[0].payload["data"]["fields"] == ["city"]
+        assert mine[1].payload["data"] == {
+            "survivor_id": person_id,
+            "kind": "contact",
+            "merged_ids": [theirs[name]],
+            "merge_id": None,
+            "moved_courses": [],
+            "audit_id": None,
+        }
+    assert len(got) == 4  # no person.created for an alias record

@@ -20,6 +20,7 @@ import logging
 import random
 import threading
 import time
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -208,11 +209,12 @@ class Deliverer:
         if not finished and (free <= 0 or not self._anything_due(full)):
             return []
         with session_scope(self.sessions, write=True) as session:
+            tally: metrics.Tally = Counter()
             for job, answer in finished:
-                self._settle_one(session, job, answer)
-            if free <= 0:
-                return []
-            return self._claim(session, free, full, share, counts)
+                self._settle_one(session, job, answer, tally)
+            jobs = self._claim(session, free, full, share, counts) if free > 0 else []
+            metrics.add_totals(session, tally)  # last: its rows stay locked until the commit
+            return jobs
 
     # --- Claims -----------------------------------------------------------------------
 
@@ -365,14 +367,17 @@ class Deliverer:
     def settle(self, outcomes: list[tuple[Job, Answer]]) -> None:
         """Store attempts' outcomes in one transaction."""
         with session_scope(self.sessions, write=True) as session:
+            tally: metrics.Tally = Counter()
             for job, answer in outcomes:
-                self._settle_one(session, job, answer)
+                self._settle_one(session, job, answer, tally)
+            metrics.add_totals(session, tally)
 
     def record(self, job: Job, answer: Answer) -> None:
         """Store one attempt's outcome, if the claim is still ours."""
         self.settle([(job, answer)])
 
-    def _settle_one(self, session: Session, job: Job, answer: Answer) -> None:
+    def _settle_one(self, session: Session, job: Job, answer: Answer, tally: metrics.Tally) -> None:
+        """Store one outcome if the claim is still ours; count it in ``tally``."""
         delivery = session.get(Delivery, job.delivery_id, with_for_update=True)
         if delivery is None or delivery.status != SENDING or delivery.attempts != job.attempt:
             return  # the lease ran out and another deliverer took it over
@@ -384,24 +389,25 @@ class Deliverer:
         if answer.ok:
             delivery.status = DELIVERED
             delivery.finished_at = now
-            metrics.DELIVERIES.labels("delivered").inc()
+            tally[metrics.DELIVERIES, "delivered"] += 1
             return
         delay = self.retry_delay(job.attempt)
         if answer.code == 410 or delay is None:
             delivery.status = FAILED
             delivery.finished_at = now
-            metrics.DELIVERIES.labels("failed").inc()
+            tally[metrics.DELIVERIES, "failed"] += 1
             if answer.code == 410:
                 reason, label = "the endpoint answered 410 Gone", "gone"
             else:
                 reason, label = f"failed all {job.attempt} attempts of a delivery", "exhausted"
-            _disable(session, job.endpoint_id, reason, label, now)
+            if _disable(session, job.endpoint_id, reason, now):
+                tally[metrics.ENDPOINTS_DISABLED, label] += 1
             return
         if answer.retry_after is not None:
             delay = max(delay, answer.retry_after)
         delivery.status = PENDING
         delivery.next_attempt_at = now + delay
-        metrics.DELIVERIES.labels("retry").inc()
+        tally[metrics.DELIVERIES, "retry"] += 1
 
     def _purge_now_and_then(self) -> None:
         """Purge delivered events past the retention, once every PURGE_SECONDS."""
@@ -430,14 +436,14 @@ def _secrets(row: Any, now: dt.datetime) -> tuple[str, ...]:
     return (row.secret,)
 
 
-def _disable(session: Session, endpoint_id: str, reason: str, label: str, now: dt.datetime) -> None:
+def _disable(session: Session, endpoint_id: str, reason: str, now: dt.datetime) -> bool:
+    """Disable an enabled endpoint and say so; False if it was disabled already."""
     disabled = session.execute(
         update(WebhookEndpoint)
         .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.enabled.is_(True))
         .values(enabled=False, disabled_reason=reason, disabled_at=now)
     )
-    if getattr(disabled, "rowcount", 0):
-        metrics.ENDPOINTS_DISABLED.labels(label).inc()
-        log.warning(
-            "webhook endpoint disabled", extra={"endpoint_id": endpoint_id, "reason": reason}
-        )
+    if not getattr(disabled, "rowcount", 0):
+        return False
+    log.warning("webhook endpoint disabled", extra={"endpoint_id": endpoint_id, "reason": reason})
+    return True

@@ -1,48 +1,82 @@
 """Prometheus metrics of webhook delivery (served at /metrics with the request metrics).
 
-The queue gauges are read from the database when /metrics is scraped, not kept by a
-deliverer: every server worker answers them alike (`serve --workers 2`), whichever
-process delivers, and a stopped deliverer cannot leave a stale value behind.
+Everything here is read from the database when /metrics is scraped, not kept in a
+deliverer's memory: every server worker answers alike (`serve --workers 2`), whichever
+process or host delivers, and a stopped deliverer cannot leave a stale value behind.
+
+- The counters (deliveries by outcome, endpoints disabled by reason) are running totals
+  in ``webhook_totals``, which each deliverer adds to in the transaction that stores the
+  outcomes (so a total counts exactly the stored outcomes). The purge never touches
+  them: they only go up, as Prometheus counters must (docs/decisions.md).
+- The queue gauges are one indexed count of the open deliveries.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections import Counter
 from collections.abc import Iterable
 
-from prometheus_client import REGISTRY, Counter
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope, utcnow
-from ridercrm.events.models import OPEN_STATUSES, Delivery
+from ridercrm.events.models import OPEN_STATUSES, Delivery, WebhookTotal
 
 log = logging.getLogger("ridercrm.webhooks")
 
-DELIVERIES = Counter(
-    "ridercrm_webhook_deliveries_total",
-    "Webhook delivery attempts, by outcome: delivered, retry (failed, will be retried),"
-    " failed (given up: 410 or the whole retry schedule)",
-    ["outcome"],
-)
-ENDPOINTS_DISABLED = Counter(
-    "ridercrm_webhook_endpoints_disabled_total",
-    "Webhook endpoints the deliverer disabled, by reason: gone (410), exhausted (schedule)",
-    ["reason"],
-)
+DELIVERIES = "deliveries"  # labels: OUTCOMES
+ENDPOINTS_DISABLED = "endpoints_disabled"  # labels: REASONS
+OUTCOMES = ("delivered", "retry", "failed")
+REASONS = ("gone", "exhausted")
+TOTALS_TABLE: Table = WebhookTotal.__table__  # type: ignore[assignment]
+
+Tally = Counter[tuple[str, str]]
 
 
-def queue_state(sessions: sessionmaker[Session]) -> tuple[int, float]:
+def add_totals(session: Session, tally: Tally) -> None:
+    """Add a round's outcomes to the running totals, in the round's transaction.
+
+    One upsert; rows in key order, so deliverers adding at once on PostgreSQL lock
+    them in the same order (no deadlock). Call it last in the transaction: the rows
+    stay locked until the commit.
+    """
+    rows = [
+        {"metric": metric, "label": label, "total": count}
+        for (metric, label), count in sorted(tally.items())
+        if count
+    ]
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(TOTALS_TABLE).values(rows)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[TOTALS_TABLE.c.metric, TOTALS_TABLE.c.label],
+            set_={"total": TOTALS_TABLE.c.total + statement.excluded.total},
+        )
+    )
+
+
+def totals(session: Session) -> dict[tuple[str, str], int]:
+    """The running totals: (metric, label) -> count."""
+    rows = session.execute(select(WebhookTotal.metric, WebhookTotal.label, WebhookTotal.total))
+    return {(metric, label): int(total) for metric, label, total in rows}
+
+
+def queue_state(session: Session) -> tuple[int, float]:
     """How many deliveries are open, and the age in seconds of the oldest (0: none)."""
-    with session_scope(sessions) as session:
-        count, first = session.execute(
-            select(func.count(), func.min(Delivery.created_at)).where(
-                Delivery.status.in_(OPEN_STATUSES)
-            )
-        ).one()
+    count, first = session.execute(
+        select(func.count(), func.min(Delivery.created_at)).where(
+            Delivery.status.in_(OPEN_STATUSES)
+        )
+    ).one()
     if first is None:
         return int(count), 0.0
     if isinstance(first, str):  # SQLite's min() returns the stored text
@@ -52,8 +86,15 @@ def queue_state(sessions: sessionmaker[Session]) -> tuple[int, float]:
     return int(count), max((utcnow() - first).total_seconds(), 0.0)
 
 
-class QueueGauges(Collector):
-    """ridercrm_webhook_queue_depth and _oldest_undelivered_seconds, read at scrape time."""
+def _counter(name: str, documentation: str, label: str, values: dict[str, int]) -> Metric:
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for value, count in values.items():
+        family.add_metric([value], count)
+    return family
+
+
+class WebhookMetrics(Collector):
+    """The webhook counters and queue gauges, read from the database at scrape time."""
 
     def __init__(self) -> None:
         self.sessions: sessionmaker[Session] | None = None
@@ -65,11 +106,27 @@ class QueueGauges(Collector):
         if self.sessions is None:
             return []
         try:
-            depth, oldest = queue_state(self.sessions)
+            with session_scope(self.sessions) as session:
+                stored = totals(session)
+                depth, oldest = queue_state(session)
         except Exception:
-            log.exception("webhook queue gauges not read")
+            log.exception("webhook metrics not read")
             return []
         return [
+            _counter(
+                "ridercrm_webhook_deliveries",
+                "Webhook delivery attempts, by outcome: delivered, retry (failed, will be"
+                " retried), failed (given up: 410 or the whole retry schedule); all deliverers",
+                "outcome",
+                {outcome: stored.get((DELIVERIES, outcome), 0) for outcome in OUTCOMES},
+            ),
+            _counter(
+                "ridercrm_webhook_endpoints_disabled",
+                "Webhook endpoints a deliverer disabled, by reason: gone (410), exhausted"
+                " (schedule); all deliverers",
+                "reason",
+                {reason: stored.get((ENDPOINTS_DISABLED, reason), 0) for reason in REASONS},
+            ),
             GaugeMetricFamily(
                 "ridercrm_webhook_queue_depth",
                 "Webhook deliveries not yet delivered nor given up",
@@ -83,10 +140,10 @@ class QueueGauges(Collector):
         ]
 
 
-QUEUE = QueueGauges()
-REGISTRY.register(QUEUE)
+WEBHOOKS = WebhookMetrics()
+REGISTRY.register(WEBHOOKS)
 
 
 def watch_queue(sessions: sessionmaker[Session]) -> None:
-    """Read the queue gauges from this database (the app's or the deliverer's)."""
-    QUEUE.sessions = sessions
+    """Read the webhook metrics from this database (the app's or the deliverer's)."""
+    WEBHOOKS.sessions = sessions

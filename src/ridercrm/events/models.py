@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
@@ -82,3 +82,15 @@ class Delivery(Base):
         # order rule through that one, reading every earlier delivery of the endpoint.
         Index("ix_webhook_deliveries_endpoint_subject", endpoint_id, subject, id),
     )
+
+
+class WebhookTotal(Base):
+    """A running total of the deliverers' work: deliveries by outcome, endpoints disabled
+    by reason. Added to in the transaction that stores the outcomes; never purged, so it
+    only goes up (served as a Prometheus counter, events/metrics.py)."""
+
+    __tablename__ = "webhook_totals"
+
+    metric: Mapped[str] = mapped_column(String(40), primary_key=True)  # "deliveries", ...
+    label: Mapped[str] = mapped_column(String(40), primary_key=True)  # "delivered", ...
+    total: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -197,11 +197,16 @@ class PersonMergedData(BaseModel):
     )
     kind: Literal["contact", "lead"]
     merged_ids: list[str] = Field(description="The records folded into the survivor.")
-    merge_id: int = Field(description="The merge, for `POST /admin/people/merge/{id}/undo`.")
+    merge_id: int | None = Field(
+        description="The merge, for `POST /admin/people/merge/{id}/undo`; null when an import"
+        " kept another system's id as an alias of the survivor (nothing to undo)."
+    )
     moved_courses: list[str] = Field(
         description="Courses re-pointed to the survivor; each also has its course.updated."
     )
-    audit_id: str | None = Field(description="The audit record of the request that merged.")
+    audit_id: str | None = Field(
+        description="The audit record of the request that merged; null for an import."
+    )
 
 
 class PersonUnmergedData(BaseModel):

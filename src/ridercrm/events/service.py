@@ -11,13 +11,14 @@ endpoint that wants its type, in the same transaction.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from sqlalchemy import Table, event, select
+from sqlalchemy import JSON, Table, event, select
 from sqlalchemy.orm import Session, SessionTransaction
 
 from ridercrm.db import bulk_insert, utcnow
@@ -194,8 +195,43 @@ def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
             (event_id, endpoint_id, subject, PENDING, 0, created_at, created_at)
             for endpoint_id in subscribers(session, event_type)
         )
-    bulk_insert(session, EVENTS_TABLE, EVENT_COLUMNS, rows)
-    bulk_insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
+    _insert(session, EVENTS_TABLE, EVENT_COLUMNS, rows)
+    _insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
+
+
+def _insert(
+    session: Session, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert the outbox's rows in the transaction, the cheapest way the backend has.
+
+    On PostgreSQL (psycopg) one COPY per table: a 200-item booking writes about 1,400
+    rows, which psycopg's executemany sends as one INSERT each; COPY took 40 % less
+    time and 60 % less CPU for them (bench/README.md, Events). The values are those a
+    Core insert binds: JSON columns as JSON text, timestamps aware (UTC). Elsewhere
+    db.bulk_insert (SQLite's executemany).
+    """
+    if not rows:
+        return
+    connection = session.connection()
+    if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
+        bulk_insert(session, table, columns, rows)
+        return
+    from psycopg import sql
+
+    as_json = [i for i, name in enumerate(columns) if isinstance(table.c[name].type, JSON)]
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            if as_json:
+                values = list(row)
+                for i in as_json:
+                    values[i] = json.dumps(values[i], separators=(",", ":"), ensure_ascii=False)
+                row = tuple(values)
+            copy.write_row(row)
 
 
 def person_created(session: Session, person: Any) -> None:
@@ -287,6 +323,25 @@ def person_merged(
             "merge_id": merge_id,
             "moved_courses": sorted(moved_courses),
             "audit_id": audit_id,
+        },
+    )
+
+
+def alias_kept(session: Session, *, person_id: str, kind: str, alias_id: str) -> None:
+    """An import kept a matched row's own id as an alias of the person it matched: that
+    id now stands for the person, as a merged one does (person.merged, no merge to undo).
+    The caller holds the person's row lock, as for every event of a person."""
+    record(
+        session,
+        event_type=PERSON_MERGED,
+        subject=f"person:{person_id}",
+        data={
+            "survivor_id": person_id,
+            "kind": kind,
+            "merged_ids": [alias_id],
+            "merge_id": None,
+            "moved_courses": [],
+            "audit_id": None,
         },
     )
 

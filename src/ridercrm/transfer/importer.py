@@ -24,7 +24,7 @@ from ridercrm.db import bulk_insert, session_scope, utcnow
 from ridercrm.events import service as events
 from ridercrm.people.index import people_written
 from ridercrm.people.models import CONTACT, Person
-from ridercrm.people.service import survivor_of
+from ridercrm.people.service import lock_in_order, survivor_of
 from ridercrm.products.models import Product
 from ridercrm.transfer.checks import (
     Checked,
@@ -284,6 +284,7 @@ class _Run:
         keys: list[tuple[int, str]] = []
         aliases: list[tuple[Any, ...]] = []
         alias_keys: list[tuple[int, str]] = []
+        aliased: list[tuple[MatchedRow, str]] = []  # (the person matched, the id kept)
         matched: list[MatchedRow] = []
         for row in candidates:
             if row.line in refused:
@@ -306,6 +307,7 @@ class _Run:
                         values["converted_contact_id"] = None  # the link stays the person's
                     aliases.append(tuple(values[name] for name in self.alias_columns))
                     alias_keys.extend(row.keys)
+                    aliased.append((found, row.record_id))
                 continue
             good.append(row.row)
             keys.extend(row.keys)
@@ -313,6 +315,13 @@ class _Run:
             bulk_insert(self.session, self.table, self.alias_columns, aliases)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), alias_keys)
             self.result.aliases += len(aliases)
+            # Each kept id is announced as merged into its person (docs/events.md), under
+            # the person's row lock so its events stay in commit order.
+            lock_in_order(self.session, {found.person_id for found, _alias in aliased})
+            for found, alias_id in aliased:
+                events.alias_kept(
+                    self.session, person_id=found.person_id, kind=found.kind, alias_id=alias_id
+                )
         if good and not self.result.dry_run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)

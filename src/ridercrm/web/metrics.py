@@ -37,6 +37,6 @@ def exposition() -> tuple[bytes, str]:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         # Read from the database at scrape time: the same in every worker.
-        registry.register(events_metrics.QUEUE)
+        registry.register(events_metrics.WEBHOOKS)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST
