@@ -4,8 +4,8 @@ disabled by reason), so every server worker's /metrics serves the same counters.
 The totals start at zero at this upgrade: earlier outcomes were counted only in the
 memory of the process that delivered them.
 
-Revision ID: 0012_webhook_totals
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-22
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012_webhook_totals"
-down_revision: str | None = "0011"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
