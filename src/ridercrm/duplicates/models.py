@@ -50,6 +50,9 @@ class DuplicatePair(Base):
     # open: proposed; dismissed: "not duplicates", remembered and never proposed again.
     status: Mapped[str] = mapped_column(String(10), default=OPEN)
 
+    # A re-check finds the pairs of a person by either id.
+    __table_args__ = (Index("ix_duplicate_pairs_other_id", other_id),)
+
 
 class DuplicateCluster(Base):
     """People linked by open pairs: one review item, scored by its weakest pair."""
