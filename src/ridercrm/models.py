@@ -8,7 +8,6 @@ from ridercrm.duplicates.models import (
     DuplicatePair,
     DuplicateScan,
     PersonMerge,
-    TouchedPerson,
 )
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint
 from ridercrm.keys.models import ApiKey
@@ -37,6 +36,5 @@ __all__ = [
     "Product",
     "StaffSession",
     "StaffUser",
-    "TouchedPerson",
     "WebhookEndpoint",
 ]

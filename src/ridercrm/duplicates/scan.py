@@ -102,11 +102,8 @@ def scan(
                 .limit(batch_size)
             ).all()
             if not batch:
-                from ridercrm.duplicates import recheck
-
-                # Writes made while the scan ran, to people it had passed, and writes
-                # made before it while no scan existed, are re-checked after it.
-                recheck.mark_written_since(session, record.started_at - recheck.SCAN_MARGIN)
+                # Writes made while the scan ran, to people it had passed, are marked in
+                # their rows and re-checked after it (duplicates/recheck.py).
                 clusters = rebuild_clusters(session)
                 record.finished_at = utcnow()
                 pairs = session.scalar(select(func.count()).where(DuplicatePair.status == OPEN))

@@ -44,6 +44,12 @@ class Person(Base):
     merged_into: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    # When a write last touched this row: set by every insert and update of it, in that
+    # same statement, so marking costs a write no round trip. The duplicates re-checker
+    # takes the people marked since the first scan and clears the mark (duplicates/recheck.py).
+    duplicate_touched_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime, default=utcnow, onupdate=utcnow
+    )
 
     # Lets one flush insert the new contact before it updates the lead that points to it.
     converted_contact: Mapped[Person | None] = relationship(
@@ -58,6 +64,7 @@ class Person(Base):
         Index("ix_people_merged_into", merged_into),
         # The console finds people by date of birth alone.
         Index("ix_people_date_of_birth", date_of_birth),
+        Index("ix_people_duplicate_touched_at", duplicate_touched_at),
     )
 
 

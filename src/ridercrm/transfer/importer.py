@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, session_scope, utcnow
 from ridercrm.events import service as events
-from ridercrm.people.index import people_written
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.service import survivor_of
 from ridercrm.products.models import Product
@@ -319,7 +318,6 @@ class _Run:
             if not self.products:
                 imported = [dict(zip(self.columns, row, strict=True)) for row in good]
                 events.people_imported(self.session, imported)
-                people_written(self.session, [values["id"] for values in imported])
         if self.matcher.active:
             self.matcher.added.update(row.record_id for row in candidates if row.record_id)
         if self.on_matched is not None:
