@@ -114,12 +114,14 @@ def _clear(session: Session, rows: list[Any]) -> None:
     cleared = [row for row in cleared if row["marked"] in free]
     if not cleared:
         return
+    unchanged = [PEOPLE.c.id == bindparam("marked")]
+    if session.get_bind().dialect.name != "sqlite":
+        unchanged.append(PEOPLE.c.duplicate_touched_at == bindparam("mark"))
+    # (SQLite: this transaction has held the one write lock since it read the marks, so
+    # none changed; and marks stored by older versions are text of another form.)
     session.execute(
         PEOPLE.update()
-        .where(
-            PEOPLE.c.id == bindparam("marked"),
-            PEOPLE.c.duplicate_touched_at == bindparam("mark"),
-        )
+        .where(*unchanged)
         # Not a change of the person: updated_at and the mark's own on-update stay out.
         .values(duplicate_touched_at=None, updated_at=PEOPLE.c.updated_at),
         cleared,
