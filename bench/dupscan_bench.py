@@ -95,13 +95,19 @@ def run_scan(store: Path, batch: int) -> None:
         people = session.scalar(select(func.count()).select_from(Person)) or 0
     print(f"{people} people; load before {_load()}", flush=True)
     last = [time.perf_counter()]
+    started, cpu = time.perf_counter(), time.process_time()
 
     def progress(done: int, total: int) -> None:
         if time.perf_counter() - last[0] >= 60:
             last[0] = time.perf_counter()
-            print(f"  {done}/{total} checked; load {_load()}", flush=True)
+            spent = time.process_time() - cpu
+            print(
+                f"  {done}/{total} checked in {time.perf_counter() - started:.0f} s wall,"
+                f" {spent:.0f} s CPU ({spent * 1000 / max(done, 1):.3f} ms a person);"
+                f" load {_load()}",
+                flush=True,
+            )
 
-    started, cpu = time.perf_counter(), time.process_time()
     result = scan.scan(
         sessions,
         thresholds=recheck.thresholds_of(settings),
