@@ -9,10 +9,12 @@ Run from the repository root:
 A store of ``--people`` generated contacts (one in ten stored twice with a changed
 e-mail) is imported and scanned once. Then ``--writes`` single-person writes (operation
 2's service path: lock the person, change the city, commit) are made in blocks that
-alternate between marking on (a scan was made) and off (no scan yet), and the time
-spent marking inside each write (``mark_touched``: the check and the one-row insert)
-is measured directly. Then the marks are re-checked in the background's batches and
-the re-check time per touched person is reported. The PostgreSQL database is created
+alternate between marking (the person row's ``duplicate_touched_at`` set in the write's
+own UPDATE, as always since migration 0013) and not (that column left out of the
+UPDATE: a write as it was without any mark), with the statements each write sends
+counted; the difference of the medians is what the mark adds. Then the marks are
+re-checked in the background's batches and the re-check time per touched person is
+reported. The PostgreSQL database is created
 (and dropped) by the benchmark.
 """
 
@@ -25,26 +27,27 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import create_engine, delete, make_url, select, text
+from sqlalchemy import Table, create_engine, event, make_url, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import recheck, scan
-from ridercrm.duplicates.models import DuplicateScan, TouchedPerson
 from ridercrm.matching.score import Thresholds
 from ridercrm.migrate import upgrade
 from ridercrm.people import service as people
+from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
 
+PEOPLE = cast(Table, Person.__table__)
 FIRST = ["Ann", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea"]
 LAST = ["Nguyen", "Kelly", "Smith", "Tran", "Park", "Lee", "Brown", "Wong", "Patel", "Khan"]
 
@@ -74,19 +77,11 @@ def _write(sessions: sessionmaker[Session], person_id: str, city: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _set_marking(sessions: sessionmaker[Session], on: bool, scan_row: dict[str, Any]) -> None:
-    with session_scope(sessions, write=True) as session:
-        session.execute(delete(DuplicateScan))
-        if on:
-            session.add(DuplicateScan(**scan_row))
-    recheck._SCANNED.clear()
-
-
 def run(url: str, size: int, writes: int, seed: int) -> None:
     rng = random.Random(seed)
     engine = build_engine(Settings(database_url=url))
     upgrade(engine)
-    sessions = session_factory(engine)
+    sessions = keep_keys(session_factory(engine))
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = Path(tmp) / "people.csv"
         _store(csv_path, size, rng)
@@ -105,34 +100,35 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
           f"{spent * 1000 / max(drained, 1):.2f} ms a person (batches of {recheck.BATCH})")  # fmt: skip
     with session_scope(sessions) as session:
         ids = list(session.scalars(select(Person.id)))
-        scan_row = {
-            "started_at": session.scalar(select(DuplicateScan.started_at)),
-            "checked": size,
-        }
-    marking: dict[bool, list[float]] = {True: [], False: []}
-    state = [True]
-    original = recheck.mark_touched
+    # The mark is the people row's duplicate_touched_at, set by the write's own UPDATE.
+    # Side by side, in alternating blocks: writes with it, and writes whose UPDATE leaves
+    # it out (its on-update value switched off for the block: what a write cost before
+    # marking). Compiled statements are not cached in either, so both compile alike.
+    column = PEOPLE.c.duplicate_touched_at
+    onupdate = column.onupdate
+    statements: dict[bool, list[int]] = {True: [], False: []}
+    counting = [0]
 
-    def timed(session: Session, person_ids: Any) -> None:
-        session.flush()  # the write's own UPDATE, which the check would autoflush
-        began = time.perf_counter()
-        original(session, person_ids)
-        marking[state[0]].append((time.perf_counter() - began) * 1000)
+    def count(*_args: Any) -> None:
+        counting[0] += 1
 
-    recheck.mark_touched = timed  # type: ignore[assignment]
+    event.listen(engine, "before_cursor_execute", count)
+    uncached = keep_keys(session_factory(engine.execution_options(compiled_cache=None)))
     on_ms: list[float] = []
     off_ms: list[float] = []
     block = 50
     for start in range(0, writes, block):
-        on = state[0] = (start // block) % 2 == 0
-        _set_marking(sessions, on, scan_row)
+        on = (start // block) % 2 == 0
+        column.onupdate = onupdate if on else None
         for n in range(start, min(start + block, writes)):
-            spent = _write(sessions, rng.choice(ids), f"C{n}")
+            counting[0] = 0
+            spent = _write(uncached, rng.choice(ids), f"C{n}")
             (on_ms if on else off_ms).append(spent)
-    recheck.mark_touched = original  # type: ignore[assignment]
-    _set_marking(sessions, True, scan_row)
+            statements[on].append(counting[0])
+    column.onupdate = onupdate
+    event.remove(engine, "before_cursor_execute", count)
     with session_scope(sessions) as session:
-        waiting = len(session.scalars(select(TouchedPerson.id)).all())
+        waiting = recheck.pending(session)
     batch_ms: list[float] = []
     per_person: list[float] = []
     while True:
@@ -158,14 +154,13 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
     def p(values: list[float], q: float) -> float:
         return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
-    on_marks, off_marks = marking[True], marking[False]
-    print(f"writes: {len(on_ms)} with marking, {len(off_ms)} without")
-    print(f"write median: {statistics.median(on_ms):.2f} ms with, "
-          f"{statistics.median(off_ms):.2f} ms without; "
-          f"p99 {p(on_ms, 0.99):.2f} / {p(off_ms, 0.99):.2f} ms")  # fmt: skip
-    print(f"time inside mark_touched per write after a scan: median "
-          f"{statistics.median(on_marks):.3f} ms, p99 {p(on_marks, 0.99):.3f} ms; "
-          f"before any scan (the check only): {statistics.median(off_marks):.3f} ms")  # fmt: skip
+    print(f"writes: {len(on_ms)} marking (the mark in their UPDATE), {len(off_ms)} not")
+    print(f"write median: {statistics.median(on_ms):.2f} ms marking, "
+          f"{statistics.median(off_ms):.2f} ms not; "
+          f"p99 {p(on_ms, 0.99):.2f} / {p(off_ms, 0.99):.2f} ms; added by the mark (median"
+          f" difference): {statistics.median(on_ms) - statistics.median(off_ms):.2f} ms")  # fmt: skip
+    print(f"statements sent per write: {sorted(set(statements[True]))} marking, "
+          f"{sorted(set(statements[False]))} not")  # fmt: skip
     print(f"one SELECT 1 round trip: median {statistics.median(trips):.3f} ms")
     print(f"marks waiting: {waiting}; re-check per touched person: median "
           f"{statistics.median(per_person):.2f} ms over {len(batch_ms)} batches of <=100")  # fmt: skip

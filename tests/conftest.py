@@ -24,7 +24,6 @@ from testkit.databases import POSTGRES_ENV, create_run_database, drop_run_databa
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
-from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.keys.service import create_key
 from ridercrm.migrate import upgrade
 from ridercrm.models import Base
@@ -99,9 +98,8 @@ def engine(settings: Settings) -> Iterator[Engine]:
 
 @pytest.fixture
 def sessions(engine: Engine) -> sessionmaker[Session]:
-    # As the app and the CLI make them: people written are queued for the duplicates
-    # re-check (once a scan has run).
-    return keep_keys(session_factory(engine), on_written=mark_touched)
+    # As the app and the CLI make them.
+    return keep_keys(session_factory(engine))
 
 
 @pytest.fixture

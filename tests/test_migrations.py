@@ -22,6 +22,9 @@ from ridercrm.migrate import alembic_config, current_revision, downgrade, head_r
 from ridercrm.models import Base
 
 APP_TABLES = {table.name for table in Base.metadata.sorted_tables}
+# Tables the newest migration drops (0014: the duplicates re-check marks moved into
+# people.duplicate_touched_at): back after a downgrade by one.
+DROPPED_BY_HEAD = {"duplicate_touched"}
 
 
 @pytest.fixture
@@ -98,9 +101,9 @@ def test_upgrade_from_empty_to_head_down_one_and_up_again(empty_engine: Engine) 
 
     downgrade(empty_engine, "-1")
     assert current_revision(empty_engine) == previous
-    assert tables(empty_engine) <= APP_TABLES
+    assert tables(empty_engine) <= APP_TABLES | DROPPED_BY_HEAD
     # The newest migration took something away: a table, or an index of one.
-    assert schema_objects(empty_engine) < at_head
+    assert at_head - schema_objects(empty_engine)
 
     upgrade(empty_engine)
     assert current_revision(empty_engine) == head

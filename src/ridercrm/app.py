@@ -9,7 +9,6 @@ from starlette.concurrency import run_in_threadpool
 from ridercrm import __version__, readiness
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
-from ridercrm.duplicates.recheck import mark_touched
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
 from ridercrm.matching.score import Thresholds
@@ -93,7 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.context = AppContext(
         settings=settings,
         engine=engine,
-        sessions=keep_keys(session_factory(engine), on_written=mark_touched),
+        sessions=keep_keys(session_factory(engine)),
         rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
         explain_limiter=build_rate_limiter(
             settings.explain_rate_limit,

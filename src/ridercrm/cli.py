@@ -20,18 +20,14 @@ from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
-from ridercrm.duplicates.recheck import mark_touched, start_rechecker
+from ridercrm.duplicates.recheck import start_rechecker
 from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
-from ridercrm.transfer import commands as transfer_commands
 from ridercrm.transfer.commands import export_command, import_app
-
-# The import commands queue the people they write for the duplicates re-check.
-transfer_commands.ON_PEOPLE_WRITTEN = mark_touched
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
 HELP = {"help_option_names": ["-h", "--help"]}
@@ -78,7 +74,7 @@ _debug = False
 def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
     """Sessions on the configured database (see ``startup.open_database``)."""
     engine = open_database(settings or Settings(), may_create=may_create)
-    return keep_keys(session_factory(engine), on_written=mark_touched)
+    return keep_keys(session_factory(engine))
 
 
 def ensure_admin_key(settings: Settings) -> str | None:

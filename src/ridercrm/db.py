@@ -212,7 +212,12 @@ def bulk_insert(
     if connection.dialect.name != "sqlite":
         session.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
         return
-    processors = [table.c[name].type.bind_processor(connection.dialect) for name in columns]
+    dialect = connection.dialect
+    # The dialect's own type (SQLite's DATETIME, not the generic DateTime) processes the
+    # value, as a Core insert does: a timestamp is stored in the same form either way.
+    processors = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns
+    ]
     quote = connection.dialect.identifier_preparer.quote
     names = ", ".join(quote(table.c[name].name) for name in columns)
     # Only identifiers of our own table (looked up above), quoted; values go as parameters.

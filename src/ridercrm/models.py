@@ -8,7 +8,6 @@ from ridercrm.duplicates.models import (
     DuplicatePair,
     DuplicateScan,
     PersonMerge,
-    TouchedPerson,
 )
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint, WebhookTotal
 from ridercrm.keys.models import ApiKey
@@ -40,7 +39,6 @@ __all__ = [
     "Product",
     "StaffSession",
     "StaffUser",
-    "TouchedPerson",
     "WebhookEndpoint",
     "WebhookTotal",
 ]

@@ -29,6 +29,9 @@ HISTORY = {
     "events",
     "webhook_deliveries",
 }
+# A queue, not state: a merge and its undo each mark their people for the duplicates
+# re-check (and the re-checker clears the marks later).
+QUEUES = {("people", "duplicate_touched_at")}
 
 
 @pytest.fixture
@@ -55,7 +58,8 @@ def snapshot(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
         for name, table in Base.metadata.tables.items():
             if name in HISTORY:
                 continue
-            rows = connection.execute(select(table)).all()
+            columns = [c for c in table.c if (name, c.name) not in QUEUES]
+            rows = connection.execute(select(*columns)).all()
             tables[name] = sorted((tuple(row) for row in rows), key=repr)
     return tables
 

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person
 
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.duplicates import recheck
-from ridercrm.duplicates.models import TouchedPerson
 from ridercrm.matching.score import Thresholds
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import OnMatch, import_csv
@@ -23,7 +21,7 @@ from tests.http.test_duplicates_scan import REVIEW, household, queue, run_scan
 
 def touched(sessions: sessionmaker[Session]) -> set[str]:
     with session_scope(sessions) as session:
-        return set(session.scalars(select(TouchedPerson.person_id)))
+        return recheck.waiting(session)
 
 
 def run_recheck(sessions: sessionmaker[Session]) -> int:

@@ -33,7 +33,7 @@ errors = Console(stderr=True, markup=False)
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
     engine = open_database(settings, may_create=False)
-    return keep_keys(session_factory(engine), on_written=recheck.mark_touched)
+    return keep_keys(session_factory(engine))
 
 
 def _print(value: Any) -> None:

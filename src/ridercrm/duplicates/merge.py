@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
-from ridercrm.duplicates.recheck import mark_touched
+from ridercrm.duplicates.recheck import mark
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
@@ -129,6 +129,7 @@ def merge_people(
     for person in plan.merged:
         person.merged_into = survivor.id
         person.updated_at = now
+    mark([survivor, *plan.merged])
     if plan.moved_assets:
         _lock_courses(session, list(plan.moved_assets))
         # Courses keep their own updated_at: their data did not change, only the owner.
@@ -158,7 +159,6 @@ def merge_people(
         audit_id=audit_id,
     )
     _courses_moved(session, list(plan.moved_assets))
-    mark_touched(session, [survivor.id, *record.merged_ids])
     return plan, record
 
 
@@ -210,6 +210,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     for person in members:
         person.merged_into = None
         person.updated_at = dt.datetime.fromisoformat(record.before[person.id]["updated_at"])
+    mark([survivor, *members])
     _lock_courses(session, list(record.moved_assets))
     for asset_id, owner in record.moved_assets.items():
         session.execute(
@@ -229,7 +230,6 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
         audit_id=audit_id,
     )
     _courses_moved(session, list(record.moved_assets))
-    mark_touched(session, [survivor.id, *record.merged_ids])
     return record
 
 

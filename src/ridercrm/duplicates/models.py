@@ -50,6 +50,9 @@ class DuplicatePair(Base):
     # open: proposed; dismissed: "not duplicates", remembered and never proposed again.
     status: Mapped[str] = mapped_column(String(10), default=OPEN)
 
+    # A re-check finds the pairs of a person by either id.
+    __table_args__ = (Index("ix_duplicate_pairs_other_id", other_id),)
+
 
 class DuplicateCluster(Base):
     """People linked by open pairs: one review item, scored by its weakest pair."""
@@ -80,17 +83,3 @@ class DuplicateScan(Base):
     cursor: Mapped[str | None] = mapped_column(String(18))
     checked: Mapped[int] = mapped_column(Integer, default=0)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-
-
-class TouchedPerson(Base):
-    """A person a write touched after the first scan, waiting to be re-checked.
-
-    Written in the write's own transaction (so a committed change is never missed and a
-    rolled-back one leaves nothing), consumed by the re-checker (duplicates/recheck.py).
-    """
-
-    __tablename__ = "duplicate_touched"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    person_id: Mapped[str] = mapped_column(String(18))
-    touched_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

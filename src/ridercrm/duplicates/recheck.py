@@ -1,14 +1,15 @@
 """Incremental re-check: after the first scan, each write re-checks only the people it touched.
 
-The write path only marks: the people a transaction touched (created, changed, merged,
-imported) get a ``duplicate_touched`` row, inserted in bulk in that transaction just
-before it commits, beside their matching keys (one multi-row insert; nothing is read
-or scored there). A change that rolls back leaves no mark; a committed one always has
-its mark, through any crash. The re-checker (a background thread of ``ridercrm serve``,
-or ``ridercrm duplicates recheck``) takes the marks in batches, scores each touched
-live person against the people sharing a blocking key (as the scan does, both ways),
-and rebuilds only the review clusters those people are part of. Dismissed pairs are
-never re-proposed; a cluster whose people did not change keeps its id.
+The write path only marks, and in no statement of its own: every insert and update of a
+person's row sets ``people.duplicate_touched_at`` (the column's default and on-update
+value), in the statement the write sends anyway. A change that rolls back takes its mark
+along; a committed one always has it, through any crash. The re-checker (a background
+thread of ``ridercrm serve``, or ``ridercrm duplicates recheck``) takes the people marked
+since the first scan began (less SCAN_MARGIN; older marks are the first scan's to check),
+scores each live one against the people sharing a blocking key (as the scan does, both
+ways), rebuilds only the review clusters those people are part of, and clears each mark
+that no write changed meanwhile. Dismissed pairs are never re-proposed; a cluster whose
+people did not change keeps its id.
 """
 
 from __future__ import annotations
@@ -16,98 +17,115 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-import weakref
-from collections.abc import Callable, Collection
-from typing import cast
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, cast
 
-from sqlalchemy import Engine, Table, delete, select
+from sqlalchemy import Table, bindparam, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, bulk_insert, session_factory, session_scope, utcnow
+from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.duplicates import scan
-from ridercrm.duplicates.models import (
-    OPEN,
-    DuplicateCluster,
-    DuplicateScan,
-    TouchedPerson,
-)
+from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicateScan
 from ridercrm.matching.score import Thresholds
 from ridercrm.people.models import Person
 
 log = logging.getLogger("ridercrm.duplicates")
 
 BATCH = 500
-TOUCHED_TABLE = cast(Table, TouchedPerson.__table__)
-# Engines whose database has had a scan: from then on writes mark what they touch.
-# Before that, each write asks (one indexed read of a table that is empty until then).
-_SCANNED: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
-# A write whose check ran just before the first scan began is not marked; the scan
-# marks, when it ends, everyone written since this long before it began.
+PEOPLE = cast(Table, Person.__table__)
+# A write flushed this long before the first scan began, and committed after the scan
+# read that person, is still re-checked: marks from then on count.
 SCAN_MARGIN = dt.timedelta(seconds=60)
 
 
-def _scanned(session: Session) -> bool:
-    """Whether a scan ever started on this database (remembered once true)."""
-    bind = session.get_bind()
-    engine = cast(Engine, getattr(bind, "engine", bind))
-    if _SCANNED.get(engine):
-        return True
-    started = session.scalar(select(DuplicateScan.id).limit(1)) is not None
-    if started:
-        _SCANNED[engine] = True
-    return started
-
-
-def mark_written_since(session: Session, since: dt.datetime) -> int:
-    """Mark everyone written since ``since`` (a scan's start minus SCAN_MARGIN)."""
-    ids = list(session.scalars(select(Person.id).where(Person.updated_at >= since)))
-    if ids:
-        _insert_marks(session, ids)
-    return len(ids)
-
-
-def mark_touched(session: Session, person_ids: Collection[str]) -> None:
-    """Queue these people for a re-check, in the session's transaction (after a scan)."""
-    if not person_ids or not _scanned(session):
-        return
-    _insert_marks(session, person_ids)
-
-
-def _insert_marks(session: Session, person_ids: Collection[str]) -> None:
+def mark(people: Iterable[Person]) -> None:
+    """Mark these people for a re-check with the rest of their row's update (merges)."""
     now = utcnow()
-    bulk_insert(
-        session,
-        TOUCHED_TABLE,
-        ("person_id", "touched_at"),
-        [(person_id, now) for person_id in sorted(set(person_ids))],
+    for person in people:
+        person.duplicate_touched_at = now
+
+
+def _since(session: Session) -> dt.datetime | None:
+    """Marks from this time on wait for a re-check; None before any scan."""
+    first = session.scalar(select(func.min(DuplicateScan.started_at)))
+    return None if first is None else first - SCAN_MARGIN
+
+
+def _marked(session: Session, limit: int | None) -> list[Any]:
+    """(id, mark) of people waiting for a re-check, oldest mark first."""
+    since = _since(session)
+    if since is None:
+        return []
+    statement = (
+        select(Person.id, Person.duplicate_touched_at)
+        .where(Person.duplicate_touched_at >= since)
+        .order_by(Person.duplicate_touched_at, Person.id)
     )
+    if limit is not None:
+        statement = statement.limit(limit)
+    return list(session.execute(statement).all())
+
+
+def waiting(session: Session) -> set[str]:
+    """The people waiting for a re-check."""
+    return {row.id for row in _marked(session, None)}
 
 
 def pending(session: Session) -> int:
-    """How many marks wait for a re-check."""
-    return len(session.scalars(select(TouchedPerson.id)).all())
+    """How many people wait for a re-check."""
+    return len(_marked(session, None))
 
 
 def recheck_batch(
     session: Session, *, thresholds: Thresholds, review_threshold: float, limit: int = BATCH
 ) -> int:
-    """Re-check the people of up to ``limit`` marks in this transaction; return how many."""
+    """Re-check up to ``limit`` marked people in this transaction; return how many."""
     scan.serialise_clusters(session)
-    rows = session.execute(
-        select(TouchedPerson.id, TouchedPerson.person_id).order_by(TouchedPerson.id).limit(limit)
-    ).all()
+    rows = _marked(session, limit)
     if not rows:
         return 0
-    session.execute(delete(TouchedPerson).where(TouchedPerson.id.in_([row.id for row in rows])))
-    touched = {row.person_id for row in rows}
+    touched = {row.id for row in rows}
     live = scan.load_live(session, touched)
     scan.check_people(
         session, live, thresholds=thresholds, review_threshold=review_threshold, both_ways=True
     )
     session.flush()
     update_clusters(session, touched)
+    _clear(session, rows)
     return len(touched)
+
+
+def _clear(session: Session, rows: list[Any]) -> None:
+    """Clear the marks read, unless a write changed them since (it is checked next round).
+
+    People a write holds are skipped, not waited for (PostgreSQL SKIP LOCKED): this
+    transaction then never waits for a row while holding others, so it cannot deadlock
+    with a write; their marks stay, and are checked again.
+    """
+    free = set(
+        session.scalars(
+            select(Person.id)
+            .where(Person.id.in_(sorted(row.id for row in rows)))
+            .with_for_update(skip_locked=True)
+        )
+    )
+    cleared = [{"marked": row.id, "mark": row.duplicate_touched_at} for row in rows]
+    cleared = [row for row in cleared if row["marked"] in free]
+    if not cleared:
+        return
+    unchanged = [PEOPLE.c.id == bindparam("marked")]
+    if session.get_bind().dialect.name != "sqlite":
+        unchanged.append(PEOPLE.c.duplicate_touched_at == bindparam("mark"))
+    # (SQLite: this transaction has held the one write lock since it read the marks, so
+    # none changed; and marks stored by older versions are text of another form.)
+    session.execute(
+        PEOPLE.update()
+        .where(*unchanged)
+        # Not a change of the person: updated_at and the mark's own on-update stay out.
+        .values(duplicate_touched_at=None, updated_at=PEOPLE.c.updated_at),
+        cleared,
+    )
 
 
 def recheck(
@@ -121,15 +139,17 @@ def recheck(
     done = 0
     while stop is None or not stop.is_set():
         with session_scope(sessions) as session:
-            if session.scalar(select(TouchedPerson.id).limit(1)) is None:
+            if not _marked(session, 1):
                 break  # a read, not a write: an idle re-checker takes no write turn
         with session_scope(sessions, write=True) as session:
             checked = recheck_batch(
                 session, thresholds=thresholds, review_threshold=review_threshold
             )
-        if not checked:
-            break
         done += checked
+        if checked < BATCH:
+            # The last batch: a mark left (its person was being written) waits for the
+            # next round rather than being re-checked over and over meanwhile.
+            break
     return done
 
 

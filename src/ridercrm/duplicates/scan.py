@@ -14,10 +14,23 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, or_, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    TextClause,
+    and_,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope, utcnow
@@ -30,14 +43,13 @@ from ridercrm.duplicates.models import (
 )
 from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
-from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.index import identity_of
-from ridercrm.people.models import Person, PersonKey
+from ridercrm.people.models import Person
 
 BATCH = 500
 UNDER_THRESHOLD = "the total weight is under the match threshold"
-# Keys per IN list: within SQLite's bound-parameter limit on every version.
-KEYS_PER_QUERY = 900
+# Ids per IN list: within SQLite's bound-parameter limit on every version.
+IDS_PER_QUERY = 900
 # pg_advisory_xact_lock key of the review clusters ("dupc").
 CLUSTERS_LOCK = 0x64757063
 
@@ -83,18 +95,15 @@ def scan(
         with session_scope(sessions, write=True) as session:
             record = session.get(DuplicateScan, scan_id)
             assert record is not None
-            batch = session.scalars(
+            batch = session.execute(
                 _live(since)
                 .where(Person.id > (record.cursor or ""))
                 .order_by(Person.id)
                 .limit(batch_size)
             ).all()
             if not batch:
-                from ridercrm.duplicates import recheck
-
-                # Writes made while the scan ran, to people it had passed, and writes
-                # made before it while no scan existed, are re-checked after it.
-                recheck.mark_written_since(session, record.started_at - recheck.SCAN_MARGIN)
+                # Writes made while the scan ran, to people it had passed, are marked in
+                # their rows and re-checked after it (duplicates/recheck.py).
                 clusters = rebuild_clusters(session)
                 record.finished_at = utcnow()
                 pairs = session.scalar(select(func.count()).where(DuplicatePair.status == OPEN))
@@ -112,18 +121,78 @@ def scan(
                 progress(record.checked, total)
 
 
-def _live(since: dt.datetime | None) -> Select[Person]:
-    statement = select(Person).where(
-        Person.merged_into.is_(None), Person.converted_contact_id.is_(None)
-    )
+# What scoring reads of a person (people.index.identity_of), and nothing else.
+IDENTITY_COLUMNS = (
+    Person.id,
+    Person.first_name,
+    Person.last_name,
+    Person.date_of_birth,
+    Person.email,
+    Person.mobile_phone,
+    Person.home_phone,
+    Person.drivers_license,
+    Person.street,
+    Person.postcode,
+    Person.city,
+)
+
+
+# Neither merged nor a converted lead. As one expression, not two IS NULL terms: SQLite's
+# planner would otherwise read the unique index of converted_contact_id (every live
+# person is NULL there) instead of the id, a million entries per batch at 1M people.
+_IS_LIVE = func.coalesce(Person.merged_into, Person.converted_contact_id).is_(None)
+
+
+def _live(since: dt.datetime | None) -> Select[*tuple[Any, ...]]:
+    """The live people's identifying columns (not merged, not converted leads)."""
+    statement: Select[*tuple[Any, ...]] = select(*IDENTITY_COLUMNS).where(_IS_LIVE)
     if since is not None:
         statement = statement.where(Person.updated_at >= since)
     return statement
 
 
+# The pairs of people sharing a blocking key, for one batch of people: their stored keys
+# (person_keys by person_id), each joined with the key's other holders. A key held by
+# more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
+# million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index probe.
+_CANDIDATE_PAIRS = """
+SELECT mine.person_id, other.person_id
+FROM person_keys AS mine
+JOIN person_keys AS other ON other.key = mine.key AND other.person_id {direction} mine.person_id
+WHERE mine.person_id IN :ids
+AND NOT EXISTS (
+    SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap
+)
+"""
+
+
+@lru_cache(maxsize=2)
+def _candidate_pairs(both_ways: bool) -> TextClause:
+    direction = "<>" if both_ways else ">"
+    return text(_CANDIDATE_PAIRS.format(direction=direction)).bindparams(
+        bindparam("ids", expanding=True)
+    )
+
+
+def candidate_pairs(
+    session: Session, person_ids: Sequence[str], *, both_ways: bool
+) -> dict[str, set[str]]:
+    """For each of these people, the others sharing one of their stored blocking keys.
+
+    ``both_ways`` False: only the others of a higher id.
+    """
+    found: dict[str, set[str]] = defaultdict(set)
+    statement = _candidate_pairs(both_ways)
+    for start in range(0, len(person_ids), IDS_PER_QUERY):
+        chunk = list(person_ids[start : start + IDS_PER_QUERY])
+        for mine, other in session.execute(statement, {"ids": chunk, "cap": KEY_CAP}):
+            found[mine].add(other)
+    return found
+
+
 def check_people(
     session: Session,
-    people: Iterable[Person],
+    people: Iterable[Any],
     *,
     thresholds: score.Thresholds,
     review_threshold: float,
@@ -131,39 +200,27 @@ def check_people(
 ) -> None:
     """Score these people against those sharing a key with them; record the pairs found.
 
-    ``both_ways`` compares each with every candidate; a full scan compares only with
-    candidates of a higher id (the other way round was, or will be, done from them).
+    ``people`` are live people's identifying columns (``IDENTITY_COLUMNS``, or Person
+    rows). ``both_ways`` compares each with every candidate; a full scan compares only
+    with candidates of a higher id (the other way round was, or will be, done from them).
     """
     model = model_store.current(session)
-    people = list(people)
-    own: dict[str, tuple[Identity, set[int]]] = {}
-    for person in people:
-        identity = identity_of(person)
-        own[person.id] = (identity, stored_keys(identity))
-    holders = _key_holders(session, {k for _i, keys in own.values() for k in keys})
-    wanted: dict[str, set[str]] = {}
-    for person_id, (_identity, keys) in own.items():
-        others = {o for k in keys if len(holders.get(k, ())) <= KEY_CAP for o in holders.get(k, ())}
-        others.discard(person_id)
-        if not both_ways:
-            others = {o for o in others if o > person_id}
-        wanted[person_id] = others
+    own = {person.id: identity_of(person) for person in people}
+    wanted = candidate_pairs(session, sorted(own), both_ways=both_ways)
     candidate_ids = set().union(*wanted.values()) if wanted else set()
-    candidates = {p.id: p for p in load_live(session, candidate_ids)}
-    identities = {pid: identity_of(p) for pid, p in candidates.items()}
-    stored = pairs_touching(session, own)
-    for person_id, others in wanted.items():
-        identity = own[person_id][0]
-        for other_id in sorted(others):
-            if other_id not in candidates:
-                continue
+    identities = {row.id: identity_of(row) for row in load_live(session, candidate_ids)}
+    stored = pairs_touching(session, own, both_ways=both_ways)
+    for person_id in sorted(wanted):
+        identity = own[person_id]
+        for other_id in sorted(wanted[person_id]):
+            other = identities.get(other_id)
+            if other is None:
+                continue  # merged or a converted lead: not a live person
             pair = (min(person_id, other_id), max(person_id, other_id))
             known = stored.get(pair)
             if known is not None and known.status == DISMISSED:
                 continue
-            verdict = score.evaluate(
-                identity, identities[other_id], model=model, thresholds=thresholds
-            )
+            verdict = score.evaluate(identity, other, model=model, thresholds=thresholds)
             kept = _record(session, pair, known, verdict, review_threshold)
             if kept is None:
                 stored.pop(pair, None)
@@ -203,39 +260,31 @@ def _record(
     return stored
 
 
-def _key_holders(session: Session, keys: set[int]) -> dict[int, list[str]]:
-    holders: dict[int, list[str]] = defaultdict(list)
-    ordered = sorted(keys)
-    for start in range(0, len(ordered), KEYS_PER_QUERY):
-        chunk = ordered[start : start + KEYS_PER_QUERY]
-        rows = session.execute(
-            select(PersonKey.key, PersonKey.person_id).where(PersonKey.key.in_(chunk))
-        ).all()
-        for key, person_id in rows:
-            holders[key].append(person_id)
-    return holders
-
-
-def load_live(session: Session, ids: set[str]) -> list[Person]:
+def load_live(session: Session, ids: Collection[str]) -> list[Any]:
+    """The identifying columns of those of these people who are live."""
     ordered = sorted(ids)
-    found: list[Person] = []
-    for start in range(0, len(ordered), KEYS_PER_QUERY):
-        chunk = ordered[start : start + KEYS_PER_QUERY]
-        found.extend(session.scalars(_live(None).where(Person.id.in_(chunk))).all())
+    found: list[Any] = []
+    for start in range(0, len(ordered), IDS_PER_QUERY):
+        chunk = ordered[start : start + IDS_PER_QUERY]
+        found.extend(session.execute(_live(None).where(Person.id.in_(chunk))).all())
     return found
 
 
-def pairs_touching(session: Session, ids: Iterable[str]) -> dict[tuple[str, str], DuplicatePair]:
-    """The stored pairs (open or dismissed) that include any of these people."""
+def pairs_touching(
+    session: Session, ids: Iterable[str], *, both_ways: bool = True
+) -> dict[tuple[str, str], DuplicatePair]:
+    """The stored pairs (open or dismissed) that include any of these people.
+
+    ``both_ways`` False: only those where they are the lower id (``person_id``).
+    """
     ordered = sorted(ids)
     found: dict[tuple[str, str], DuplicatePair] = {}
-    for start in range(0, len(ordered), KEYS_PER_QUERY // 2):
-        chunk = ordered[start : start + KEYS_PER_QUERY // 2]
-        for pair in session.scalars(
-            select(DuplicatePair).where(
-                or_(DuplicatePair.person_id.in_(chunk), DuplicatePair.other_id.in_(chunk))
-            )
-        ):
+    for start in range(0, len(ordered), IDS_PER_QUERY // 2):
+        chunk = ordered[start : start + IDS_PER_QUERY // 2]
+        where: ColumnElement[bool] = DuplicatePair.person_id.in_(chunk)
+        if both_ways:
+            where = or_(where, DuplicatePair.other_id.in_(chunk))
+        for pair in session.scalars(select(DuplicatePair).where(where)):
             found[(pair.person_id, pair.other_id)] = pair
     return found
 
@@ -293,17 +342,9 @@ def groups_of(edges: Sequence[tuple[str, str, float]]) -> list[tuple[list[str], 
 def live_ids(session: Session, ids: set[str]) -> set[str]:
     ordered = sorted(ids)
     found: set[str] = set()
-    for start in range(0, len(ordered), KEYS_PER_QUERY):
-        chunk = ordered[start : start + KEYS_PER_QUERY]
-        found |= set(
-            session.scalars(
-                select(Person.id).where(
-                    Person.id.in_(chunk),
-                    Person.merged_into.is_(None),
-                    Person.converted_contact_id.is_(None),
-                )
-            ).all()
-        )
+    for start in range(0, len(ordered), IDS_PER_QUERY):
+        chunk = ordered[start : start + IDS_PER_QUERY]
+        found |= set(session.scalars(select(Person.id).where(Person.id.in_(chunk), _IS_LIVE)).all())
     return found
 
 

@@ -10,7 +10,6 @@ index stale, so noting a person in such a session is an error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy import delete, event, insert
@@ -20,33 +19,17 @@ from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.models import Person, PersonKey
 
 _KEEPS_KEYS = "ridercrm.keeps_person_keys"
-_ON_WRITTEN = "ridercrm.on_people_written"
-
-# Told, in the writing transaction, which people it wrote (the duplicates re-check queue,
-# passed in by the composition roots: app, cli; a feature above people, so not imported).
-WrittenHook = Callable[[Session, Collection[str]], None]
 
 
-def keep_keys(
-    factory: sessionmaker[Session], *, on_written: WrittenHook | None = None
-) -> sessionmaker[Session]:
+def keep_keys(factory: sessionmaker[Session]) -> sessionmaker[Session]:
     """Keep the person_keys index of every session ``factory`` makes in step; return it."""
     if not event.contains(factory, "before_commit", write_pending_keys):
         event.listen(factory, "after_soft_rollback", forget_rolled_back_notes)
         event.listen(factory, "before_commit", write_pending_keys)
     info = dict(factory.kw.get("info") or {})
     info[_KEEPS_KEYS] = True
-    if on_written is not None:
-        info[_ON_WRITTEN] = on_written
     factory.configure(info=info)
     return factory
-
-
-def people_written(session: Session, person_ids: Collection[str]) -> None:
-    """Tell the session factory's hook which people this transaction wrote."""
-    hook: WrittenHook | None = session.info.get(_ON_WRITTEN)
-    if hook is not None and person_ids:
-        hook(session, person_ids)
 
 
 def identity_of(person: Any) -> Identity:
@@ -134,12 +117,10 @@ def write_pending_keys(session: Session) -> None:
     if not pending:
         return
     added: list[dict[str, Any]] = []
-    touched: list[str] = []
     for person_id, before in pending.items():
         person = session.get(Person, person_id)
         if person is None:
             continue
-        touched.append(person_id)
         new = stored_keys(identity_of(person))
         old = stored_keys(before) if before is not None else set()
         if old - new:
@@ -151,5 +132,3 @@ def write_pending_keys(session: Session) -> None:
         added.extend({"key": key, "person_id": person_id} for key in new - old)
     if added:
         session.execute(insert(PersonKey), added)
-    # The same people are re-checked for duplicates after the commit (once scanned).
-    people_written(session, touched)

@@ -44,6 +44,12 @@ class Person(Base):
     merged_into: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    # When a write last touched this row: set by every insert and update of it, in that
+    # same statement, so marking costs a write no round trip. The duplicates re-checker
+    # takes the people marked since the first scan and clears the mark (duplicates/recheck.py).
+    duplicate_touched_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime, default=utcnow, onupdate=utcnow
+    )
 
     # Lets one flush insert the new contact before it updates the lead that points to it.
     converted_contact: Mapped[Person | None] = relationship(
@@ -65,6 +71,7 @@ class Person(Base):
         ),
         # The console finds people by date of birth alone.
         Index("ix_people_date_of_birth", date_of_birth),
+        Index("ix_people_duplicate_touched_at", duplicate_touched_at),
     )
 
 
@@ -78,7 +85,10 @@ class PersonKey(Base):
         String(18), ForeignKey("people.id", ondelete="CASCADE"), primary_key=True
     )
 
-    # One clustered B-tree on SQLite (no rowid table, no second index): imports write
-    # about eight of these rows per person. Keys change by difference (old minus new),
-    # so no index on person_id is needed.
-    __table_args__ = {"sqlite_with_rowid": False}
+    # One clustered B-tree on SQLite (no rowid table): imports write about eight of these
+    # rows per person. Keys change by difference (old minus new); the index on person_id
+    # is for the duplicates scan, which reads a batch of people's stored keys.
+    __table_args__ = (
+        Index("ix_person_keys_person_id", "person_id"),
+        {"sqlite_with_rowid": False},
+    )

@@ -55,6 +55,7 @@ class Checked(NamedTuple):
     # because checked rows travel back from worker processes and dicts cost ~4x to pickle.
     row: tuple[Any, ...] | None
     keys: list[tuple[int, str]]  # a person's person_keys rows: (key, person id)
+    merged_into: str | None = None  # the survivor of a merged record (an export's)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
         values = {name: cells[i] for i, name in plan.cells if i < width and cells[i]}
         raw_id = values.pop("id", None)
         raw_link = values.pop("converted_contact_id", None)
+        raw_merged = values.pop("merged_into", None)
         data, problems = rules.validate(values)
         if width > plan.width and any(cells[plan.width :]):
             problems.insert(0, f"has {width} cells but the header has {plan.width}")
@@ -91,6 +93,15 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
                 problems.append(
                     _not_an_id("converted_contact_id", raw_link, "contact", RecordKind.CONTACT)
                 )
+        merged_into = None
+        if raw_merged is not None:
+            # A contact is only ever merged into a contact; a lead into a lead or a contact.
+            merged_into = canonical_id(raw_merged, kind)
+            if merged_into is None and kind is RecordKind.LEAD:
+                merged_into = canonical_id(raw_merged, RecordKind.CONTACT)
+            if merged_into is None:
+                what = "contact" if kind is RecordKind.CONTACT else "person"
+                problems.append(_not_an_id("merged_into", raw_merged, what, kind))
         row: tuple[Any, ...] | None = None
         keys: list[tuple[int, str]] = []
         if not problems:
@@ -109,7 +120,9 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
             row = tuple(built.values())
         code = data.get("code") if target.person_kind is None else None
         checked.append(
-            Checked(line, problems, record_id, raw_id is not None, link, code, row, keys)
+            Checked(
+                line, problems, record_id, raw_id is not None, link, code, row, keys, merged_into
+            )
         )
     return checked
 

@@ -87,7 +87,7 @@ class Target:
     required: tuple[str, ...]
     salesforce: Mapping[str, str]
     aliases: Mapping[str, str] = field(default_factory=dict)
-    # Exported after the fields, never read by an import (ignored there, and said so).
+    # Exported after the fields; an import reads them too (a merged record stays merged).
     export_only: tuple[str, ...] = ()
 
     def count(self, number: int) -> str:
@@ -110,6 +110,9 @@ class Target:
             found[header.casefold()] = name
         for header, name in self.aliases.items():
             found[header.casefold()] = name
+        for name in self.export_only:
+            found[name.casefold()] = name
+            found[EXPORT_ONLY_SALESFORCE[name].casefold()] = name
         return found
 
 

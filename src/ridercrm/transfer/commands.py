@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory
-from ridercrm.people.index import WrittenHook, keep_keys
+from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
@@ -81,17 +81,12 @@ class Form(enum.StrEnum):
     salesforce = "salesforce"
 
 
-# Told which people an import wrote (the duplicates re-check queue); set by ridercrm.cli,
-# the composition root, because duplicates is a feature beside transfer, not below it.
-ON_PEOPLE_WRITTEN: WrittenHook | None = None
-
-
 @contextmanager
 def _database(*, may_create: bool) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured database, brought up to date, closed afterwards."""
     engine = open_database(Settings(), may_create=may_create)
     try:
-        yield keep_keys(session_factory(engine), on_written=ON_PEOPLE_WRITTEN)
+        yield keep_keys(session_factory(engine))
     finally:
         engine.dispose()
 

@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, session_scope, utcnow
 from ridercrm.events import service as events
-from ridercrm.people.index import people_written
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.service import lock_in_order, survivor_of
 from ridercrm.products.models import Product
@@ -178,6 +177,7 @@ def import_csv(
                     run.batch(batch)
                     if on_progress is not None and batch:
                         on_progress(batch[-1].line)
+                run.merged_records()
                 if not dry_run:
                     session.add(
                         ImportRun(
@@ -267,6 +267,10 @@ class _Run:
         self.seen_ids: dict[str, int] = {}
         self.seen_codes: dict[str, int] = {}
         self.seen_links: dict[str, int] = {}
+        # Merged records (an export's merged_into), stored after every other row, once
+        # their survivor is; and, in a dry run, the ids the file would have stored.
+        self.merged: list[Checked] = []
+        self.would_store: set[str] = set()
 
     def batch(self, checked: Sequence[Checked]) -> None:
         """Finish checking a batch, write its good rows, report its bad ones in line order."""
@@ -292,6 +296,14 @@ class _Run:
                 continue
             assert row.row is not None
             assert row.record_id is not None
+            if row.merged_into is not None:
+                if row.line in known:  # stored already (a re-run): never written to the survivor
+                    self.result.skipped += 1
+                    person = known[row.line]
+                    matched.append(MatchedRow(row.line, person.id, person.kind, False, by_id=True))
+                else:
+                    self.merged.append(row)
+                continue
             if row.line in known:
                 # The row's own id is stored: the row is that person (a re-run).
                 matched.append(self._apply_match(row, row.row, known[row.line], by_id=True))
@@ -322,13 +334,14 @@ class _Run:
                 events.alias_kept(
                     self.session, person_id=found.person_id, kind=found.kind, alias_id=alias_id
                 )
+        if good and self.result.dry_run and not self.products:
+            self.would_store.update(values[self.columns.index("id")] for values in good)
         if good and not self.result.dry_run:
             bulk_insert(self.session, self.table, self.columns, good)
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
             if not self.products:
                 imported = [dict(zip(self.columns, row, strict=True)) for row in good]
                 events.people_imported(self.session, imported)
-                people_written(self.session, [values["id"] for values in imported])
         if self.matcher.active:
             self.matcher.added.update(row.record_id for row in candidates if row.record_id)
         if self.on_matched is not None:
@@ -338,6 +351,41 @@ class _Run:
         self.result.bad_rows += len(bad)
         if self.on_bad_row is not None:
             for bad_row in sorted(bad, key=lambda bad_row: bad_row.line):
+                self.on_bad_row(bad_row)
+
+    def merged_records(self) -> None:
+        """Store the file's merged records, each merged into its survivor (stored or from
+        the file, in any order, through chains), as the export had them; a record whose
+        survivor is nowhere is a bad row. No event: they stand for their survivor.
+        """
+        waiting = self.merged
+        while waiting:
+            survivors = sorted({row.merged_into for row in waiting if row.merged_into})
+            present = _existing(self.session, Person.id, survivors) | (
+                self.would_store & set(survivors)
+            )
+            ready = [row for row in waiting if row.merged_into in present]
+            if not ready:
+                break
+            rows = []
+            for row in ready:
+                assert row.row is not None
+                rows.append((*row.row, row.merged_into))
+            if self.result.dry_run:
+                self.would_store.update(row.record_id for row in ready if row.record_id)
+            else:
+                bulk_insert(self.session, self.table, self.alias_columns, rows)
+                keys = [key for row in ready for key in row.keys]
+                bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
+            self.result.imported += len(ready)
+            waiting = [row for row in waiting if row.merged_into not in present]
+        bad = [
+            BadRow(row.line, (f"merged_into: {row.merged_into} is not stored nor in the file",))
+            for row in waiting
+        ]
+        self.result.bad_rows += len(bad)
+        if self.on_bad_row is not None:
+            for bad_row in bad:
                 self.on_bad_row(bad_row)
 
     def _match(self, row: Checked, stored: tuple[Any, ...]) -> MatchedRow | None:

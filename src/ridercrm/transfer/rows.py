@@ -111,6 +111,7 @@ PERSON_ROW_COLUMNS = (
     "converted_contact_id",
     "created_at",
     "updated_at",
+    "duplicate_touched_at",
 )
 PRODUCT_ROW_COLUMNS = ("id", "name", "code", "price", "active", "created_at", "updated_at")
 
@@ -146,6 +147,7 @@ def person_rows(
         converted_contact_id=converted_contact_id,
         created_at=now,
         updated_at=now,
+        duplicate_touched_at=now,  # for the duplicates re-check, as every write of a person
     )
     return row, stored_keys(identity_of(SimpleNamespace(**row)))
 
