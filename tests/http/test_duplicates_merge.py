@@ -23,6 +23,7 @@ MERGE = "/admin/people/merge"
 # The outbox is history too: an undo adds its own events, it does not erase the merge's.
 HISTORY = {
     "audit_records",
+    "audit_subjects",  # the audit records' index of what they name
     "idempotency_records",
     "person_merges",
     "alembic_version",

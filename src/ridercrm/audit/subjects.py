@@ -70,10 +70,22 @@ def _values(node: Any, depth: int) -> Iterator[str]:
         return
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "booking_number" and isinstance(value, str) and value.strip():
+            if key == "booking_number" and isinstance(value, str) and _storable(value):
                 yield value.strip()
             elif isinstance(value, dict | list):
                 yield from _values(value, depth + 1)
     elif isinstance(node, list):
         for value in node:
             yield from _values(value, depth + 1)
+
+
+def _storable(value: str) -> bool:
+    """A booking number worth indexing: not blank, and text a database can store (a JSON
+    body may carry a lone surrogate such as ``"\\ud800"``, which no UTF-8 column takes)."""
+    if not value.strip():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
