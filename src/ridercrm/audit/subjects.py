@@ -81,8 +81,9 @@ def _values(node: Any, depth: int) -> Iterator[str]:
 
 def _storable(value: str) -> bool:
     """A booking number worth indexing: not blank, and text a database can store (a JSON
-    body may carry a lone surrogate such as ``"\\ud800"``, which no UTF-8 column takes)."""
-    if not value.strip():
+    body may carry a lone surrogate such as ``"\\ud800"``, which no UTF-8 column takes, or
+    a NUL, which PostgreSQL's text refuses)."""
+    if not value.strip() or "\x00" in value:
         return False
     try:
         value.encode("utf-8")
