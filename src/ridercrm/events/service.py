@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -20,6 +19,7 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Table, event, select
 from sqlalchemy.orm import Session, SessionTransaction
+from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
@@ -76,8 +76,15 @@ DELIVERIES_TABLE = cast(Table, Delivery.__table__)
 
 
 def new_event_id() -> str:
-    """A fresh Standard Webhooks message id."""
-    return "msg_" + secrets.token_urlsafe(18)
+    """A fresh Standard Webhooks message id: ``msg_`` and a UUIDv7 (RFC 9562) in hex.
+
+    A UUIDv7 starts with its time, so the ids of new events sort after the ones before and
+    their inserts append to the events' primary key and the deliveries' ``event_id``
+    index. Random ids put each event on its own page of both, more pages as the table
+    grows: a commit of 700 events wrote 3.4 MB of SQLite's log with 500,000 events stored,
+    against 0.16 MB with time-ordered ids (bench/event_ids_bench.py).
+    """
+    return "msg_" + uuid7().hex
 
 
 def _json_value(value: Any) -> Any:
