@@ -444,6 +444,8 @@ def _variants(value: Any) -> list[Any]:
                 value.replace(day=value.day + 1), dt.date(1950, 1, 1), None]  # fmt: skip
     if isinstance(value, tuple):
         return [value, ("0412 345 679",), ()]
+    if value.isdigit():  # a postcode
+        return [value, value[:-1] + "5", "2000", None]
     return [value, value[:-1] + "x", value[1:], "Zyx Qwv 9", None]
 
 
