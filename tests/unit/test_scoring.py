@@ -1,5 +1,6 @@
 import datetime as dt
 import itertools
+import random
 from typing import Any
 
 import pytest
@@ -434,3 +435,47 @@ def test_a_scorer_gives_evaluates_verdicts(model: Any) -> None:
             assert scorer.evaluate(stored, asset=asset) == expected
             levels_seen.update(expected.levels.items())
     assert len(levels_seen) > 40  # the pairs reach most levels of most fields
+
+
+def _variants(value: Any) -> list[Any]:
+    """The value, slips of it, other values and none: the levels a field can reach."""
+    if isinstance(value, dt.date):
+        return [value, value.replace(day=value.month, month=value.day), value.replace(year=value.year + 1),
+                value.replace(day=value.day + 1), dt.date(1950, 1, 1), None]  # fmt: skip
+    if isinstance(value, tuple):
+        return [value, ("0412 345 679",), ()]
+    if value.isdigit():  # a postcode
+        return [value, value[:-1] + "5", "2000", None]
+    return [value, value[:-1] + "x", value[1:], "Zyx Qwv 9", None]
+
+
+@pytest.mark.parametrize("unshared", [("email", "phone", "licence"), ()])
+def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
+    unshared: tuple[str, ...],
+) -> None:
+    """Scorer.ceiling is what lets the matcher leave the broad keys unread (service.settled):
+    no stored person whose unshared fields (e-mail, phones, licence) are not the query's
+    scores above it, for queries with and without each field."""
+    from ridercrm.matching.score import Scorer
+
+    rng = random.Random(11)
+    empty = {"phones": ()}
+    checked = 0
+    for _ in range(60):
+        query = Identity.of(
+            **{name: rng.choice([value, empty.get(name)]) for name, value in ANN.items()},
+            city=rng.choice(["Craigieburn", None]),
+        )
+        scorer = Scorer(query, model=MODEL, thresholds=Thresholds())
+        ceiling = scorer.ceiling(unshared)
+        for _ in range(400):
+            stored = Identity.of(
+                **{name: rng.choice(_variants(value)) for name, value in ANN.items()},
+                city=rng.choice(["Craigieburn", "Craigeburn", "Epping", None]),
+            )
+            verdict = scorer.evaluate(stored)
+            if any(verdict.levels[name] == "exact" for name in unshared):
+                continue
+            assert verdict.total <= ceiling
+            checked += 1
+    assert checked > 10000

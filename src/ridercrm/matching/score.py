@@ -16,6 +16,7 @@ name, date of birth and licence, so
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ridercrm.matching import compare
@@ -141,6 +142,47 @@ class Scorer:
             weight = known[name].get(level)
             weights[name] = self._weight(name, level) if weight is None else weight
         return _verdict(found, weights, self.thresholds, asset=asset)
+
+    def ceiling(self, unshared: Collection[str]) -> float:
+        """The highest total a stored person can score whose ``unshared`` fields do not
+        agree exactly with the query's (and who booked no course the query names).
+
+        Each field adds its best weight among the levels it can reach: ``missing`` alone
+        when the query has no value, the postcode's levels without a suburb when the
+        query has none (``compare.locality``), and not ``exact`` for an unshared field.
+        The fields are added in ``evaluate``'s order and rounded as it rounds, so no
+        verdict's total exceeds the ceiling.
+        """
+        query = self.query
+        values: dict[str, object] = {
+            "given_name": query.first,
+            "family_name": query.last,
+            "date_of_birth": query.date_of_birth,
+            "email": query.email,
+            "phone": query.phones,
+            "licence": query.licence,
+            "street": query.street,
+        }
+        total = 0.0
+        for name, levels in compare.LEVELS.items():
+            reachable: Sequence[str]
+            if name == "postcode":
+                reachable = _locality_levels(query)
+            elif values[name]:
+                reachable = [level for level in levels if level != "exact" or name not in unshared]
+            else:
+                reachable = [compare.MISSING]
+            total += max(self._weight(name, level) for level in reachable)
+        return round(total, 2)
+
+
+def _locality_levels(query: Identity) -> tuple[str, ...]:
+    """The levels ``compare.locality`` can give the query's postcode and suburb."""
+    if not query.postcode:
+        return ("same_city", compare.MISSING) if query.city else (compare.MISSING,)
+    if not query.city:
+        return ("exact_no_city", "one_digit", compare.DIFFERENT, compare.MISSING)
+    return compare.LEVELS["postcode"]
 
 
 def _verdict(
