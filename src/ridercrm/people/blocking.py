@@ -171,7 +171,7 @@ def query_key_tiers(identity: Identity) -> tuple[set[int], set[int]]:
     """``query_keys`` in two parts: the identifiers' keys, and all the others.
 
     The matcher reads the first part and only then, when the people it found cannot
-    settle the answer, the second (docs/decisions.md, "Matching speed").
+    settle the answer, the second (docs/decisions.md, "Matching speed (issue 11, 2026-11-22)").
     """
     identifiers: set[int] = set()
     others: set[int] = set()
