@@ -1077,14 +1077,14 @@ def same_name_households(
         relatives = frozenset() if expected else frozenset({stored.id})
         queries.append(
             Query(
-                number + len(queries) + 1,
-                kind,
-                endpoint,
-                data,
-                expected,
-                stored.id,
-                relatives,
-                note,
+                number=number + len(queries) + 1,
+                kind=kind,
+                endpoint=endpoint,
+                person_data=data,
+                expected=expected,
+                source=stored.id,
+                relatives=relatives,
+                note=note,
             )
         )
 
