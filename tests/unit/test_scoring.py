@@ -95,6 +95,23 @@ def test_birth_date_levels(query: dt.date | None, level: str) -> None:
     assert compare.birth_date(query, dt.date(1999, 4, 12)) == level
 
 
+@pytest.mark.parametrize(
+    ("query", "apart"),
+    [
+        (dt.date(1968, 5, 2), False),
+        (dt.date(1996, 11, 23), True),  # 28 years
+        (dt.date(1954, 1, 30), True),  # 14 years
+        (dt.date(1955, 12, 31), False),  # 13 years
+        (dt.date(1998, 5, 2), False),  # one digit: a slip, not a son
+        (dt.date(1948, 5, 2), False),  # one digit, twenty years before
+        (dt.date(1998, 5, 3), True),  # two digits
+        (None, False),
+    ],
+)
+def test_birth_dates_a_generation_apart(query: dt.date | None, apart: bool) -> None:
+    assert compare.generation_apart(query, dt.date(1968, 5, 2)) is apart
+
+
 def test_identifier_levels() -> None:
     assert compare.one_digit("L1234567", "L1234567") == "exact"
     assert compare.one_digit("L1234568", "L1234567") == "one_digit"
@@ -199,6 +216,62 @@ def test_a_parent_and_child_sharing_every_contact_detail_are_two_people() -> Non
     # a father and son of one name: the shared household fields alone never match
     son = person(first_name="Ann", date_of_birth=dt.date(2012, 3, 9), drivers_license="X99")
     assert not evaluate(son, person()).accepted
+
+
+GENERATION_RULE = (
+    "birth dates a generation apart under the household's e-mail or phone, and no licence"
+    " agrees (household guard)"
+)
+
+
+def test_a_father_and_son_of_one_name_are_two_people() -> None:
+    """Jr. and Sr.: one given name, surname, address, e-mail and phone, and no licence to
+    tell them apart; the birth dates, a generation apart, do."""
+    father = person(first_name="John", last_name="Smith", date_of_birth=dt.date(1968, 5, 2))
+    son: dict[str, Any] = {
+        "first_name": "John", "last_name": "Smith", "date_of_birth": dt.date(1996, 11, 23),
+        "drivers_license": None,
+    }  # fmt: skip
+    for query, stored in ((person(**son), father), (father, person(**son))):
+        verdict = evaluate(query, stored)
+        assert verdict.levels["given_name"] == verdict.levels["email"] == "exact"
+        assert verdict.total >= Thresholds().match  # the evidence alone would match
+        assert not verdict.accepted
+        assert verdict.rule == GENERATION_RULE
+    # the phone alone is the household's too
+    assert evaluate(person(**son, email="john@example.com"), father).rule == GENERATION_RULE
+    # a licence that agrees says the date was mistyped: the father himself
+    assert evaluate(person(**{**son, "drivers_license": "L1234567"}), father).accepted
+
+
+@pytest.mark.parametrize(
+    "born",
+    [
+        dt.date(1995, 3, 12),  # one digit: the decade, thirty years off
+        dt.date(1965, 3, 21),  # day digits swapped
+        dt.date(1966, 3, 12),  # a year off
+        dt.date(1967, 4, 12),  # two digits, two years apart
+        dt.date(1965, 12, 3),  # day and month swapped
+    ],
+)
+def test_a_slip_in_the_birth_date_is_still_the_same_person(born: dt.date) -> None:
+    stored = person(first_name="John", last_name="Smith", date_of_birth=dt.date(1965, 3, 12))
+    query = person(first_name="John", last_name="Smith", date_of_birth=born, drivers_license=None)
+    assert not compare.generation_apart(born, dt.date(1965, 3, 12))
+    assert evaluate(query, stored).accepted
+
+
+def test_a_date_a_generation_off_without_a_shared_contact_is_left_to_the_weights() -> None:
+    """Without the household's e-mail or phone the rule does not apply: FEBRL's
+    duplicates, whose birth dates are often replaced outright, stay found."""
+    stored = person(date_of_birth=dt.date(1965, 3, 12), email=None, phones=())
+    replaced = person(
+        date_of_birth=dt.date(1993, 8, 27), email="new@example.com", phones=(),
+        drivers_license=None,
+    )  # fmt: skip
+    verdict = evaluate(replaced, stored)
+    assert compare.generation_apart(dt.date(1993, 8, 27), dt.date(1965, 3, 12))
+    assert verdict.accepted, verdict
 
 
 def test_a_stranger_is_refused() -> None:

@@ -10,6 +10,8 @@ name, date of birth and licence, so
   agreeing licence (the same, or one slip from it);
 - a given name that only nearly agrees (sounds alike, two slips, an initial) with a
   differing licence is another person (twins share everything else);
+- birth dates a generation apart under the household's e-mail or phone need an
+  agreeing licence (a father and son of one name: Jr. and Sr.);
 - the personal fields (given name, date of birth, licence) must themselves carry
   some evidence: the shared household fields alone never make a match.
 """
@@ -106,7 +108,8 @@ def evaluate(
     model = model or default_model()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
-    return _verdict(found, weights, thresholds or Thresholds(), asset=asset)
+    apart = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
+    return _verdict(found, weights, thresholds or Thresholds(), asset=asset, generation=apart)
 
 
 class Scorer:
@@ -141,7 +144,8 @@ class Scorer:
         for name, level in found.items():
             weight = known[name].get(level)
             weights[name] = self._weight(name, level) if weight is None else weight
-        return _verdict(found, weights, self.thresholds, asset=asset)
+        apart = compare.generation_apart(self.query.date_of_birth, stored.date_of_birth)
+        return _verdict(found, weights, self.thresholds, asset=asset, generation=apart)
 
     def ceiling(self, unshared: Collection[str]) -> float:
         """The highest total a stored person can score whose ``unshared`` fields do not
@@ -186,19 +190,30 @@ def _locality_levels(query: Identity) -> tuple[str, ...]:
 
 
 def _verdict(
-    found: dict[str, str], weights: dict[str, float], thresholds: Thresholds, *, asset: bool
+    found: dict[str, str],
+    weights: dict[str, float],
+    thresholds: Thresholds,
+    *,
+    asset: bool,
+    generation: bool,
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
-    accepted, rule = _decide(found, weights, total, thresholds)
+    accepted, rule = _decide(found, weights, total, thresholds, generation=generation)
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
 
 def _decide(
-    found: dict[str, str], weights: dict[str, float], total: float, thresholds: Thresholds
+    found: dict[str, str],
+    weights: dict[str, float],
+    total: float,
+    thresholds: Thresholds,
+    *,
+    generation: bool,
 ) -> tuple[bool, str]:
+    """``generation``: the birth dates are a generation apart (``compare.generation_apart``)."""
     given, licence = found["given_name"], found["licence"]
     # A licence with one slip agrees: a mistyped digit is the commonest error in one.
     licence_agrees = licence in ("exact", "one_digit")
@@ -210,6 +225,17 @@ def _decide(
     )
     if licence == compare.DIFFERENT and not names_agree:
         return False, "the given name only nearly agrees and the licence differs (household guard)"
+    # A parent and a child of one name share the household's e-mail and phone, and the
+    # birth date alone tells them apart: a date a generation off is not a slip.
+    if (
+        generation
+        and not licence_agrees
+        and (found["email"] == "exact" or found["phone"] == "exact")
+    ):
+        return False, (
+            "birth dates a generation apart under the household's e-mail or phone, and no"
+            " licence agrees (household guard)"
+        )
     personal = (
         weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
     ) + weights.get("asset", 0.0)
