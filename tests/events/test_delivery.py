@@ -78,6 +78,39 @@ def test_backoff_waits_the_schedule_and_honours_retry_after(
     assert wait > dt.timedelta(seconds=3500)  # Retry-After beats the 60 s of the schedule
 
 
+
+def test_a_hostile_retry_after_is_read_as_no_wait_or_at_most_a_day(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+) -> None:
+    """A receiver's header is its own text: a digit int() cannot read ("²" passes
+    str.isdigit) or a number no time span holds made the attempt an internal error, so an
+    event the receiver had taken (200) was recorded as failed and sent again."""
+    deliverer = make_deliverer(webhook_retry_schedule="60,60")
+    endpoint, _secret = register(client, admin_headers, receiver.url, "person.created")
+    receiver.answer((200, {"Retry-After": "\u00b2"}))
+    create_person(client, admin_headers)
+    deliverer.run_until_idle()
+    (entry,) = _deliveries(client, admin_headers, endpoint)
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("delivered", 1, 200)
+
+    receiver.answer((429, {"Retry-After": "9" * 30}), (429, {"Retry-After": "\u00b9\u00b2"}))
+    create_person(client, admin_headers, first_name="Bo")
+    started = utcnow()
+    deliverer.run_until_idle()
+    entry = _deliveries(client, admin_headers, endpoint)[0]
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 1, 429)
+    wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - started
+    assert dt.timedelta(hours=23) < wait <= dt.timedelta(hours=24, seconds=5)  # at most a day
+    _make_due(deliverer)
+    deliverer.run_until_idle()
+    entry = _deliveries(client, admin_headers, endpoint)[0]
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 2, 429)
+    wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - utcnow()
+    assert dt.timedelta(seconds=40) < wait < dt.timedelta(seconds=80)  # the schedule's 60 s
+
 def _make_due(deliverer: Deliverer) -> None:
     with session_scope(deliverer.sessions, write=True) as session:
         for delivery in session.scalars(select(Delivery)):

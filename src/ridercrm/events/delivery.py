@@ -88,12 +88,14 @@ def retry_after(value: str | None, now: dt.datetime) -> dt.timedelta | None:
         return None
     value = value.strip()
     wait_for: dt.timedelta | None
-    if value.isdigit():
-        wait_for = dt.timedelta(seconds=int(value))
+    if value.isascii() and value.isdigit():  # str.isdigit() also takes "²", int() does not
+        # Past nine digits it is more than a day anyway; a timedelta would overflow.
+        seconds = int(value) if len(value) <= 9 else MAX_RETRY_AFTER.total_seconds()
+        wait_for = dt.timedelta(seconds=seconds)
     else:
         try:
             when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
