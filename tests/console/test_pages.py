@@ -133,7 +133,6 @@ def test_staff_convert_a_lead_linked_both_ways(console_as: Callable[..., TestCli
     assert f"/console/people/{contact}" in client.get(f"/console/people/{LIAM}").text
 
 
-
 @pytest.mark.usefixtures("demo")
 def test_a_merged_lead_is_not_converted(
     console_as: Callable[..., TestClient],
@@ -160,6 +159,7 @@ def test_a_merged_lead_is_not_converted(
         f"/admin/people/merge/{merged.json()['merge_id']}/undo", headers=admin_headers
     )
     assert undone.status_code == 200, undone.text
+
 
 def test_audit_is_filtered(
     console_as: Callable[..., TestClient],

@@ -78,7 +78,6 @@ def test_backoff_waits_the_schedule_and_honours_retry_after(
     assert wait > dt.timedelta(seconds=3500)  # Retry-After beats the 60 s of the schedule
 
 
-
 def test_a_hostile_retry_after_is_read_as_no_wait_or_at_most_a_day(
     client: TestClient,
     admin_headers: dict[str, str],
@@ -110,6 +109,7 @@ def test_a_hostile_retry_after_is_read_as_no_wait_or_at_most_a_day(
     assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 2, 429)
     wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - utcnow()
     assert dt.timedelta(seconds=40) < wait < dt.timedelta(seconds=80)  # the schedule's 60 s
+
 
 def _make_due(deliverer: Deliverer) -> None:
     with session_scope(deliverer.sessions, write=True) as session:

@@ -21,7 +21,7 @@ from tests.console.conftest import csrf
 HOSTILE_VALUES = [
     "%C2%B2",  # ²
     "%C2%B9%C2%B2",  # ¹²
-    "%D9%A1",  # ١
+    "%D9%A1",  # Arabic-Indic one
     "9" * 30,
     "-1",
     "0",
