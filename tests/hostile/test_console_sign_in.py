@@ -78,3 +78,27 @@ def test_guesses_sent_side_by_side_are_all_counted_and_lock_the_account(
     refused = sign_in(clients[0], name, PASSWORD)
     assert refused.status_code == 401
     assert "locked until" in refused.text
+
+
+def test_variants_of_a_locked_name_neither_sign_in_nor_escape_the_lock(
+    make_client: Callable[..., TestClient], make_staff: Callable[..., str]
+) -> None:
+    name = make_staff("admin", name="Front Desk")
+    client = make_client(console_lockout_attempts=2)
+    client.follow_redirects = False
+    for _ in range(2):
+        sign_in(client, name, "wrong password!")
+    for variant in (" Front Desk ", "Front Desk\t"):  # spaces around are the same name
+        answer = sign_in(client, variant, PASSWORD)
+        assert answer.status_code == 401
+        assert "locked until" in answer.text
+    for variant in (
+        "front desk",
+        "FRONT DESK",
+        "Front  Desk",
+        "Front\u00a0Desk",
+        "Front Desk\u200b",
+    ):
+        answer = sign_in(client, variant, PASSWORD)  # another name: nobody's account
+        assert answer.status_code == 401
+        assert "Wrong user name or password." in answer.text

@@ -33,7 +33,7 @@ from standardwebhooks.webhooks import Webhook
 from ridercrm import __version__
 from ridercrm.config import Settings, parse_schedule
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
-from ridercrm.events import metrics
+from ridercrm.events import deadline, metrics
 from ridercrm.events.models import (
     DELIVERED,
     FAILED,
@@ -126,10 +126,9 @@ class Deliverer:
         self.schedule = parse_schedule(settings.webhook_retry_schedule)
         self.lease = dt.timedelta(seconds=settings.webhook_lease_seconds)
         self.concurrency = settings.webhook_concurrency
-        # Proxies from the environment would connect elsewhere than the checked address.
-        self.client = httpx.Client(
-            timeout=settings.webhook_timeout_seconds, follow_redirects=False, trust_env=False
-        )
+        # No proxies (they would connect elsewhere than the checked address), no
+        # redirects, and a deadline for the whole attempt (``deadline``).
+        self.client = deadline.client(settings.webhook_timeout_seconds)
         self.pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="ridercrm-deliver")
         self._purged_at = -PURGE_SECONDS  # the first round purges
         # /metrics of this process reads the queue gauges from this database.
@@ -342,9 +341,12 @@ class Deliverer:
         }
         extensions = {"sni_hostname": target.host} if target.url.scheme == "https" else {}
         try:
-            with self.client.stream(
-                "POST", url, content=job.body.encode(), headers=headers, extensions=extensions
-            ) as response:
+            with (
+                deadline.deadline(self.settings.webhook_timeout_seconds),
+                self.client.stream(
+                    "POST", url, content=job.body.encode(), headers=headers, extensions=extensions
+                ) as response,
+            ):
                 read = 0
                 for chunk in response.iter_raw():
                     read += len(chunk)
