@@ -74,3 +74,25 @@ def test_hostile_query_values_never_reach_a_500(console_as: Callable[..., TestCl
             query = "&".join(f"{name}={value}" for name in QUERY_NAMES)
             answer = client.get(f"{template}?{query}")
             assert answer.status_code < 500, (template, value[:40], answer.text[:300])
+
+
+def test_the_calendars_first_and_last_days_never_reach_a_500(
+    console_as: Callable[..., TestClient],
+) -> None:
+    """A date filter at the edge of the calendar: the day after 9999-12-31 is no date."""
+    client = console_as("staff")
+    edges = ("0001-01-01", "9999-12-31")
+    for method, template in _routes():
+        if method != "GET" or "{" in template:
+            continue
+        for first in edges:
+            for last in edges:
+                query = {
+                    "since": first, "until": last, "from": first, "to": last,
+                    "date": last, "site": "somerton",
+                }  # fmt: skip
+                answer = client.get(template, params=query)
+                assert answer.status_code < 500, (template, query, answer.text[:300])
+                for name, value in query.items():
+                    answer = client.get(template, params={name: value})
+                    assert answer.status_code < 500, (template, name, value, answer.text[:300])
