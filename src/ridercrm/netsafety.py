@@ -67,6 +67,11 @@ class Target:
 
 def parse_url(url: str) -> SplitResult:
     """Check the URL's form: http or https, a host, no fragment."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        # urlsplit drops tabs and line breaks: the URL sent to would not be the one shown.
+        raise UnsafeUrl("url: must not hold control characters")
+    if any(ch.isspace() for ch in url):
+        raise UnsafeUrl("url: must not hold spaces (write them %20)")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -88,6 +93,11 @@ def parse_url(url: str) -> SplitResult:
 def _refusal(address: IPAddress) -> str | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
+        # A 6to4 address carries an IPv4 address, where a relay sends the packets.
+        carried = _refusal(address.sixtofour)
+        if carried is not None:
+            return carried
     if address.is_loopback:
         return "loopback"
     if address.is_multicast or address.is_unspecified:

@@ -133,6 +133,34 @@ def test_staff_convert_a_lead_linked_both_ways(console_as: Callable[..., TestCli
     assert f"/console/people/{contact}" in client.get(f"/console/people/{LIAM}").text
 
 
+@pytest.mark.usefixtures("demo")
+def test_a_merged_lead_is_not_converted(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+) -> None:
+    """A merged lead stands for its survivor: converting it would make a second live
+    copy of the person and give the lead two links, and the merge could not be undone
+    as it was made."""
+    merged = client.post(
+        "/admin/people/merge", json={"people": [ANN, LIAM], "survivor": ANN}, headers=admin_headers
+    )
+    assert merged.status_code == 200, merged.text
+    staff = console_as("staff")
+    answer = staff.post(f"/console/people/{LIAM}/convert", data={"csrf": csrf(staff)})
+    assert answer.status_code == 400
+    assert f"merged into {ANN}" in answer.text
+    with session_scope(sessions) as session:
+        lead = session.get(Person, LIAM)
+        assert lead is not None
+        assert (lead.merged_into, lead.converted_contact_id) == (ANN, None)
+    undone = client.post(
+        f"/admin/people/merge/{merged.json()['merge_id']}/undo", headers=admin_headers
+    )
+    assert undone.status_code == 200, undone.text
+
+
 def test_audit_is_filtered(
     console_as: Callable[..., TestClient],
     admin_headers: dict[str, str],

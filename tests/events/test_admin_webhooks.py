@@ -66,6 +66,12 @@ def test_register_answers_id_and_secret_once_and_lists_without_secrets(
         ({"url": "ftp://127.0.0.1/x", "event_types": ["person.created"]}, "http"),
         ({"url": "http://127.0.0.1/x#f", "event_types": ["person.created"]}, "fragment"),
         ({"url": "http://u:p@127.0.0.1/x", "event_types": ["person.created"]}, "password"),
+        # urlsplit drops tabs and line breaks: the URL sent to would not be the one shown.
+        (
+            {"url": "http://127.0.0.1/x\r\nX-Injected: 1", "event_types": ["person.created"]},
+            "control characters",
+        ),
+        ({"url": "http://127.0.0.1/a b", "event_types": ["person.created"]}, "spaces"),
     ],
 )
 def test_bad_registrations_are_refused_and_store_nothing(
@@ -98,6 +104,19 @@ def _endpoint_count(sessions: sessionmaker[Session]) -> int:
         ("http://100.100.100.200/", "metadata"),
         ("http://[::ffff:10.0.0.1]/", "private"),
         ("http://0.0.0.0/", "not a unicast"),
+        # Other spellings of the same addresses, as the resolver reads them.
+        ("http://0/", "not a unicast"),
+        ("http://[::]/", "not a unicast"),
+        ("http://2130706433/", "loopback"),
+        ("http://0177.0.0.1/", "loopback"),
+        ("http://0x7f.1/", "loopback"),
+        ("http://127.1/", "loopback"),
+        ("http://[::ffff:169.254.169.254]/", "link-local"),
+        ("http://[0:0:0:0:0:ffff:7f00:1]/", "loopback"),
+        ("http://[fd00:ec2::254]/", "metadata"),
+        # 6to4 addresses carry an IPv4 address: 169.254.169.254 and 127.0.0.1.
+        ("http://[2002:a9fe:a9fe::1]/", "link-local"),
+        ("http://[2002:7f00:1::1]/", "loopback"),
     ],
 )
 def test_internal_addresses_are_refused_unless_allowed(

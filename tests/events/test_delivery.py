@@ -5,8 +5,11 @@ replay, and a claim whose deliverer died is sent again."""
 from __future__ import annotations
 
 import datetime as dt
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
@@ -76,6 +79,92 @@ def test_backoff_waits_the_schedule_and_honours_retry_after(
     assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 2, 429)
     wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - utcnow()
     assert wait > dt.timedelta(seconds=3500)  # Retry-After beats the 60 s of the schedule
+
+
+def test_a_hostile_retry_after_is_read_as_no_wait_or_at_most_a_day(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+) -> None:
+    """A receiver's header is its own text: a digit int() cannot read ("²" passes
+    str.isdigit) or a number no time span holds made the attempt an internal error, so an
+    event the receiver had taken (200) was recorded as failed and sent again."""
+    deliverer = make_deliverer(webhook_retry_schedule="60,60")
+    endpoint, _secret = register(client, admin_headers, receiver.url, "person.created")
+    receiver.answer((200, {"Retry-After": "\u00b2"}))
+    create_person(client, admin_headers)
+    deliverer.run_until_idle()
+    (entry,) = _deliveries(client, admin_headers, endpoint)
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("delivered", 1, 200)
+
+    receiver.answer((429, {"Retry-After": "9" * 30}), (429, {"Retry-After": "\u00b9\u00b2"}))
+    create_person(client, admin_headers, first_name="Bo")
+    started = utcnow()
+    deliverer.run_until_idle()
+    entry = _deliveries(client, admin_headers, endpoint)[0]
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 1, 429)
+    wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - started
+    assert dt.timedelta(hours=23) < wait <= dt.timedelta(hours=24, seconds=5)  # at most a day
+    _make_due(deliverer)
+    deliverer.run_until_idle()
+    entry = _deliveries(client, admin_headers, endpoint)[0]
+    assert (entry["status"], entry["attempts"], entry["response_code"]) == ("pending", 2, 429)
+    wait = dt.datetime.fromisoformat(entry["next_attempt_at"]) - utcnow()
+    assert dt.timedelta(seconds=40) < wait < dt.timedelta(seconds=80)  # the schedule's 60 s
+
+
+@contextmanager
+def dripping(seconds: float) -> Iterator[str]:
+    """A receiver that reads the request, then sends its answer's header a byte at a time,
+    each byte well within any read timeout, for ``seconds``; then a 200."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        with server:
+            server.settimeout(10)
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                return
+            with connection:
+                connection.recv(65536)
+                try:
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    started = time.monotonic()
+                    while time.monotonic() - started < seconds and not stop.is_set():
+                        time.sleep(0.2)
+                        connection.sendall(b"a")
+                    connection.sendall(b"\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    return  # the deliverer hung up: what it should do
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    finally:
+        stop.set()
+        thread.join(15)
+
+
+def test_a_receiver_answering_a_byte_at_a_time_is_cut_off_at_the_timeout(
+    client: TestClient, admin_headers: dict[str, str], make_deliverer: Callable[..., Deliverer]
+) -> None:
+    """httpx's timeout bounds each read, not the request: a receiver dripping its answer
+    held a delivery slot (and a server's shutdown, which waits for requests under way) for
+    as long as it liked. RIDERCRM_WEBHOOK_TIMEOUT_SECONDS bounds the whole attempt."""
+    deliverer = make_deliverer(webhook_timeout_seconds=1.0)
+    with dripping(seconds=10) as url:
+        endpoint, _secret = register(client, admin_headers, url, "person.created")
+        create_person(client, admin_headers)
+        started = time.monotonic()
+        assert deliverer.run_once() == 1
+        took = time.monotonic() - started
+    assert took < 5, f"the attempt took {took:.1f} s with a 1 s timeout"
+    (entry,) = _deliveries(client, admin_headers, endpoint)
+    assert (entry["status"], entry["attempts"], entry["error"]) == ("pending", 1, "timed out")
 
 
 def _make_due(deliverer: Deliverer) -> None:

@@ -33,7 +33,7 @@ from standardwebhooks.webhooks import Webhook
 from ridercrm import __version__
 from ridercrm.config import Settings, parse_schedule
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
-from ridercrm.events import metrics
+from ridercrm.events import deadline, metrics
 from ridercrm.events.models import (
     DELIVERED,
     FAILED,
@@ -88,12 +88,14 @@ def retry_after(value: str | None, now: dt.datetime) -> dt.timedelta | None:
         return None
     value = value.strip()
     wait_for: dt.timedelta | None
-    if value.isdigit():
-        wait_for = dt.timedelta(seconds=int(value))
+    if value.isascii() and value.isdigit():  # str.isdigit() also takes "²", int() does not
+        # Past nine digits it is more than a day anyway; a timedelta would overflow.
+        seconds = int(value) if len(value) <= 9 else MAX_RETRY_AFTER.total_seconds()
+        wait_for = dt.timedelta(seconds=seconds)
     else:
         try:
             when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
@@ -124,10 +126,9 @@ class Deliverer:
         self.schedule = parse_schedule(settings.webhook_retry_schedule)
         self.lease = dt.timedelta(seconds=settings.webhook_lease_seconds)
         self.concurrency = settings.webhook_concurrency
-        # Proxies from the environment would connect elsewhere than the checked address.
-        self.client = httpx.Client(
-            timeout=settings.webhook_timeout_seconds, follow_redirects=False, trust_env=False
-        )
+        # No proxies (they would connect elsewhere than the checked address), no
+        # redirects, and a deadline for the whole attempt (``deadline``).
+        self.client = deadline.client(settings.webhook_timeout_seconds)
         self.pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="ridercrm-deliver")
         self._purged_at = -PURGE_SECONDS  # the first round purges
         # /metrics of this process reads the queue gauges from this database.
@@ -340,9 +341,12 @@ class Deliverer:
         }
         extensions = {"sni_hostname": target.host} if target.url.scheme == "https" else {}
         try:
-            with self.client.stream(
-                "POST", url, content=job.body.encode(), headers=headers, extensions=extensions
-            ) as response:
+            with (
+                deadline.deadline(self.settings.webhook_timeout_seconds),
+                self.client.stream(
+                    "POST", url, content=job.body.encode(), headers=headers, extensions=extensions
+                ) as response,
+            ):
                 read = 0
                 for chunk in response.iter_raw():
                     read += len(chunk)

@@ -196,10 +196,20 @@ def merged_from(session: Session, person_id: str) -> list[str]:
     return list(session.scalars(statement).all())
 
 
+class NotConvertible(ValueError):
+    """A lead that cannot be converted; the message says why."""
+
+
 def convert_lead(session: Session, lead: Person) -> Person:
     """Make a contact from a lead's data and link the lead to it (once only)."""
     assert lead.kind == LEAD
     lead = lock_person(session, lead.id) or lead
+    if lead.merged_into:
+        # A merged lead stands for its survivor (``resolve``); a contact of its own would
+        # be a second live copy of the person, and the merge could not be undone as made.
+        raise NotConvertible(
+            f"lead {lead.id} was merged into {lead.merged_into}; work on that record instead"
+        )
     if lead.converted_contact_id:
         contact = lock_person(session, lead.converted_contact_id)
         assert contact is not None

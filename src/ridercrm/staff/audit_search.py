@@ -94,7 +94,7 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
     if filters.since:
         start = dt.datetime.combine(filters.since, dt.time(), tzinfo=dt.UTC)
         statement = statement.where(AuditRecord.created_at >= start)
-    if filters.until:
+    if filters.until and filters.until < dt.date.max:  # the calendar's last day: no bound
         end = dt.datetime.combine(filters.until, dt.time(), tzinfo=dt.UTC) + dt.timedelta(days=1)
         statement = statement.where(AuditRecord.created_at < end)
     if filters.who:

@@ -18,8 +18,8 @@ def by_name(session: Session, name: str, *, lock: bool = False) -> StaffUser | N
     return session.scalar(statement)
 
 
-def by_id(session: Session, user_id: int) -> StaffUser | None:
-    return session.get(StaffUser, user_id)
+def by_id(session: Session, user_id: int, *, lock: bool = False) -> StaffUser | None:
+    return session.get(StaffUser, user_id, with_for_update=lock)
 
 
 def all_users(session: Session) -> Sequence[StaffUser]:

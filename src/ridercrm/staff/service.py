@@ -123,23 +123,77 @@ class SignIn:
 WRONG = "Wrong user name or password."
 
 
-def check_password(
+@dataclass(frozen=True)
+class Credentials:
+    """What a sign-in checks a password against, read before the check."""
+
+    user_id: int
+    password_hash: str
+    locked_until: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class PasswordCheck:
+    """A password checked outside any transaction, against the credentials read before."""
+
+    credentials: Credentials | None  # None: no user of that name
+    correct: bool | None  # None: not checked, the account was locked
+    rehashed: str | None = None  # the password hashed with today's parameters, if needed
+
+
+def credentials(session: Session, *, name: str) -> Credentials | None:
+    """The stored hash and lock of the user called ``name``, or None."""
+    user = repository.by_name(session, name) if name else None
+    if user is None:
+        return None
+    return Credentials(user.id, user.password_hash, user.locked_until)
+
+
+def verify_password(stored: Credentials | None, password: str) -> PasswordCheck:
+    """Check a password against credentials read before; run it outside any transaction.
+
+    Argon2 takes a good part of a second of CPU on purpose: inside a write transaction
+    it would hold SQLite's one write turn that long, and sign-in attempts from anyone
+    would keep every booking waiting. An unknown name is checked against a dummy hash,
+    so it takes as long to refuse as a wrong password.
+    """
+    if stored is None:
+        _verify(_DUMMY_HASH, password)
+        return PasswordCheck(None, correct=False)
+    if stored.locked_until is not None and stored.locked_until > utcnow():
+        return PasswordCheck(stored, correct=None)
+    correct = _verify(stored.password_hash, password)
+    rehashed = None
+    if correct and _hasher.check_needs_rehash(stored.password_hash):
+        rehashed = _hasher.hash(password)
+    return PasswordCheck(stored, correct=correct, rehashed=rehashed)
+
+
+def record_sign_in(
     session: Session,
     *,
-    name: str,
-    password: str,
+    check: PasswordCheck,
     lockout_attempts: int,
     lockout_minutes: float,
 ) -> SignIn:
-    """Check a sign-in; count a failure against the account and lock it at the bound."""
+    """Count a checked password against the account, under its row lock; lock it at the
+    bound. A lock taken meanwhile (by guesses sent side by side) refuses a correct
+    password too, so no more than the bound of guesses is ever answered."""
+    if check.credentials is None:
+        return SignIn(None, WRONG)
     now = utcnow()
-    user = repository.by_name(session, name, lock=True) if name else None
+    user = repository.by_id(session, check.credentials.user_id, lock=True)
     if user is None:
-        _verify(_DUMMY_HASH, password)
         return SignIn(None, WRONG)
     if user.locked_until is not None and user.locked_until > now:
         return SignIn(None, _locked_message(user.locked_until))
-    if not _verify(user.password_hash, password):
+    if check.correct is None:
+        # Locked when read, the lock ran out since: nothing was checked, nothing counts.
+        return SignIn(None, WRONG)
+    if user.password_hash != check.credentials.password_hash:
+        # The password was reset while this one was checked against the old hash.
+        return SignIn(None, WRONG)
+    if not check.correct:
         user.failed_attempts += 1
         if user.failed_attempts >= lockout_attempts:
             user.locked_until = now + dt.timedelta(minutes=lockout_minutes)
@@ -152,8 +206,8 @@ def check_password(
         return SignIn(None, "This account is disabled; ask an administrator.")
     user.failed_attempts = 0
     user.locked_until = None
-    if _hasher.check_needs_rehash(user.password_hash):
-        user.password_hash = _hasher.hash(password)
+    if check.rehashed is not None:
+        user.password_hash = check.rehashed
     session.flush()
     return SignIn(user)
 

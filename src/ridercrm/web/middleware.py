@@ -174,6 +174,10 @@ def _flood_response(call: Call, refusal: Refusal) -> tuple[Message, bytes]:
 async def _send(send: Send, start: Message, body: bytes) -> None:
     headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
     headers.append((b"content-length", str(len(body)).encode()))
+    if not any(k.lower() == b"cache-control" for k, _v in headers):
+        # Personal data and secrets; a key in X-API-Key does not keep shared caches away
+        # as Authorization does (RFC 9111, 3.5).
+        headers.append((b"cache-control", b"no-store"))
     await send({**start, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 

@@ -8,6 +8,7 @@ import secrets
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from ridercrm.staff import service as staff_service
 from ridercrm.web.console import frame
@@ -90,12 +91,15 @@ async def login(posted: Posted) -> Response:
     password = form.get("password", "")[:2048]
     settings = services_of(request).settings
     outcome: dict[str, object] = {}
+    # The password is checked between a read and the write that counts it, outside any
+    # transaction (staff.service.verify_password says why).
+    stored = await posted.read(lambda session: staff_service.credentials(session, name=name))
+    check = await run_in_threadpool(staff_service.verify_password, stored, password)
 
     def attempt(session: Session) -> object:
-        result = staff_service.check_password(
+        result = staff_service.record_sign_in(
             session,
-            name=name,
-            password=password,
+            check=check,
             lockout_attempts=settings.console_lockout_attempts,
             lockout_minutes=settings.console_lockout_minutes,
         )

@@ -52,7 +52,8 @@ STATUS_LABELS = {
 def _number(raw: str | None) -> int | None:
     """A database id from the address, or None if it cannot name one."""
     text = (raw or "").strip()
-    if not text.isdigit() or len(text) > 19:
+    # ASCII digits only: str.isdigit() also takes superscripts ("²"), which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
         return None
     value = int(text)
     return value if 1 <= value <= MAX_ID else None

@@ -472,6 +472,9 @@ class ConsoleRouter(APIRouter):
         def register(handler: Handler) -> Handler:
             async def endpoint(request: Request, **params: str) -> Response:
                 staff = await authorised(request) if authorised is not None else None
+                if any("\x00" in value for value in params.values()):
+                    # No record's id or name holds NUL, and PostgreSQL refuses it in text.
+                    raise ConsoleRefusal(404, "There is no such page in the console.")
                 if declared.method == "GET":
                     return await handler(Visit(request, staff), **params)
                 if declared.csrf:
