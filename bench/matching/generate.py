@@ -538,21 +538,8 @@ class Generator:
             avoid |= name_family(name) | {_initial(name)}
         first = self.given(of.group, sex, avoid=avoid)
         mate = self.person(kind, group=of.group, sex=sex, last_name=of.last_name, first_name=first)
-        # Personal things stay the relative's own; household things are shared.
         self.emails.discard(mate.email)
-        return replace(
-            mate,
-            date_of_birth=born,
-            email=of.email,
-            postcode=of.postcode,
-            city=of.city,
-            state=of.state,
-            street=of.street,
-            mobile_phone=of.mobile_phone,
-            home_phone=of.home_phone,
-            household=of.household,
-            role=role,
-        )
+        return _in_household(mate, of, born, role)
 
     def namesake_relative(self, of: Person, role: str) -> Person | None:
         """``of``'s parent or child of the same given name and sex (Jr. and Sr.), born
@@ -570,19 +557,25 @@ class Generator:
             group=of.group, sex=of.sex, last_name=of.last_name, first_name=of.first_name
         )
         self.emails.discard(mate.email)
-        return replace(
-            mate,
-            date_of_birth=born,
-            email=of.email,
-            postcode=of.postcode,
-            city=of.city,
-            state=of.state,
-            street=of.street,
-            mobile_phone=of.mobile_phone,
-            home_phone=of.home_phone,
-            household=of.household,
-            role=role,
-        )
+        return _in_household(mate, of, born, role)
+
+
+def _in_household(mate: Person, of: Person, born: dt.date, role: str) -> Person:
+    """``mate`` as ``of``'s relative: personal things (names, licence) stay the mate's
+    own; household things (e-mail, phones, address) are ``of``'s."""
+    return replace(
+        mate,
+        date_of_birth=born,
+        email=of.email,
+        postcode=of.postcode,
+        city=of.city,
+        state=of.state,
+        street=of.street,
+        mobile_phone=of.mobile_phone,
+        home_phone=of.home_phone,
+        household=of.household,
+        role=role,
+    )
 
 
 def _initial(name: str) -> str:
