@@ -185,9 +185,10 @@ class Scorer:
         family: str | None = None
         if given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES:
             # refused unless _not_a_relative: other family name, same birth date and street
-            born = compare.birth_date(query.date_of_birth, stored.date_of_birth)
-            if born != "exact":
+            # (birth_date's "exact": both known and equal)
+            if query.date_of_birth is None or query.date_of_birth != stored.date_of_birth:
                 return GUARD_OUTRIGHT
+            born = "exact"
             family = compare.family_name(query.last, stored.last, stored.first)
             if family in _SHARED_SURNAME or _street(query, stored) not in ("exact", "close"):
                 return GUARD_OUTRIGHT
