@@ -12,6 +12,8 @@ import datetime as dt
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -282,7 +284,15 @@ _worker_sessions: list[sessionmaker[Session]] = []  # a worker's own, set when i
 def _start_worker(url: str) -> None:
     # Ctrl-C stops the scan in its own process, which then stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with, args=(os.getppid(),), daemon=True).start()
     _worker_sessions.append(session_factory(build_engine(Settings(database_url=url))))
+
+
+def _end_with(parent: int) -> None:
+    """End this worker once the scan's process is gone (killed, it could not stop it)."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
 
 
 def _score_in_worker(ids: list[str], **work: Any) -> Checked:
