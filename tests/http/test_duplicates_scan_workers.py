@@ -4,6 +4,7 @@ every candidate pair whole proposes (docs/decisions.md, "Duplicates (issue 15)")
 from __future__ import annotations
 
 import csv
+import os
 import random
 from collections import defaultdict
 from dataclasses import replace
@@ -15,7 +16,9 @@ from bench.matching.generate import CSV_COLUMNS, generate_store, make_id
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.duplicates import scoring
 from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicatePair, DuplicateScan
 from ridercrm.ids import RecordKind
 from ridercrm.matching import model_store, score
@@ -142,3 +145,19 @@ def test_a_scan_in_workers_interrupted_resumes_after_its_last_written_batch(
     assert resumed.resumed
     assert resumed.checked == 405
     assert found(sessions)[0] == whole_scores(sessions)
+
+
+def test_small_scans_and_databases_in_memory_are_scored_in_one_process(tmp_path: Path) -> None:
+    def workers(url: str, people: int) -> int:
+        engine = build_engine(Settings(database_url=url))
+        try:
+            return scoring.workers_for(people, session_factory(engine))
+        finally:
+            engine.dispose()
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    on_file = f"sqlite:///{tmp_path / 'store.db'}"
+    assert workers(on_file, scoring.PARALLEL_FROM) == min(scoring.MAX_WORKERS, cpus or 1)
+    assert workers(on_file, scoring.PARALLEL_FROM - 1) == 1
+    assert workers("sqlite://", 1_000_000) == 1
+    assert workers("sqlite:///:memory:", 1_000_000) == 1

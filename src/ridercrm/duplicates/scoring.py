@@ -215,10 +215,10 @@ def workers_for(people: int, sessions: sessionmaker[Session]) -> int:
     """How many processes score a scan of this many people: one per CPU, one for a
     small scan or a database other processes cannot open (SQLite in memory)."""
     engine = sessions.kw["bind"]
-    database = engine.url.database or ""
     if people < PARALLEL_FROM:
         return 1
-    if engine.dialect.name == "sqlite" and (database in ("", ":memory:") or "memory" in database):
+    in_memory = engine.url.database in (None, "", ":memory:") or "mode=memory" in str(engine.url)
+    if engine.dialect.name == "sqlite" and in_memory:
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(MAX_WORKERS, cpus or 1))
