@@ -446,6 +446,17 @@ def measure_http(store: Store, *, samples: int, submissions: int, seed: int) -> 
 # ----------------------------------------------------------------------------- report
 
 
+def _load_sentence(loads: Sequence[float], cpus: object) -> str:
+    """What the load averages at the start and end say about the wall-clock figures."""
+    shown = ", ".join(f"{load:.1f}" for load in loads)
+    if loads and max(loads) < 1.5:
+        return f"Quiet machine: load average {shown} at the start and end of the measurements."
+    return (
+        f"**The machine was loaded** (load average {shown} at the start and end of the"
+        f" measurements, on {cpus} CPUs): the wall-clock figures are upper bounds."
+    )
+
+
 def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) -> str:
     facts = machine()
     lines = [
@@ -456,10 +467,7 @@ def report(store: Store, timings: Sequence[Timing], args: argparse.Namespace) ->
         f"{' --http' if args.http else ''}`,"
         f" {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {code_version()};"
         f" {facts['nproc']} CPUs ({facts['cpu']}), Python {facts['python']},"
-        f" SQLite {facts['sqlite']}. **The machine was loaded**: other helpers' tests and"
-        " benchmarks ran on the same 2 CPUs throughout, so the figures are upper bounds"
-        f" (load average {', '.join(f'{load:.1f}' for load in LOADS)} at the start and end"
-        " of the measurements).",
+        f" SQLite {facts['sqlite']}. {_load_sentence(LOADS, facts['nproc'])}",
         "",
         f"Store: {store.people:,} people (imported in {store.import_s:.0f} s with their"
         f" matching keys), {store.courses:,} courses over three years at"

@@ -17,6 +17,13 @@ name.
 Queries start from a stored person (or from someone who is not stored) and apply one
 corruption kind; each knows the id it should find (or none) and the stored relatives
 a careless matcher could merge it with.
+
+After those, and drawn after them so that they leave the store and the queries above
+as they were, come ``namesakes`` households of a parent and a child of one given name
+(Jr. and Sr.: same sex, given name, surname, e-mail, phones and address, born 18-45
+years apart), one member stored and one not: a query for the unstored one
+(``same_name_relative``: must not match; the licence left out of most) and one for the
+stored one with a corruption of the kinds above (``same_name_stored``: must match).
 """
 
 from __future__ import annotations
@@ -60,7 +67,10 @@ KIND_WEIGHTS: dict[str, float] = {
     "absent": 15,
     "family": 10,
 }
-KINDS = tuple(KIND_WEIGHTS)
+# Appended after the kinds above, from households of a parent and a child of one name.
+SAME_NAME_KINDS = ("same_name_relative", "same_name_stored")
+KINDS = (*KIND_WEIGHTS, *SAME_NAME_KINDS)
+NAMESAKES = 200  # such households per data set (one query of each kind)
 
 ATTEMPTS = 10_000  # every loop of the generator is bounded
 
@@ -152,6 +162,7 @@ class DataSet:
     queries: list[Query]
     households: int
     seed: int
+    namesakes: int = 0  # households of one given name, one member stored (SAME_NAME_KINDS)
 
     def by_id(self) -> dict[str, Person]:
         return {person.id: person for person in self.people}
@@ -528,6 +539,36 @@ class Generator:
         first = self.given(of.group, sex, avoid=avoid)
         mate = self.person(kind, group=of.group, sex=sex, last_name=of.last_name, first_name=first)
         # Personal things stay the relative's own; household things are shared.
+        self.emails.discard(mate.email)
+        return replace(
+            mate,
+            date_of_birth=born,
+            email=of.email,
+            postcode=of.postcode,
+            city=of.city,
+            state=of.state,
+            street=of.street,
+            mobile_phone=of.mobile_phone,
+            home_phone=of.home_phone,
+            household=of.household,
+            role=role,
+        )
+
+    def namesake_relative(self, of: Person, role: str) -> Person | None:
+        """``of``'s parent or child of the same given name and sex (Jr. and Sr.), born
+        18-45 years before or after (within 1950-2008, as everyone), sharing the
+        household's e-mail, phones, address and last name; their own licence."""
+        earliest, latest = dt.date(1950, 1, 1), dt.date(2008, 12, 31)
+        sign = -1 if role == "parent" else 1
+        for _ in range(100):
+            born = of.date_of_birth + dt.timedelta(days=sign * self.rng.randint(18 * 365, 45 * 365))
+            if earliest <= born <= latest:
+                break
+        else:
+            return None
+        mate = self.person(
+            group=of.group, sex=of.sex, last_name=of.last_name, first_name=of.first_name
+        )
         self.emails.discard(mate.email)
         return replace(
             mate,
@@ -1014,20 +1055,104 @@ class QueryMaker:
         return Made(endpoint, data, None, stored.id, relatives, note)
 
 
+def same_name_households(
+    rng: random.Random, taken: Generator, count: int, *, household: int, number: int
+) -> tuple[list[Person], list[Query]]:
+    """``count`` households of a parent and a child of one given name, one of them stored.
+
+    Returns the stored people and, per household, a query for the unstored member
+    (``same_name_relative``, the licence left out of seven in ten: the hole a licence
+    would close) and one for the stored member with a corruption of the usual kinds
+    (``same_name_stored``). Households are numbered after ``household``, queries after
+    ``number``; ``taken`` keeps e-mails, phones, licences and ids unique.
+    """
+    gen = Generator(rng, taken=taken)
+    people: list[Person] = []
+    maker = QueryMaker(rng, gen, gen, people)
+    corruptions = {k: w for k, w in KIND_WEIGHTS.items() if k not in ("absent", "family")}
+    queries: list[Query] = []
+
+    def add(kind: str, endpoint: str, data: dict[str, Any], stored: Person, note: str) -> None:
+        expected = stored.id if kind == "same_name_stored" else None
+        relatives = frozenset() if expected else frozenset({stored.id})
+        queries.append(
+            Query(
+                number=number + len(queries) + 1,
+                kind=kind,
+                endpoint=endpoint,
+                person_data=data,
+                expected=expected,
+                source=stored.id,
+                relatives=relatives,
+                note=note,
+            )
+        )
+
+    for _ in range(ATTEMPTS):
+        if len(people) >= count:
+            break
+        role = rng.choice(("parent", "child"))
+        stored = gen.person(dob=gen.dob(1950, 1990) if role == "parent" else gen.dob(1968, 2008))
+        stored.household, stored.role = household + len(people) + 1, role
+        mate = gen.namesake_relative(stored, "child" if role == "parent" else "parent")
+        if mate is None:
+            continue
+        endpoint = LEADS if rng.random() < 0.2 else PEOPLE
+        data = base_payload(mate, endpoint, rng)
+        if rng.random() < 0.7:
+            data.pop("drivers_license", None)
+        about = (
+            f"{stored.first_name} {stored.last_name}: stored {role} b. {stored.date_of_birth}, "
+            f"unstored {mate.role} b. {mate.date_of_birth}"
+        )
+        licence = "with licence" if "drivers_license" in data else "no licence"
+        add(
+            "same_name_relative",
+            endpoint,
+            data,
+            stored,
+            f"the unstored one asked, {licence}; {about}",
+        )
+        for _ in range(100):
+            kind = weighted(rng, corruptions, corruptions.values())
+            endpoint = maker.endpoint_for(stored)
+            data = base_payload(stored, endpoint, rng)
+            done = maker.corrupt(kind, stored, data, endpoint)
+            if done is not None:
+                break
+        else:
+            raise GenerationError("could not corrupt a stored namesake")
+        add("same_name_stored", endpoint, data, stored, f"{kind}: {done}; {about}")
+        people.append(stored)
+    if len(people) < count:
+        raise GenerationError("could not make the households of one name")
+    return people, queries
+
+
 def _state_code(state: str) -> str:
     full = {v: k for k, v in names.STATE_NAMES.items()}
     return full.get(state, state)
 
 
-def generate(seed: int, people: int, queries: int) -> DataSet:
-    """The store and the queries for one seed."""
+def generate(seed: int, people: int, queries: int, namesakes: int = NAMESAKES) -> DataSet:
+    """The store and the queries for one seed; then ``namesakes`` households of one name
+    (drawn last: the store and queries before them are the same for any ``namesakes``)."""
     rng = random.Random(seed)
     gen, stored, households = generate_store(rng, people)
     outsiders = Generator(random.Random(rng.getrandbits(64)), taken=gen)
     maker = QueryMaker(random.Random(rng.getrandbits(64)), gen, outsiders, stored)
     kinds = maker.rng.choices(list(KIND_WEIGHTS), weights=list(KIND_WEIGHTS.values()), k=queries)
     made = [maker.make(kind) for kind in kinds]
-    return DataSet(people=stored, queries=made, households=households, seed=seed)
+    more, asked = same_name_households(
+        random.Random(rng.getrandbits(64)), gen, namesakes, household=households, number=len(made)
+    )
+    return DataSet(
+        people=stored + more,
+        queries=made + asked,
+        households=households,
+        seed=seed,
+        namesakes=len(more),
+    )
 
 
 @dataclass

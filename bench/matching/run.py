@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.matching import service
 from bench.matching.baseline import run_baseline
-from bench.matching.generate import KINDS, DataSet, Query, generate, summarise
+from bench.matching.generate import KINDS, NAMESAKES, DataSet, Query, generate, summarise
 from bench.matching.metrics import Report, comparison_table, evaluate
 from bench.report import write_section
 
@@ -62,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--people", type=int, default=20_000, help="people in the store")
     parser.add_argument("--queries", type=int, default=4_000, help="match requests")
     parser.add_argument("--seed", type=int, default=20261120, help="seed of the generator")
+    parser.add_argument(
+        "--namesakes",
+        type=int,
+        default=NAMESAKES,
+        help=f"households of a parent and a child of one given name (default {NAMESAKES})",
+    )
     parser.add_argument("--workers", type=int, default=1, help="client threads (default 1)")
     parser.add_argument(
         "--baseline-only", action="store_true", help="score the baseline alone; no server"
@@ -80,8 +86,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="another build's ridercrm command (the previous matcher), asked the same way",
     )
     args = parser.parse_args(argv)
-    if args.people < 10 or args.queries < 1 or args.workers < 1:
-        parser.error("--people must be at least 10, --queries and --workers at least 1")
+    if args.people < 10 or args.queries < 1 or args.workers < 1 or args.namesakes < 0:
+        parser.error(
+            "--people must be at least 10, --queries and --workers at least 1, --namesakes 0 or more"
+        )
     return args
 
 
@@ -104,7 +112,7 @@ class Run:
     def go(self) -> None:
         args = self.args
         started = time.perf_counter()
-        self.data = generate(args.seed, args.people, args.queries)
+        self.data = generate(args.seed, args.people, args.queries, args.namesakes)
         self.generate_seconds = time.perf_counter() - started
         log(
             f"generated {args.people} people and {args.queries} queries ({self.generate_seconds:.1f} s)"
@@ -301,7 +309,7 @@ def command(args: argparse.Namespace) -> str:
     """The command that reproduces this run (with --write)."""
     parts = [".venv/bin/python -m bench.matching --write"]
     defaults = parse_args([])
-    for name in ("people", "queries", "seed", "workers"):
+    for name in ("people", "queries", "seed", "namesakes", "workers"):
         if getattr(args, name) != getattr(defaults, name):
             parts.append(f"--{name} {getattr(args, name)}")
     if args.previous:
@@ -318,18 +326,22 @@ def result_markdown(
     lines.append(
         f"Machine: {machine()}. Date: {dt.date.today().isoformat()}. "
         f"Command: `{command(args)}` (seed {args.seed}, {args.people:,} people, {args.queries:,} queries"
+        f" and {run.data.namesakes:,} households of one name"
         f"{', ' + str(args.workers) + ' client threads' if args.workers > 1 else ''})."
     )
     lines.append("")
     lines.append(
         f"Store: {summary.contacts:,} contacts and {summary.leads:,} leads, "
         f"{summary.households:,} two-person households (parent and child, siblings, twins) "
-        f"sharing e-mail, phones, address and last name; loaded with `ridercrm import`. "
+        f"sharing e-mail, phones, address and last name, and {run.data.namesakes:,} people "
+        f"whose parent or child of the same given name is not stored; loaded with "
+        f"`ridercrm import`. "
         f"Queries by kind: " + ", ".join(f"`{k}` {summary.by_kind.get(k, 0)}" for k in KINDS) + "."
     )
     lines.append("")
     lines.append(
-        "P precision, R recall, F1, FP false positives (for `absent` every answer is one); "
+        "P precision, R recall, F1, FP false positives (for `absent` and `same_name_relative` "
+        "every answer is one); "
         "ours through HTTP, base = the Salesforce standard contact matching rule "
         "(`bench/matching/baseline.py`) in-process on the same data."
     )
@@ -389,7 +401,12 @@ def readme_section(
         "street abbreviation, postcode as a number); `absent` (people not stored: strangers, "
         "namesakes, and unstored parents, children, siblings and twins of stored people, "
         "sharing their e-mail, phone and address); `family` (one member of a stored household, "
-        "sometimes with a light corruption; the other member is the wrong answer)."
+        "sometimes with a light corruption; the other member is the wrong answer). After "
+        "those, from households of a parent and a child of one given name (Jr. and Sr.: "
+        "surname, address, e-mail and phone shared, born 18-45 years apart), one member "
+        "stored: `same_name_relative` (the unstored one, the licence left out of seven in "
+        "ten; every answer is a false positive and a family merge) and `same_name_stored` "
+        "(the stored one with one corruption of the kinds above)."
     )
     heading = SECTION
     if run.args.seed != parse_args([]).seed:

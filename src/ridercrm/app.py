@@ -11,7 +11,7 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
-from ridercrm.matching.score import Thresholds
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web import docs_pages, handlers, metrics, openapi
@@ -106,11 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             counted="refused requests from this address",
             **shared,
         ),
-        match_thresholds=Thresholds(
-            match=settings.match_threshold,
-            personal=settings.match_personal_threshold,
-            ambiguity=settings.match_ambiguity_margin,
-        ),
+        match_thresholds=thresholds_of(settings),
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.
     events_metrics.watch_queue(app.state.context.sessions)

@@ -33,6 +33,7 @@ from tests.cli.transfer_helpers import (
     fifteen,
     people,
     products,
+    runner,
     write_csv,
 )
 
@@ -542,3 +543,23 @@ def test_rows_without_a_first_name_are_imported_and_found(
         headers=admin_headers,
     ).json()  # fmt: skip
     assert answer["receipt"] == "Lead found."
+
+
+def test_the_import_matches_rows_with_the_configured_thresholds(
+    db_url: str, tmp_path: Path, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """RIDERCRM_MATCH_THRESHOLD decides an import's matches as it decides operation 3's: a
+    row with Ann's names, birth date and postcode (about 36 bits) matches her under the
+    default threshold of 18 bits, and is a new person under a threshold of 40."""
+    from ridercrm.cli import app
+
+    create_person(client, admin_headers)
+    file = write_csv(tmp_path / "ann.csv", ["first_name", "last_name", "date_of_birth", "postcode"],
+                     [["Ann", "Nguyen", "1999-04-12", "3064"]])  # fmt: skip
+    default = cli(db_url, "import", "contacts", str(file), "--dry-run")
+    assert default.exit_code == 0, default.output
+    assert "1 skipped as already stored" in default.output
+    env = {"RIDERCRM_DATABASE_URL": db_url, "RIDERCRM_MATCH_THRESHOLD": "40"}
+    strict = runner.invoke(app, ["import", "contacts", str(file), "--dry-run"], env=env)
+    assert strict.exit_code == 0, strict.output
+    assert strict.output.strip().splitlines()[-1] == "would import 1 contact, 0 bad rows"

@@ -208,6 +208,31 @@ def test_a_household_is_never_merged_however_much_it_shares(
     assert matcher.ask(PEOPLE, renamed)["delivery"] == "true"
 
 
+def test_a_father_and_son_of_one_name_are_never_merged(
+    matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Jr. and Sr.: given name, surname, address, e-mail and phone shared, no licence sent;
+    only the birth dates, a generation apart, tell them apart."""
+    smith = {"first_name": "John", "last_name": "Smith", "street": "12 Main St"}
+    father = create_person(client, admin_headers, **smith, date_of_birth="1968-05-02")
+    son = query(**smith, date_of_birth="1996-11-23")
+    body = matcher.ask(PEOPLE, son)
+    assert body["delivery"] == "false"
+    record = client.get(f"/admin/audit/{body['audit_ID']}", headers=admin_headers).json()
+    assert record["outcomes"]["candidates"][0]["rule"] == (
+        "birth dates a generation apart under the household's e-mail or phone, and no"
+        " licence agrees (household guard)"
+    )
+    # the father, his birth year one digit off (1998 for 1968), is still found
+    assert matcher.ask(PEOPLE, query(**smith, date_of_birth="1998-05-02"))["ID"] == father
+    # both stored: each is found by his own birth date
+    stored_son = create_person(
+        client, admin_headers, **smith, date_of_birth="1996-11-23", drivers_license="L7654321"
+    )
+    assert matcher.ask(PEOPLE, son)["ID"] == stored_son
+    assert matcher.ask(PEOPLE, query(**smith, date_of_birth="1968-05-02"))["ID"] == father
+
+
 def test_explain_returns_candidates_and_the_audit_keeps_them(
     matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
 ) -> None:

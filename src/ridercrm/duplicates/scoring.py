@@ -171,8 +171,9 @@ def score_people(
 
 class _Candidate:
     """A candidate's personal fields, normalised as ``Identity.of`` normalises them: what
-    ``Scorer.refusal`` reads. Its whole identity (e-mail, phones, postcode...) is built
-    only for a pair the refusal lets through: about one in eight at a million people."""
+    ``Scorer.refusal`` reads of most pairs. Its whole identity (e-mail, phones, postcode...)
+    is built only for a pair the refusal lets through (about one in eight at a million
+    people) or asks it of (the street, e-mail and phones of a few)."""
 
     __slots__ = ("_identity", "date_of_birth", "first", "last", "licence", "row")
 
@@ -193,6 +194,14 @@ class _Candidate:
     @property
     def street(self) -> str | None:
         return self.identity.street
+
+    @property
+    def email(self) -> str | None:
+        return self.identity.email
+
+    @property
+    def phones(self) -> frozenset[str]:
+        return self.identity.phones
 
 
 def _proposal(scorer: score.Scorer, other: _Candidate, review_threshold: float) -> Proposal | None:

@@ -167,6 +167,18 @@ def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
     return DIFFERENT
 
 
+# Birth years this far apart are a parent's and a child's (Jr. and Sr.), not a slip.
+GENERATION_YEARS = 14
+
+
+def generation_apart(query: dt.date | None, stored: dt.date | None) -> bool:
+    """Birth dates a generation apart: 14 calendar years or more, and not one digit from
+    each other (1965 typed for 1995 is one slip, whatever the years)."""
+    if query is None or stored is None or abs(query.year - stored.year) < GENERATION_YEARS:
+        return False
+    return sum(map(operator.ne, _digits(query), _digits(stored))) > 1
+
+
 @lru_cache(maxsize=65536)
 def _digits(date: dt.date) -> str:
     """A date's digits, YYYYMMDD (a century of birth dates is 36,525 of them)."""

@@ -1,9 +1,9 @@
 """What a match explanation may tell the API client that asked (docs/decisions.md, "Operations 3 and 4 (matching)").
 
-The audit record keeps the whole explanation: every candidate, score and reason. A
-client learns only about the person its query matched, the answer it is given anyway;
-about candidates its query did not match it learns nothing, not even that they exist,
-so a "Match not found." explains nothing at all.
+The audit record keeps the whole explanation: the ten best candidates the matcher
+scored, each with its score and reasons. A client learns only about the person its query
+matched, the answer it is given anyway; about candidates its query did not match it
+learns nothing, not even that they exist, so a "Match not found." explains nothing at all.
 """
 
 from __future__ import annotations

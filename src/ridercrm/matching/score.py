@@ -10,6 +10,8 @@ name, date of birth and licence, so
   agreeing licence (the same, or one slip from it);
 - a given name that only nearly agrees (sounds alike, two slips, an initial) with a
   differing licence is another person (twins share everything else);
+- birth dates a generation apart under the household's e-mail or phone need an
+  agreeing licence (a father and son of one name: Jr. and Sr.);
 - the personal fields (given name, date of birth, licence) must themselves carry
   some evidence: the shared household fields alone never make a match.
 """
@@ -17,6 +19,7 @@ name, date of birth and licence, so
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,6 +34,10 @@ ASSET_WEIGHT = 12.0
 # The rules' reasons, as the verdict states them.
 GUARD_OUTRIGHT = "the given name differs and no licence agrees (household guard)"
 GUARD_NEAR = "the given name only nearly agrees and the licence differs (household guard)"
+GUARD_GENERATION = (
+    "birth dates a generation apart under the household's e-mail or phone, and no licence"
+    " agrees (household guard)"
+)
 TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
 UNDER_THRESHOLD = "the total weight is under the match threshold"
 REACHES_THRESHOLD = "the total weight reaches the match threshold"
@@ -117,7 +124,8 @@ def evaluate(
     model = model or default_model()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
-    return _verdict(found, weights, thresholds or Thresholds(), asset=asset)
+    apart = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
+    return _verdict(found, weights, thresholds or Thresholds(), asset=asset, generation=apart)
 
 
 class Personal(Protocol):
@@ -133,6 +141,10 @@ class Personal(Protocol):
     def licence(self) -> str | None: ...
     @property
     def street(self) -> str | None: ...
+    @property
+    def email(self) -> str | None: ...
+    @property
+    def phones(self) -> frozenset[str]: ...
 
 
 class Scorer:
@@ -167,15 +179,48 @@ class Scorer:
         for name, level in found.items():
             weight = known[name].get(level)
             weights[name] = self._weight(name, level) if weight is None else weight
-        return _verdict(found, weights, self.thresholds, asset=asset)
+        apart = compare.generation_apart(self.query.date_of_birth, stored.date_of_birth)
+        return _verdict(found, weights, self.thresholds, asset=asset, generation=apart)
+
+    def ceiling(self, unshared: Collection[str]) -> float:
+        """The highest total a stored person can score whose ``unshared`` fields do not
+        agree exactly with the query's (and who booked no course the query names).
+
+        Each field adds its best weight among the levels it can reach: ``missing`` alone
+        when the query has no value, the postcode's levels without a suburb when the
+        query has none (``compare.locality``), and not ``exact`` for an unshared field.
+        The fields are added in ``evaluate``'s order and rounded as it rounds, so no
+        verdict's total exceeds the ceiling.
+        """
+        query = self.query
+        values: dict[str, object] = {
+            "given_name": query.first,
+            "family_name": query.last,
+            "date_of_birth": query.date_of_birth,
+            "email": query.email,
+            "phone": query.phones,
+            "licence": query.licence,
+            "street": query.street,
+        }
+        total = 0.0
+        for name, levels in compare.LEVELS.items():
+            reachable: Sequence[str]
+            if name == "postcode":
+                reachable = _locality_levels(query)
+            elif values[name]:
+                reachable = [level for level in levels if level != "exact" or name not in unshared]
+            else:
+                reachable = [compare.MISSING]
+            total += max(self._weight(name, level) for level in reachable)
+        return round(total, 2)
 
     def refusal(self, stored: Personal) -> str | None:
         """The rule by which ``evaluate(stored)`` refuses before its total counts, or None.
 
         The household guard and the personal-evidence rule of ``_decide``, in its order,
-        from the personal fields' levels alone (the family name, date of birth and street
+        from the personal fields' levels alone (the family name, street, e-mail and phones
         only where the guard asks for them): most candidates of a whole-store scan are
-        relatives and neighbours, refused here without comparing the other five fields.
+        relatives and neighbours, refused here without comparing the other fields.
         None when ``evaluate`` would refuse only for the total, or accept (no course named).
         """
         query = self.query
@@ -199,6 +244,12 @@ class Scorer:
                 family = compare.family_name(query.last, stored.last, stored.first)
             if family != "swapped":
                 return GUARD_NEAR
+        if licence not in _LICENCE_AGREES and compare.generation_apart(
+            query.date_of_birth, stored.date_of_birth
+        ):
+            email = compare.email(query.email, stored.email)
+            if email == "exact" or compare.phones(query.phones, stored.phones) == "exact":
+                return GUARD_GENERATION
         if born is None:
             born = compare.birth_date(query.date_of_birth, stored.date_of_birth)
         personal = (
@@ -211,25 +262,45 @@ class Scorer:
         return None
 
 
+def _locality_levels(query: Identity) -> tuple[str, ...]:
+    """The levels ``compare.locality`` can give the query's postcode and suburb."""
+    if not query.postcode:
+        return ("same_city", compare.MISSING) if query.city else (compare.MISSING,)
+    if not query.city:
+        return ("exact_no_city", "one_digit", compare.DIFFERENT, compare.MISSING)
+    return compare.LEVELS["postcode"]
+
+
 def _street(query: Identity, stored: Personal) -> str:
     """The street's level as ``levels`` compares it."""
     return compare.street(query.street, stored.street if query.street else None)
 
 
 def _verdict(
-    found: dict[str, str], weights: dict[str, float], thresholds: Thresholds, *, asset: bool
+    found: dict[str, str],
+    weights: dict[str, float],
+    thresholds: Thresholds,
+    *,
+    asset: bool,
+    generation: bool,
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
-    accepted, rule = _decide(found, weights, total, thresholds)
+    accepted, rule = _decide(found, weights, total, thresholds, generation=generation)
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
 
 def _decide(
-    found: dict[str, str], weights: dict[str, float], total: float, thresholds: Thresholds
+    found: dict[str, str],
+    weights: dict[str, float],
+    total: float,
+    thresholds: Thresholds,
+    *,
+    generation: bool,
 ) -> tuple[bool, str]:
+    """``generation``: the birth dates are a generation apart (``compare.generation_apart``)."""
     given, licence = found["given_name"], found["licence"]
     outright = given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES
     if outright and not _not_a_relative(found):
@@ -240,6 +311,14 @@ def _decide(
     )
     if licence == compare.DIFFERENT and not names_agree:
         return False, GUARD_NEAR
+    # A parent and a child of one name share the household's e-mail and phone, and the
+    # birth date alone tells them apart: a date a generation off is not a slip.
+    if (
+        generation
+        and licence not in _LICENCE_AGREES
+        and (found["email"] == "exact" or found["phone"] == "exact")
+    ):
+        return False, GUARD_GENERATION
     personal = (
         weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
     ) + weights.get("asset", 0.0)

@@ -10,10 +10,11 @@ from typing import Any, Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
-from ridercrm.people.blocking import Identity, query_keys
+from ridercrm.people.blocking import Identity, query_key_tiers
 from ridercrm.people.models import CONTACT, LEAD
 from ridercrm.people.service import resolve
 
@@ -22,6 +23,15 @@ EXPLAINED_CANDIDATES = 10
 IDENTITY_CACHE = 16384
 
 DEFAULT_THRESHOLDS = score.Thresholds()
+
+
+def thresholds_of(settings: Settings) -> score.Thresholds:
+    """The decision's thresholds as configured (RIDERCRM_MATCH_*)."""
+    return score.Thresholds(
+        match=settings.match_threshold,
+        personal=settings.match_personal_threshold,
+        ambiguity=settings.match_ambiguity_margin,
+    )
 
 
 @dataclass
@@ -93,35 +103,53 @@ def match_identity(
         # The candidates are read as plain rows (no ORM query flushes for them): this
         # session's own unflushed changes are seen, as an ORM query would see them.
         session.flush()
-    rows = list(repository.candidates(session, query_keys(query)))
+    scorer = score.Scorer(query, model=model, thresholds=thresholds)
+    identifiers, others = query_key_tiers(query)
+    rows = list(repository.candidates(session, identifiers))
+    settles = len(rows) < repository.KEY_CAP  # no identifier's key was cut at its cap
     asset_owners = _asset_owners(session, assets)
     found = {row.id for row in rows}
     rows.extend(repository.people(session, asset_owners - found))
+    records = _records(session, scorer, rows, asset_owners, leads_only=leads_only)
+    scored = best_of(records)
+    if not (rows and settles and settled(scored, scorer.ceiling(IDENTIFIERS), thresholds)):
+        found = {row.id for row in rows}
+        more = [row for row in repository.candidates(session, others) if row.id not in found]
+        rows.extend(more)
+        records.extend(_records(session, scorer, more, asset_owners, leads_only=leads_only))
+        scored = best_of(records)
     if not rows:
         return MatchResult(
             person=None,
             decision="no candidates share a key with the request",
             model_version=model.version,
         )
-    rows.sort(key=lambda row: row.id)
-    candidates: list[tuple[Ranked, Identity, bool]] = []
-    for stored in rows:
-        if stored.kind == LEAD and stored.converted_contact_id:
-            continue
-        # A merged record is never the answer: its survivor is, found by the values the
-        # record still holds (the one the request's details matched).
-        person: Ranked | None = resolve(session, stored.id) if stored.merged_into else stored
-        if person is None or (leads_only and person.kind != LEAD):
-            continue
-        candidates.append((person, stored_identity(stored), stored.id in asset_owners))
-    scorer = score.Scorer(query, model=model, thresholds=thresholds)
-    scored = rank(scorer, candidates)
     explained = [_candidate(person, verdict) for person, _identity, verdict in scored]
     result = MatchResult(
         person=None, candidates=explained[:EXPLAINED_CANDIDATES], model_version=model.version
     )
     result.person, result.decision = decide(scored, thresholds)
     return result
+
+
+# The fields whose keys the matcher reads first (blocking.IDENTIFIER_KEYS).
+IDENTIFIERS = ("email", "phone", "licence")
+
+
+def settled(scored: list[Scored], ceiling: float, thresholds: score.Thresholds) -> bool:
+    """Whether no candidate scoring at most ``ceiling`` could change ``decide``'s answer.
+
+    Such a candidate is never accepted when the ceiling is under the match threshold.
+    Otherwise, if accepted, it ranks under the best accepted candidate (its total is
+    lower) and at least the ambiguity margin under it, where ``decide`` stops looking:
+    it can neither be the answer nor make the answer ambiguous.
+    """
+    if ceiling < thresholds.match:
+        return True
+    if not scored or not scored[0][2].accepted:
+        return False
+    best = scored[0][2].total
+    return ceiling < best and best - ceiling >= thresholds.ambiguity
 
 
 Scored = tuple["Ranked", Identity, score.Verdict]
@@ -151,13 +179,52 @@ def rank(scorer: score.Scorer, candidates: list[tuple[Ranked, Identity, bool]]) 
     whether the request named a course the record booked; in the order of the records'
     ids (of two records of one person ranked alike, the first is kept).
     """
+    return best_of(
+        [
+            ("", person, identity, scorer.evaluate(identity, asset=asset))
+            for person, identity, asset in candidates
+        ]
+    )
+
+
+# A stored record as scored: its id, the person it stands for, its identity, its verdict.
+Record = tuple[str, "Ranked", Identity, score.Verdict]
+
+
+def best_of(records: list[Record]) -> list[Scored]:
+    """Each person's best-ranked record with its verdict, best first (of two records of
+    one person ranked alike, the one with the lower record id)."""
     best: dict[str, Scored] = {}
-    for person, identity, asset in candidates:
-        verdict = scorer.evaluate(identity, asset=asset)
+    for _record_id, person, identity, verdict in sorted(records, key=lambda r: r[0]):
         kept = best.get(person.id)
         if kept is None or _rank(person, verdict) < _rank(person, kept[2]):
             best[person.id] = (person, identity, verdict)
     return sorted(best.values(), key=lambda entry: _rank(entry[0], entry[2]))
+
+
+def _records(
+    session: Session,
+    scorer: score.Scorer,
+    rows: list[Any],
+    asset_owners: set[str],
+    *,
+    leads_only: bool,
+) -> list[Record]:
+    """The rows' records scored, each with the person it stands for (none for a converted
+    lead, a lead-only query's contact, or a merged record without a survivor)."""
+    records: list[Record] = []
+    for stored in rows:
+        if stored.kind == LEAD and stored.converted_contact_id:
+            continue
+        # A merged record is never the answer: its survivor is, found by the values the
+        # record still holds (the one the request's details matched).
+        person: Ranked | None = resolve(session, stored.id) if stored.merged_into else stored
+        if person is None or (leads_only and person.kind != LEAD):
+            continue
+        identity = stored_identity(stored)
+        verdict = scorer.evaluate(identity, asset=stored.id in asset_owners)
+        records.append((stored.id, person, identity, verdict))
+    return records
 
 
 class Ranked(Protocol):

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
@@ -82,9 +83,11 @@ class Form(enum.StrEnum):
 
 
 @contextmanager
-def _database(*, may_create: bool) -> Iterator[sessionmaker[Session]]:
+def _database(
+    *, may_create: bool, settings: Settings | None = None
+) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured database, brought up to date, closed afterwards."""
-    engine = open_database(Settings(), may_create=may_create)
+    engine = open_database(settings or Settings(), may_create=may_create)
     try:
         yield keep_keys(session_factory(engine))
     finally:
@@ -118,9 +121,10 @@ def _run_import(
         TimeElapsedColumn(),
     )
     verb = "checking" if dry_run else "importing"
+    settings = Settings()
     try:
         with (
-            _database(may_create=True) as sessions,
+            _database(may_create=True, settings=settings) as sessions,
             Progress(
                 *columns, console=out, transient=True, disable=not out.is_terminal
             ) as progress,
@@ -137,6 +141,7 @@ def _run_import(
                 on_bad_row=bad_row,
                 on_matched=bad_row,
                 on_progress=advance,
+                thresholds=thresholds_of(settings),
             )
     except ImportFailed as exc:
         errors.print(f"error: {path}: {exc}", markup=False)

@@ -22,6 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, session_scope, utcnow
 from ridercrm.events import service as events
+from ridercrm.matching.score import Thresholds
+from ridercrm.matching.service import DEFAULT_THRESHOLDS
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.service import lock_in_order, survivor_of
 from ridercrm.products.models import Product
@@ -133,11 +135,13 @@ def import_csv(
     on_bad_row: Callable[[BadRow], None] | None = None,
     on_matched: Callable[[MatchedRow], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> ImportResult:
     """Import every good row of a CSV file; report the bad ones through ``on_bad_row``.
 
     A row that matches a stored person is skipped or updates that person (``on_match``;
-    ``add`` stores it anyway) and is reported through ``on_matched``. A file with the
+    ``add`` stores it anyway) and is reported through ``on_matched``; the matcher decides
+    with ``thresholds`` (the app's RIDERCRM_MATCH_* settings). A file with the
     same bytes as one imported before into the same target is refused unless ``force``.
     ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
     reached after each batch. ``workers`` processes check rows (default: by file size
@@ -171,7 +175,7 @@ def import_csv(
                         f" {earlier.created_at:%Y-%m-%d %H:%M} UTC; nothing imported"
                         " (--force imports it again)"
                     )
-                matcher = Matcher(session, target, on_match)
+                matcher = Matcher(session, target, on_match, thresholds)
                 run = _Run(session, target, result, on_bad_row, matcher, on_matched)
                 for batch in checked_batches(reader, spec, batch_size=batch_size, workers=workers):
                     run.batch(batch)

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ridercrm.matching.service import match_identity
+from ridercrm.matching.score import Thresholds
+from ridercrm.matching.service import DEFAULT_THRESHOLDS, match_identity
 from ridercrm.people.blocking import Identity
 from ridercrm.people.models import LEAD, PERSON_FIELDS, Person
 from ridercrm.people.service import apply_changes
@@ -56,10 +57,17 @@ def earlier_run(session: Session, *, target: Target, digest: str) -> ImportRun |
 class Matcher:
     """Finds the stored person an imported row describes, and skips or updates it."""
 
-    def __init__(self, session: Session, target: Target, on_match: OnMatch) -> None:
+    def __init__(
+        self,
+        session: Session,
+        target: Target,
+        on_match: OnMatch,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    ) -> None:
         self.session = session
         self.kind = target.person_kind
         self.on_match = on_match
+        self.thresholds = thresholds  # the app's RIDERCRM_MATCH_* settings
         # Nobody stored yet: nothing to match, and the import stays as fast as before.
         self.active = (
             self.kind is not None
@@ -83,7 +91,11 @@ class Matcher:
             city=values.get("city"),
         )
         found = match_identity(
-            self.session, query=identity, assets=[], leads_only=self.kind == LEAD
+            self.session,
+            query=identity,
+            assets=[],
+            leads_only=self.kind == LEAD,
+            thresholds=self.thresholds,
         ).person
         if found is None or found.kind != self.kind or found.id in self.added:
             return None
