@@ -300,7 +300,11 @@ def _decide(
     *,
     generation: bool,
 ) -> tuple[bool, str]:
-    """``generation``: the birth dates are a generation apart (``compare.generation_apart``)."""
+    """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
+
+    ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
+    changed here is added or changed there (tests/unit/test_scoring.py compares them).
+    """
     given, licence = found["given_name"], found["licence"]
     outright = given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES
     if outright and not _not_a_relative(found):
