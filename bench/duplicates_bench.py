@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -52,13 +54,22 @@ FEBRL_COLUMNS = ("id", "first_name", "last_name", "date_of_birth", "postcode",
 
 
 explained: dict[tuple[str, str], Any] = {}
-cpu_seconds = [0.0]  # CPU time of the last scan (the machine is shared: wall time varies)
+scores: dict[tuple[str, str], float] = {}
+# CPU time of the last scan, its worker processes' included (the machine is shared: wall
+# time varies)
+cpu_seconds = [0.0]
+
+
+def _cpu() -> float:
+    """CPU time of this process and of its finished child processes (the scan's workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     settings = Settings(database_url=f"sqlite:///{database}")
     sessions = keep_keys(session_factory(build_engine(settings)))
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), _cpu()
     result = scan.scan(
         sessions,
         thresholds=Thresholds(
@@ -70,17 +81,20 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
         full=True,
     )
     seconds = time.perf_counter() - started
-    cpu_seconds[0] = time.process_time() - cpu
+    cpu_seconds[0] = _cpu() - cpu
     with session_scope(sessions) as session:
-        pairs = [
-            (a, b)
-            for a, b, why in session.execute(
-                select(
-                    DuplicatePair.person_id, DuplicatePair.other_id, DuplicatePair.explanation
-                ).where(DuplicatePair.status == OPEN)
-            ).all()
-            if not explained.setdefault((a, b), why) or True
-        ]
+        rows = session.execute(
+            select(
+                DuplicatePair.person_id,
+                DuplicatePair.other_id,
+                DuplicatePair.score,
+                DuplicatePair.explanation,
+            ).where(DuplicatePair.status == OPEN)
+        ).all()
+    pairs = []
+    for a, b, score, why in rows:
+        explained[(a, b)], scores[(a, b)] = why, score
+        pairs.append((a, b))
     return result, seconds, pairs
 
 
@@ -110,9 +124,16 @@ def _recheck_ms(database: Path, sample: int = 200) -> float:
 
 
 def _write_pairs(path: Path | None, pairs: list[tuple[str, str]]) -> None:
-    """The proposed pairs, one a line, sorted: to compare two versions of the scan."""
+    """The proposed pairs, one a line with its score and explanation, sorted: to compare
+    two versions of the scan."""
     if path is not None:
-        path.write_text("".join(f"{a} {b}\n" for a, b in sorted(pairs)), encoding="utf-8")
+        path.write_text(
+            "".join(
+                f"{a} {b} {scores[(a, b)]} {json.dumps(explained[(a, b)], sort_keys=True)}\n"
+                for a, b in sorted(pairs)
+            ),
+            encoding="utf-8",
+        )
 
 
 def households(size: int, seed: int, pairs_out: Path | None = None) -> None:

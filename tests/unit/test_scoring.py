@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from ridercrm.matching import compare
+from ridercrm.matching import compare, score
 from ridercrm.matching.model import default_model
 from ridercrm.matching.nicknames import same_name_family
 from ridercrm.matching.score import Thresholds, Verdict
@@ -552,3 +552,88 @@ def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
             assert verdict.total <= ceiling
             checked += 1
     assert checked > 10000
+
+
+# --- Refusing before the total (score.Scorer.refusal, the duplicates scan) --------------
+
+# What a verdict refused for, other than its total: the rules refusal() answers for.
+EARLY = (score.GUARD_OUTRIGHT, score.GUARD_NEAR, score.GUARD_GENERATION, score.TOO_LITTLE)
+
+
+def _early_rule(verdict: Verdict) -> str | None:
+    return None if verdict.accepted or verdict.rule not in EARLY else verdict.rule
+
+
+@pytest.mark.parametrize("model", [MODEL, _trained_model()], ids=["default", "trained"])
+@pytest.mark.parametrize("personal", [1.0, 8.0], ids=["personal-1", "personal-8"])
+def test_a_refusal_is_the_one_evaluate_makes(model: Any, personal: float) -> None:
+    """Scorer.refusal names the rule by which the full verdict refuses a pair before its
+    total counts (household guard, too little personal evidence), and None exactly when
+    the verdict accepts or refuses for the total alone, on varied pairs."""
+    import random
+
+    rng = random.Random(20261123)
+    thresholds = Thresholds(personal=personal)
+    seen: dict[str | None, int] = {}
+    not_relatives = 0  # given name and licence refuse, _not_a_relative lets through
+    for _query in range(300):
+        query = _random_identity(rng)
+        scorer = score.Scorer(query, model=model, thresholds=thresholds)
+        for _stored in range(40):
+            stored = _random_identity(rng)
+            verdict = evaluate_with(query, stored, model=model, thresholds=thresholds)
+            expected = _early_rule(verdict)
+            assert scorer.refusal(stored) == expected, (query, stored)
+            seen[expected] = seen.get(expected, 0) + 1
+            given, licence = verdict.levels["given_name"], verdict.levels["licence"]
+            outright = given in compare.GIVEN_OUTRIGHT and licence not in ("exact", "one_digit")
+            not_relatives += outright and verdict.rule != score.GUARD_OUTRIGHT
+    assert set(seen) == {*EARLY, None}  # every rule, and pairs that pass them all
+    assert min(seen.values()) >= 50
+    assert not_relatives >= 10
+
+
+def test_a_refusal_is_the_one_evaluate_makes_among_households() -> None:
+    """The same on what a duplicates scan compares: generated people (households sharing
+    surname, address, e-mail and phones) paired when they share a blocking key."""
+    import random
+    from collections import defaultdict
+
+    from bench.matching.generate import generate_store
+
+    _gen, people, _households = generate_store(random.Random(7), 4000)
+    identities = {
+        p.id: Identity.of(
+            first_name=p.first_name,
+            last_name=p.last_name,
+            date_of_birth=p.date_of_birth,
+            email=p.email,
+            phones=(p.mobile_phone, p.home_phone),
+            drivers_license=p.drivers_license,
+            street=p.street,
+            postcode=p.postcode,
+            city=p.city,
+        )
+        for p in people
+    }
+    holders: dict[int, list[str]] = defaultdict(list)
+    for person_id, identity in identities.items():
+        for key in stored_keys(identity):
+            holders[key].append(person_id)
+    pairs = {
+        (a, b) for ids in holders.values() if len(ids) <= 50 for a in ids for b in ids if a < b
+    }
+    thresholds = Thresholds()
+    seen: dict[str | None, int] = {}
+    scorers: dict[str, score.Scorer] = {}
+    for a, b in sorted(pairs):
+        scorer = scorers.get(a) or scorers.setdefault(
+            a, score.Scorer(identities[a], model=MODEL, thresholds=thresholds)
+        )
+        expected = _early_rule(scorer.evaluate(identities[b]))
+        assert expected == _early_rule(evaluate(identities[a], identities[b]))
+        assert scorer.refusal(identities[b]) == expected, (a, b)
+        seen[expected] = seen.get(expected, 0) + 1
+    assert len(pairs) > 2000
+    assert seen.get(score.GUARD_OUTRIGHT, 0) > len(pairs) / 3
+    assert seen.get(None, 0) > 0

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
-from ridercrm.duplicates import scan
+from ridercrm.duplicates import scan, scoring
 from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicateScan
 from ridercrm.matching.score import Thresholds
 from ridercrm.people.models import Person
@@ -86,7 +86,7 @@ def recheck_batch(
     if not rows:
         return 0
     touched = {row.id for row in rows}
-    live = scan.load_live(session, touched)
+    live = scoring.load_live(session, touched)
     scan.check_people(
         session, live, thresholds=thresholds, review_threshold=review_threshold, both_ways=True
     )

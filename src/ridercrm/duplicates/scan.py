@@ -4,36 +4,25 @@ A scan walks the live people (not merged, not converted leads) in id order, a ba
 per transaction, and records its cursor after each batch: an interrupted scan resumes
 where it stopped. Each person is compared with the people sharing one of its blocking
 keys (person_keys, at most KEY_CAP a key, as matching does), scored by the current
-model, and the household guard applies: a pair it refuses is never proposed. After
-the first scan, a scan checks only the people written since the previous one began.
-The open pairs are then grouped into clusters (connected people), each scored by its
-weakest pair.
+model, and the household guard applies: a pair it refuses is never proposed. A scan of
+many people scores its batches in worker processes, one per CPU (duplicates/scoring.py),
+and writes their pairs itself, in batch order. After the first scan, a scan checks only
+the people written since the previous one began. The open pairs are then grouped into
+clusters (connected people), each scored by its weakest pair.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import (
-    ColumnElement,
-    Select,
-    TextClause,
-    and_,
-    bindparam,
-    delete,
-    func,
-    or_,
-    select,
-    text,
-)
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope, utcnow
+from ridercrm.duplicates import scoring
 from ridercrm.duplicates.models import (
     DISMISSED,
     OPEN,
@@ -41,15 +30,11 @@ from ridercrm.duplicates.models import (
     DuplicatePair,
     DuplicateScan,
 )
-from ridercrm.matching import model_store, score
-from ridercrm.matching.repository import KEY_CAP
-from ridercrm.people.index import identity_of
+from ridercrm.duplicates.scoring import IDS_PER_QUERY, IS_LIVE
+from ridercrm.matching import score
 from ridercrm.people.models import Person
 
 BATCH = 500
-UNDER_THRESHOLD = "the total weight is under the match threshold"
-# Ids per IN list: within SQLite's bound-parameter limit on every version.
-IDS_PER_QUERY = 900
 # pg_advisory_xact_lock key of the review clusters ("dupc").
 CLUSTERS_LOCK = 0x64757063
 
@@ -71,8 +56,13 @@ def scan(
     full: bool = False,
     progress: Callable[[int, int], None] | None = None,
     batch_size: int = BATCH,
+    workers: int | None = None,
 ) -> ScanResult:
-    """Check the people written since the last scan (``full``: everyone); store clusters."""
+    """Check the people written since the last scan (``full``: everyone); store clusters.
+
+    ``workers``: the processes that score (default: one per CPU for a scan of many
+    people, ``scoring.workers_for``); the pairs found are the same with any number.
+    """
     with session_scope(sessions, write=True) as session:
         current = session.scalars(
             select(DuplicateScan)
@@ -90,104 +80,40 @@ def scan(
             session.add(current)
             session.flush()
         scan_id, since = current.id, current.since
-        total = session.scalar(select(func.count()).select_from(_live(since).subquery())) or 0
-    while True:
+        cursor, checked = current.cursor or "", current.checked
+        total = session.scalar(select(func.count()).select_from(scoring.live(since).subquery()))
+    total = total or 0
+    both_ways = since is not None
+    batches = scoring.scored_batches(
+        sessions,
+        since=since,
+        after=cursor,
+        size=batch_size,
+        workers=scoring.workers_for(total, sessions) if workers is None else workers,
+        thresholds=thresholds,
+        review_threshold=review_threshold,
+        both_ways=both_ways,
+    )
+    for ids, scored in batches:
+        # The cursor passes a batch in the transaction that writes its pairs.
         with session_scope(sessions, write=True) as session:
             record = session.get(DuplicateScan, scan_id)
             assert record is not None
-            batch = session.execute(
-                _live(since)
-                .where(Person.id > (record.cursor or ""))
-                .order_by(Person.id)
-                .limit(batch_size)
-            ).all()
-            if not batch:
-                # Writes made while the scan ran, to people it had passed, are marked in
-                # their rows and re-checked after it (duplicates/recheck.py).
-                clusters = rebuild_clusters(session)
-                record.finished_at = utcnow()
-                pairs = session.scalar(select(func.count()).where(DuplicatePair.status == OPEN))
-                return ScanResult(scan_id, record.checked, pairs or 0, clusters, resumed)
-            check_people(
-                session,
-                batch,
-                thresholds=thresholds,
-                review_threshold=review_threshold,
-                both_ways=since is not None,
-            )
-            record.cursor = batch[-1].id
-            record.checked += len(batch)
-            if progress is not None:
-                progress(record.checked, total)
-
-
-# What scoring reads of a person (people.index.identity_of), and nothing else.
-IDENTITY_COLUMNS = (
-    Person.id,
-    Person.first_name,
-    Person.last_name,
-    Person.date_of_birth,
-    Person.email,
-    Person.mobile_phone,
-    Person.home_phone,
-    Person.drivers_license,
-    Person.street,
-    Person.postcode,
-    Person.city,
-)
-
-
-# Neither merged nor a converted lead. As one expression, not two IS NULL terms: SQLite's
-# planner would otherwise read the unique index of converted_contact_id (every live
-# person is NULL there) instead of the id, a million entries per batch at 1M people.
-_IS_LIVE = func.coalesce(Person.merged_into, Person.converted_contact_id).is_(None)
-
-
-def _live(since: dt.datetime | None) -> Select[*tuple[Any, ...]]:
-    """The live people's identifying columns (not merged, not converted leads)."""
-    statement: Select[*tuple[Any, ...]] = select(*IDENTITY_COLUMNS).where(_IS_LIVE)
-    if since is not None:
-        statement = statement.where(Person.updated_at >= since)
-    return statement
-
-
-# The pairs of people sharing a blocking key, for one batch of people: their stored keys
-# (person_keys by person_id), each joined with the key's other holders. A key held by
-# more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
-# million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index probe.
-_CANDIDATE_PAIRS = """
-SELECT mine.person_id, other.person_id
-FROM person_keys AS mine
-JOIN person_keys AS other ON other.key = mine.key AND other.person_id {direction} mine.person_id
-WHERE mine.person_id IN :ids
-AND NOT EXISTS (
-    SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap
-)
-"""
-
-
-@lru_cache(maxsize=2)
-def _candidate_pairs(both_ways: bool) -> TextClause:
-    direction = "<>" if both_ways else ">"
-    return text(_CANDIDATE_PAIRS.format(direction=direction)).bindparams(
-        bindparam("ids", expanding=True)
-    )
-
-
-def candidate_pairs(
-    session: Session, person_ids: Sequence[str], *, both_ways: bool
-) -> dict[str, set[str]]:
-    """For each of these people, the others sharing one of their stored blocking keys.
-
-    ``both_ways`` False: only the others of a higher id.
-    """
-    found: dict[str, set[str]] = defaultdict(set)
-    statement = _candidate_pairs(both_ways)
-    for start in range(0, len(person_ids), IDS_PER_QUERY):
-        chunk = list(person_ids[start : start + IDS_PER_QUERY])
-        for mine, other in session.execute(statement, {"ids": chunk, "cap": KEY_CAP}):
-            found[mine].add(other)
-    return found
+            record_pairs(session, ids, scored, both_ways=both_ways)
+            record.cursor = ids[-1]
+            record.checked += len(ids)
+            checked = record.checked
+        if progress is not None:
+            progress(checked, total)
+    with session_scope(sessions, write=True) as session:
+        record = session.get(DuplicateScan, scan_id)
+        assert record is not None
+        # Writes made while the scan ran, to people it had passed, are marked in their
+        # rows and re-checked after it (duplicates/recheck.py).
+        clusters = rebuild_clusters(session)
+        record.finished_at = utcnow()
+        pairs = session.scalar(select(func.count()).where(DuplicatePair.status == OPEN))
+        return ScanResult(scan_id, record.checked, pairs or 0, clusters, resumed)
 
 
 def check_people(
@@ -200,74 +126,61 @@ def check_people(
 ) -> None:
     """Score these people against those sharing a key with them; record the pairs found.
 
-    ``people`` are live people's identifying columns (``IDENTITY_COLUMNS``, or Person
-    rows). ``both_ways`` compares each with every candidate; a full scan compares only
-    with candidates of a higher id (the other way round was, or will be, done from them).
+    ``people`` are live people's identifying columns (``scoring.IDENTITY_COLUMNS``, or
+    Person rows); ``both_ways`` as ``scoring.score_people`` takes it.
     """
-    model = model_store.current(session)
-    own = {person.id: identity_of(person) for person in people}
-    wanted = candidate_pairs(session, sorted(own), both_ways=both_ways)
-    candidate_ids = set().union(*wanted.values()) if wanted else set()
-    identities = {row.id: identity_of(row) for row in load_live(session, candidate_ids)}
-    stored = pairs_touching(session, own, both_ways=both_ways)
-    for person_id in sorted(wanted):
-        identity = own[person_id]
-        for other_id in sorted(wanted[person_id]):
-            other = identities.get(other_id)
-            if other is None:
-                continue  # merged or a converted lead: not a live person
-            pair = (min(person_id, other_id), max(person_id, other_id))
-            known = stored.get(pair)
-            if known is not None and known.status == DISMISSED:
-                continue
-            verdict = score.evaluate(identity, other, model=model, thresholds=thresholds)
-            kept = _record(session, pair, known, verdict, review_threshold)
-            if kept is None:
-                stored.pop(pair, None)
-            else:
-                stored[pair] = kept
+    people = list(people)
+    scored = scoring.score_people(
+        session,
+        people,
+        thresholds=thresholds,
+        review_threshold=review_threshold,
+        both_ways=both_ways,
+    )
+    record_pairs(session, [person.id for person in people], scored, both_ways=both_ways)
+
+
+def record_pairs(
+    session: Session, people: Iterable[str], scored: scoring.Checked, *, both_ways: bool
+) -> None:
+    """Store what these people's pairs propose, in the order they were compared: a new
+    pair is added, an open one updated, or deleted when it proposes nothing any more (a
+    re-check after a change); a dismissed pair stays as it is."""
+    stored = pairs_touching(session, people, both_ways=both_ways)
+    for pair, proposal in scored:
+        known = stored.get(pair)
+        if known is not None and known.status == DISMISSED:
+            continue
+        kept = _record(session, pair, known, proposal)
+        if kept is None:
+            stored.pop(pair, None)
+        else:
+            stored[pair] = kept
 
 
 def _record(
     session: Session,
     pair: tuple[str, str],
     stored: DuplicatePair | None,
-    verdict: score.Verdict,
-    review_threshold: float,
+    proposal: scoring.Proposal | None,
 ) -> DuplicatePair | None:
-    # The matcher's own refusals stand (household guard, too little personal evidence):
-    # only the total may be under its match threshold, down to the review threshold.
-    proposed = verdict.total >= review_threshold and (
-        verdict.accepted or verdict.rule == UNDER_THRESHOLD
-    )
-    if not proposed:
+    if proposal is None:
         if stored is not None and stored.status == OPEN:
             session.delete(stored)  # re-checked after a change: no longer alike
         return None
-    explanation = {"levels": verdict.levels, "weights": verdict.weights, "rule": verdict.rule}
     if stored is None:
         stored = DuplicatePair(
             person_id=pair[0],
             other_id=pair[1],
-            score=verdict.total,
-            explanation=explanation,
+            score=proposal.total,
+            explanation=proposal.explanation,
             status=OPEN,
         )
         session.add(stored)
     elif stored.status == OPEN:
-        stored.score = verdict.total
-        stored.explanation = explanation
+        stored.score = proposal.total
+        stored.explanation = proposal.explanation
     return stored
-
-
-def load_live(session: Session, ids: Collection[str]) -> list[Any]:
-    """The identifying columns of those of these people who are live."""
-    ordered = sorted(ids)
-    found: list[Any] = []
-    for start in range(0, len(ordered), IDS_PER_QUERY):
-        chunk = ordered[start : start + IDS_PER_QUERY]
-        found.extend(session.execute(_live(None).where(Person.id.in_(chunk))).all())
-    return found
 
 
 def pairs_touching(
@@ -344,7 +257,7 @@ def live_ids(session: Session, ids: set[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(ordered), IDS_PER_QUERY):
         chunk = ordered[start : start + IDS_PER_QUERY]
-        found |= set(session.scalars(select(Person.id).where(Person.id.in_(chunk), _IS_LIVE)).all())
+        found |= set(session.scalars(select(Person.id).where(Person.id.in_(chunk), IS_LIVE)).all())
     return found
 
 
@@ -368,7 +281,7 @@ def pending(session: Session, *, full: bool) -> int:
             .where(DuplicateScan.finished_at.is_not(None))
             .order_by(DuplicateScan.id.desc())
         ).first()
-    return session.scalar(select(func.count()).select_from(_live(since).subquery())) or 0
+    return session.scalar(select(func.count()).select_from(scoring.live(since).subquery())) or 0
 
 
 def auto_merge(sessions: sessionmaker[Session], *, threshold: float) -> list[int]:

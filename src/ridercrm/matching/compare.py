@@ -64,6 +64,9 @@ def _sounds_alike(first: str, second: str) -> bool:
     return meta1 == meta2 or nysiis1 == nysiis2
 
 
+# Names repeat: of the given names a duplicates scan compares at a million people, four
+# pairs in five were compared before (bench/README.md, Duplicates).
+@lru_cache(maxsize=65536)
 def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool) -> str:
     q, s = "".join(query), "".join(stored)
     if q == s:

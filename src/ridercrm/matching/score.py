@@ -18,8 +18,10 @@ name, date of birth and licence, so
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ridercrm.matching import compare
 from ridercrm.matching.model import Model, default_model
@@ -28,6 +30,20 @@ from ridercrm.people.blocking import Identity
 PERSONAL = ("given_name", "date_of_birth", "licence")
 # A course the person booked, named in the request (docs/decisions.md, "Operations 3 and 4 (matching)": strong evidence).
 ASSET_WEIGHT = 12.0
+
+# The rules' reasons, as the verdict states them.
+GUARD_OUTRIGHT = "the given name differs and no licence agrees (household guard)"
+GUARD_NEAR = "the given name only nearly agrees and the licence differs (household guard)"
+GUARD_GENERATION = (
+    "birth dates a generation apart under the household's e-mail or phone, and no licence"
+    " agrees (household guard)"
+)
+TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
+UNDER_THRESHOLD = "the total weight is under the match threshold"
+REACHES_THRESHOLD = "the total weight reaches the match threshold"
+# A licence with one slip agrees: a mistyped digit is the commonest error in one.
+_LICENCE_AGREES = ("exact", "one_digit")
+_GIVEN_AGREES = ("exact", "nickname", "close")
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,25 @@ def evaluate(
     return _verdict(found, weights, thresholds or Thresholds(), asset=asset, generation=apart)
 
 
+class Personal(Protocol):
+    """What ``Scorer.refusal`` reads of a stored person (an ``Identity`` has it all)."""
+
+    @property
+    def first(self) -> tuple[str, ...]: ...
+    @property
+    def last(self) -> tuple[str, ...]: ...
+    @property
+    def date_of_birth(self) -> dt.date | None: ...
+    @property
+    def licence(self) -> str | None: ...
+    @property
+    def street(self) -> str | None: ...
+    @property
+    def email(self) -> str | None: ...
+    @property
+    def phones(self) -> frozenset[str]: ...
+
+
 class Scorer:
     """One query scored against many stored people: ``evaluate``'s verdicts, computed once.
 
@@ -179,6 +214,53 @@ class Scorer:
             total += max(self._weight(name, level) for level in reachable)
         return round(total, 2)
 
+    def refusal(self, stored: Personal) -> str | None:
+        """The rule by which ``evaluate(stored)`` refuses before its total counts, or None.
+
+        The household guard and the personal-evidence rule of ``_decide``, in its order,
+        from the personal fields' levels alone (the family name, street, e-mail and phones
+        only where the guard asks for them): most candidates of a whole-store scan are
+        relatives and neighbours, refused here without comparing the other fields.
+        None when ``evaluate`` would refuse only for the total, or accept (no course named).
+        """
+        query = self.query
+        given = compare.given_name(query.first, stored.first, stored.last)
+        licence = compare.one_digit(query.licence, stored.licence)
+        born: str | None = None
+        family: str | None = None
+        if given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES:
+            # refused unless _not_a_relative: other family name, same birth date and street
+            # (birth_date's "exact": both known and equal)
+            if query.date_of_birth is None or query.date_of_birth != stored.date_of_birth:
+                return GUARD_OUTRIGHT
+            born = "exact"
+            family = compare.family_name(query.last, stored.last, stored.first)
+            if family in _SHARED_SURNAME or _street(query, stored) not in ("exact", "close"):
+                return GUARD_OUTRIGHT
+        if licence == compare.DIFFERENT and given not in _GIVEN_AGREES:
+            if given != "swapped":
+                return GUARD_NEAR
+            if family is None:
+                family = compare.family_name(query.last, stored.last, stored.first)
+            if family != "swapped":
+                return GUARD_NEAR
+        if licence not in _LICENCE_AGREES and compare.generation_apart(
+            query.date_of_birth, stored.date_of_birth
+        ):
+            email = compare.email(query.email, stored.email)
+            if email == "exact" or compare.phones(query.phones, stored.phones) == "exact":
+                return GUARD_GENERATION
+        if born is None:
+            born = compare.birth_date(query.date_of_birth, stored.date_of_birth)
+        personal = (
+            self._weight("given_name", given)
+            + self._weight("date_of_birth", born)
+            + self._weight("licence", licence)
+        ) + 0.0  # no course named: _verdict's weights.get("asset", 0.0)
+        if personal < self.thresholds.personal:
+            return TOO_LITTLE
+        return None
+
 
 def _locality_levels(query: Identity) -> tuple[str, ...]:
     """The levels ``compare.locality`` can give the query's postcode and suburb."""
@@ -187,6 +269,11 @@ def _locality_levels(query: Identity) -> tuple[str, ...]:
     if not query.city:
         return ("exact_no_city", "one_digit", compare.DIFFERENT, compare.MISSING)
     return compare.LEVELS["postcode"]
+
+
+def _street(query: Identity, stored: Personal) -> str:
+    """The street's level as ``levels`` compares it."""
+    return compare.street(query.street, stored.street if query.street else None)
 
 
 def _verdict(
@@ -213,37 +300,37 @@ def _decide(
     *,
     generation: bool,
 ) -> tuple[bool, str]:
-    """``generation``: the birth dates are a generation apart (``compare.generation_apart``)."""
+    """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
+
+    ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
+    changed here is added or changed there (tests/unit/test_scoring.py compares them).
+    """
     given, licence = found["given_name"], found["licence"]
-    # A licence with one slip agrees: a mistyped digit is the commonest error in one.
-    licence_agrees = licence in ("exact", "one_digit")
-    if given in compare.GIVEN_OUTRIGHT and not licence_agrees and not _not_a_relative(found):
-        return False, "the given name differs and no licence agrees (household guard)"
+    outright = given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES
+    if outright and not _not_a_relative(found):
+        return False, GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
-    names_agree = given in ("exact", "nickname", "close") or (
+    names_agree = given in _GIVEN_AGREES or (
         given == "swapped" and found["family_name"] == "swapped"
     )
     if licence == compare.DIFFERENT and not names_agree:
-        return False, "the given name only nearly agrees and the licence differs (household guard)"
+        return False, GUARD_NEAR
     # A parent and a child of one name share the household's e-mail and phone, and the
     # birth date alone tells them apart: a date a generation off is not a slip.
     if (
         generation
-        and not licence_agrees
+        and licence not in _LICENCE_AGREES
         and (found["email"] == "exact" or found["phone"] == "exact")
     ):
-        return False, (
-            "birth dates a generation apart under the household's e-mail or phone, and no"
-            " licence agrees (household guard)"
-        )
+        return False, GUARD_GENERATION
     personal = (
         weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
     ) + weights.get("asset", 0.0)
     if personal < thresholds.personal:
-        return False, "given name, date of birth and licence carry too little evidence"
+        return False, TOO_LITTLE
     if total < thresholds.match:
-        return False, "the total weight is under the match threshold"
-    return True, "the total weight reaches the match threshold"
+        return False, UNDER_THRESHOLD
+    return True, REACHES_THRESHOLD
 
 
 # Family-name levels under which the two could be relatives sharing the surname.
