@@ -217,7 +217,20 @@ def _header_safe(text: str) -> str:
 
 Work = Callable[[Session, Any], Reply]
 
-TRANSACTION_ATTEMPTS = 4
+# A PostgreSQL deadlock or serialisation failure ends the transaction; it is run again,
+# after a random pause that doubles with each attempt (up to 20, 40, ... 320 ms), so the
+# transactions that met stop meeting. Bookings of one week and site share their weekly
+# count rows (docs/decisions.md, "Dashboard: weekly counts"), so under a busy mixed load
+# a request can meet others several times in a row: 4 attempts ran out once in a 10 s
+# proof run (CI, 2026-11-23); 6 with doubling pauses give it about 0.6 s in all.
+TRANSACTION_ATTEMPTS = 6
+
+
+def retry_pause(attempt: int) -> float:
+    """Seconds to wait before running a transaction again after attempt ``attempt``."""
+    return random.uniform(0.0, 0.01 * 2**attempt)
+
+
 JSON_RESPONSE_TYPES = frozenset({"application/json", "text/json"})
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
 
@@ -286,7 +299,7 @@ def _run_post(
                 log.warning(
                     "transaction retried", extra={"audit_id": call.audit_id, "attempt": attempt}
                 )
-                time.sleep(random.uniform(0.005, 0.05) * attempt)
+                time.sleep(retry_pause(attempt))
         raise AssertionError("unreachable")
     except ApiError as error:
         response = render(request, error_outcome(call, error))

@@ -56,7 +56,7 @@ from starlette.concurrency import run_in_threadpool
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
-from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS
+from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS, retry_pause
 from ridercrm.web.runtime import AppContext as Services
 from ridercrm.web.runtime import app_context as services_of
 
@@ -303,7 +303,7 @@ async def change(
                 retryable = getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES
                 if attempt == TRANSACTION_ATTEMPTS or not retryable:
                     raise
-                time.sleep(0.01 * attempt)
+                time.sleep(retry_pause(attempt))
         raise AssertionError("unreachable")
 
     def attempt_once() -> Done:
