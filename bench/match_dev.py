@@ -37,6 +37,7 @@ from ridercrm.matching import score
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.repository import KEY_CAP
 from ridercrm.people.blocking import Identity, query_keys, stored_keys
+from ridercrm.people.index import identity_of as person_identity
 
 SEED = 20261122  # bench.matching.febrl's default
 SCORING = "service"  # or "evaluate": --scoring
@@ -250,20 +251,7 @@ def run_generated(seed: int, model: Model, thresholds: score.Thresholds) -> dict
     from bench.matching.metrics import evaluate
 
     data = generate(seed, 20000, 4000)
-    stored = {
-        p.id: Identity.of(
-            first_name=p.first_name,
-            last_name=p.last_name,
-            date_of_birth=p.date_of_birth,
-            email=p.email,
-            phones=(p.mobile_phone, p.home_phone),
-            drivers_license=p.drivers_license,
-            street=p.street,
-            postcode=p.postcode,
-            city=p.city,
-        )
-        for p in data.people
-    }
+    stored = {p.id: person_identity(p) for p in data.people}
     kinds = {p.id: p.kind for p in data.people}
     index: dict[int, list[str]] = defaultdict(list)
     for pid, ident in stored.items():

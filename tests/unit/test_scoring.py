@@ -12,6 +12,7 @@ from ridercrm.matching.score import Thresholds, Verdict
 from ridercrm.matching.score import evaluate as evaluate_with
 from ridercrm.people import normalize
 from ridercrm.people.blocking import Identity, query_keys, stored_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.normalize import name_tokens
 
 ANN: dict[str, Any] = {
@@ -602,20 +603,7 @@ def test_a_refusal_is_the_one_evaluate_makes_among_households() -> None:
     from bench.matching.generate import generate_store
 
     _gen, people, _households = generate_store(random.Random(7), 4000)
-    identities = {
-        p.id: Identity.of(
-            first_name=p.first_name,
-            last_name=p.last_name,
-            date_of_birth=p.date_of_birth,
-            email=p.email,
-            phones=(p.mobile_phone, p.home_phone),
-            drivers_license=p.drivers_license,
-            street=p.street,
-            postcode=p.postcode,
-            city=p.city,
-        )
-        for p in people
-    }
+    identities = {p.id: identity_of(p) for p in people}
     holders: dict[int, list[str]] = defaultdict(list)
     for person_id, identity in identities.items():
         for key in stored_keys(identity):
