@@ -46,6 +46,7 @@ from ridercrm.duplicates import scan
 from ridercrm.duplicates.models import OPEN, DuplicatePair
 from ridercrm.ids import RecordKind
 from ridercrm.matching.score import Thresholds
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 
@@ -72,11 +73,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     started, cpu = time.perf_counter(), _cpu()
     result = scan.scan(
         sessions,
-        thresholds=Thresholds(
-            match=settings.match_threshold,
-            personal=settings.match_personal_threshold,
-            ambiguity=settings.match_ambiguity_margin,
-        ),
+        thresholds=thresholds_of(settings),
         review_threshold=settings.duplicates_review_threshold,
         full=True,
     )

@@ -41,8 +41,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from bench.match_perf import CSV_FIELDS, PeopleGenerator
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
-from ridercrm.duplicates import recheck, scan
+from ridercrm.duplicates import scan
 from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicatePair, DuplicateScan
+from ridercrm.matching.service import thresholds_of
 from ridercrm.migrate import upgrade
 from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
@@ -125,7 +126,7 @@ def run_scan(
     extra = {} if workers is None else {"workers": workers}
     result = scan.scan(
         sessions,
-        thresholds=recheck.thresholds_of(settings),
+        thresholds=thresholds_of(settings),
         review_threshold=settings.duplicates_review_threshold,
         full=True,
         progress=progress,

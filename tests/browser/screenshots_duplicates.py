@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.duplicates import recheck, scan
+from ridercrm.duplicates import scan
+from ridercrm.matching.service import thresholds_of
 
 
 def find(sessions: sessionmaker[Session], settings: Settings) -> None:
@@ -17,7 +18,7 @@ def find(sessions: sessionmaker[Session], settings: Settings) -> None:
     enquired again as leads are proposed."""
     scan.scan(
         sessions,
-        thresholds=recheck.thresholds_of(settings),
+        thresholds=thresholds_of(settings),
         review_threshold=settings.duplicates_review_threshold,
     )
 

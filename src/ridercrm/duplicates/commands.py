@@ -22,6 +22,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database
 
@@ -89,7 +90,7 @@ def scan_command(
     """Find likely duplicates among the stored people and queue them for review (resumable)."""
     settings = Settings()
     sessions = _sessions(settings)
-    thresholds = recheck.thresholds_of(settings)
+    thresholds = thresholds_of(settings)
     if dry_run:
         with session_scope(sessions) as session:
             _print({"dry_run": True, "would_check": scan.pending(session, full=full)})
@@ -147,7 +148,7 @@ def recheck_command(
         return
     checked = recheck.recheck(
         sessions,
-        thresholds=recheck.thresholds_of(settings),
+        thresholds=thresholds_of(settings),
         review_threshold=settings.duplicates_review_threshold,
     )
     _print({"rechecked": checked})
@@ -276,7 +277,7 @@ def scan_demo(settings: Settings, sessions: sessionmaker[Session]) -> int:
     started = time.perf_counter()
     result = scan.scan(
         sessions,
-        thresholds=recheck.thresholds_of(settings),
+        thresholds=thresholds_of(settings),
         review_threshold=settings.duplicates_review_threshold,
     )
     summary = {"scan_id": result.scan_id, "checked": result.checked, "clusters": result.clusters}

@@ -28,6 +28,7 @@ from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.duplicates import scan, scoring
 from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicateScan
 from ridercrm.matching.score import Thresholds
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people.models import Person
 
 log = logging.getLogger("ridercrm.duplicates")
@@ -186,15 +187,6 @@ def update_clusters(session: Session, touched: Collection[str]) -> None:
     for stale in existing.values():
         session.delete(stale)
     session.flush()
-
-
-def thresholds_of(settings: Settings) -> Thresholds:
-    """The matcher's thresholds as configured."""
-    return Thresholds(
-        match=settings.match_threshold,
-        personal=settings.match_personal_threshold,
-        ambiguity=settings.match_ambiguity_margin,
-    )
 
 
 def start_rechecker(settings: Settings) -> Callable[[], None]:
