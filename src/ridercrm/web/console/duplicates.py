@@ -293,16 +293,18 @@ async def merge_cluster(posted: Posted, cluster_id: str) -> Response:
 @router.form("/{cluster_id}/dismiss", role="staff", audit="console.dismiss_duplicates")
 async def dismiss(posted: Posted, cluster_id: str) -> Response:
     """Not duplicates: remembered, never proposed again; back to the queue."""
-    done = await _decide(posted, cluster_id, "dismiss")
-    if done.ok:
-        return await _queue_page(posted, done=done)
-    return await _cluster_page(posted, _cluster_id(cluster_id), done=done)
+    return await _decide_back_to_queue(posted, cluster_id, "dismiss")
 
 
 @router.form("/{cluster_id}/skip", role="staff", audit="console.skip_duplicates")
 async def skip(posted: Posted, cluster_id: str) -> Response:
     """Skip for now (listed under Skipped, decidable later); back to the queue."""
-    done = await _decide(posted, cluster_id, "skip")
+    return await _decide_back_to_queue(posted, cluster_id, "skip")
+
+
+async def _decide_back_to_queue(posted: Posted, cluster_id: str, decision: str) -> Response:
+    """Decide; the queue when done, the cluster's page with the refusal when not."""
+    done = await _decide(posted, cluster_id, decision)
     if done.ok:
         return await _queue_page(posted, done=done)
     return await _cluster_page(posted, _cluster_id(cluster_id), done=done)
