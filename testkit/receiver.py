@@ -62,6 +62,20 @@ class Receiver:
         for item in answers:
             self.plan.append(item if isinstance(item, tuple) else (item, {}))
 
+    def refuse(self, marker: bytes, times: int = 1, status: int = 500) -> list[bytes]:
+        """Answer ``status`` to the first ``times`` requests whose body holds ``marker``
+        (others follow the plan); the refused bodies, as they come."""
+        refused: list[bytes] = []
+
+        def choose(body: bytes) -> int | None:
+            if marker in body and len(refused) < times:
+                refused.append(body)
+                return status
+            return None
+
+        self.by_body = choose
+        return refused
+
     def delivered(self) -> list[Received]:
         """The requests answered 2xx, in the order they arrived."""
         with self.lock:
