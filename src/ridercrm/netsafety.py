@@ -101,7 +101,7 @@ def _refusal(address: IPAddress) -> str | None:
     if address.is_loopback:
         return "loopback"
     if address.is_multicast or address.is_unspecified:
-        return "not a unicast"
+        return "multicast or unspecified"
     if address.is_link_local:
         return "link-local (cloud metadata)"
     if any(address in net for net in METADATA):
@@ -111,7 +111,7 @@ def _refusal(address: IPAddress) -> str | None:
     if address.is_reserved:
         return "reserved"
     if not address.is_global:
-        return "not public"
+        return "non-public"
     return None
 
 

@@ -103,10 +103,11 @@ def _endpoint_count(sessions: sessionmaker[Session]) -> int:
         ("http://169.254.169.254/latest/meta-data", "link-local"),
         ("http://100.100.100.200/", "metadata"),
         ("http://[::ffff:10.0.0.1]/", "private"),
-        ("http://0.0.0.0/", "not a unicast"),
+        ("http://0.0.0.0/", "a multicast or unspecified address"),
         # Other spellings of the same addresses, as the resolver reads them.
-        ("http://0/", "not a unicast"),
-        ("http://[::]/", "not a unicast"),
+        ("http://0/", "a multicast or unspecified address"),
+        ("http://[::]/", "a multicast or unspecified address"),
+        ("http://100.64.0.1/", "a non-public address"),  # shared (carrier-grade NAT)
         ("http://2130706433/", "loopback"),
         ("http://0177.0.0.1/", "loopback"),
         ("http://0x7f.1/", "loopback"),
@@ -233,6 +234,15 @@ def test_cli_adds_lists_rotates_disables_enables_and_replays(
     assert code == 0, out
     deliverer.run_until_idle()
     assert [r.webhook_id for r in receiver.delivered()] == [got.webhook_id] * 2
+    # Since a time written as the admin API takes it (Z or an offset), or in UTC.
+    for since in ("2000-01-01T00:00:00Z", "2000-01-01T11:00:00+11:00", "2000-01-01"):
+        code, out = _cli(db_url, "webhooks", "replay", endpoint, "--since", since)
+        assert code == 0, out
+        assert "replaying 1 event(s)" in out
+    code, out = _cli(db_url, "webhooks", "replay", endpoint, "--since", "2999-01-01T00:00:00Z")
+    assert (code, "replaying 0 event(s)" in out) == (0, True), out
+    deliverer.run_until_idle()
+    assert [r.webhook_id for r in receiver.delivered()] == [got.webhook_id] * 5
 
     code, out = _cli(db_url, "webhooks", "rotate", endpoint)
     assert code == 0, out
@@ -243,7 +253,7 @@ def test_cli_adds_lists_rotates_disables_enables_and_replays(
     assert _cli(db_url, "webhooks", "disable", endpoint)[0] == 0
     create_person(client, admin_headers, first_name="Bo")
     deliverer.run_until_idle()
-    assert len(receiver.delivered()) == 2
+    assert len(receiver.delivered()) == 5
     assert _cli(db_url, "webhooks", "enable", endpoint)[0] == 0
     create_person(client, admin_headers, first_name="Cy")
     deliverer.run_until_idle()

@@ -155,7 +155,8 @@ def webhooks_replay(
         dt.datetime | None,
         typer.Option(
             help="Every event of the endpoint's types since this time (UTC unless given).",
-            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"],
+            # An offset or Z as the admin API takes it (2026-11-23T02:59:30Z, ...+11:00).
+            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"],
         ),
     ] = None,
 ) -> None:
