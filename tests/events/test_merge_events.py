@@ -86,7 +86,17 @@ def test_merge_and_undo_send_their_events_in_order(
         "audit_id": undone.headers["x-audit-id"],
     }
     # Each course (booked before the endpoint existed): moved to the survivor, then back.
+    # The moves to the survivor travel with the survivor's events: after person.merged.
+    merged_at = got.index(survivor_events[1])
     for asset_id in moved:
+        to_survivor = next(
+            n
+            for n, r in enumerate(got)
+            if r.type == "course.updated"
+            and r.payload["data"]["course"]["id"] == asset_id
+            and r.payload["data"]["course"]["person_id"] == first
+        )
+        assert to_survivor > merged_at
         course_events = [
             r.payload["data"]
             for r in got
@@ -95,6 +105,40 @@ def test_merge_and_undo_send_their_events_in_order(
         ]
         assert [e["fields"] for e in course_events] == [["person_id"], ["person_id"]]
         assert [e["course"]["person_id"] for e in course_events] == [first, second]
+
+
+def test_a_merged_persons_undelivered_events_arrive_before_the_merge(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    courses = Courses(client, admin_headers)
+    _endpoint, secret = register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    first = create_person(client, admin_headers, first_name="Ann", last_name="Nguyen")
+    second = create_person(client, admin_headers, first_name="Ann", last_name="Nguyen")
+    course = courses.book(person_id=second, booking_number="HB-9")["asset_id"]
+    # The receiver refuses the merged person's course booking three times: once before
+    # the merge, so it is still undelivered then, and twice after, for as many rounds as
+    # the merge's events need to be sent (the survivor's update, then person.merged and
+    # the course's move). They must wait behind it instead.
+    refused = receiver.refuse(b'"course.booked"', times=3)
+    for _round in range(5):  # until the booking's first attempt was refused
+        if refused:
+            break
+        deliverer.run_once()
+    assert refused
+    merged = _post(
+        client, admin_headers, MERGE, {"people": [first, second], "survivor": first}, 200
+    ).json()
+    assert merged["survivor"] == first
+    deliverer.run_until_idle()
+    got = [r for r in receiver.delivered() if r.verifies_with(secret)]
+    types = [r.type for r in got]
+    booked = types.index("course.booked")
+    assert got[booked].payload["data"]["course"]["id"] == course
+    assert len(refused) == 3
+    assert booked < types.index("person.merged") < types.index("course.updated"), types
 
 
 def test_a_refused_or_previewed_merge_records_no_event(

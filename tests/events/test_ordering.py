@@ -1,5 +1,6 @@
 """A subject's events reach each endpoint in commit order, under concurrent writes and with
-two deliverers sharing the work (docs/decisions.md, "Events (webhooks)")."""
+two deliverers sharing the work; a person's subject holds their courses' events too
+(docs/decisions.md, "Events (webhooks)")."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
-from testkit.factories import new_booking, person_body
+from testkit.factories import create_person, create_product, new_booking, person_body
 from testkit.receiver import Receiver
 
 from ridercrm.config import Settings
@@ -19,6 +21,8 @@ from ridercrm.courses.models import AssetStatusChange
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
+from ridercrm.events.service import EVENT_TYPES
+from tests.events.conftest import register
 from tests.live import live_server
 
 WRITERS = 4
@@ -79,7 +83,9 @@ def test_events_of_one_course_and_one_person_arrive_in_commit_order(
                 ).all()
                 stored = session.scalars(
                     select(Delivery.event_id)
+                    .join(Event, Event.id == Delivery.event_id)
                     .where(Delivery.subject == f"person:{person}")
+                    .where(Event.type == "person.updated")
                     .order_by(Delivery.id)
                 ).all()
                 expected = session.query(Event).count()
@@ -99,3 +105,44 @@ def test_events_of_one_course_and_one_person_arrive_in_commit_order(
     # The person's events arrive in the order they were stored (under the person's lock).
     assert [r.webhook_id for r in got if r.type == "person.updated"] == list(stored)
     assert len({r.webhook_id for r in got}) == len(got)  # each once: two deliverers, no twin
+
+
+def test_a_persons_events_and_their_courses_arrive_in_the_order_they_were_made(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    person = create_person(client, admin_headers)
+    product = create_product(client, admin_headers)
+    for change in ({"city": "Geelong"}, {"state": "VIC"}):
+        modified = client.post(
+            "/crm/modify", json={"people_data": [{"ID": person, **change}]}, headers=admin_headers
+        )
+        assert modified.json()["details"][0]["status"] is True, modified.text
+    booked = client.post(
+        "/crm/people/rider_courses",
+        json={"people_product": [new_booking(person, product)]},
+        headers=admin_headers,
+    ).json()["details"][0]
+    changed = client.post(
+        "/crm/people/rider_courses",
+        json={"people_product": [{"asset_id": booked["asset_id"], "course_status": "cancelled"}]},
+        headers=admin_headers,
+    ).json()["details"][0]
+    assert changed["delivery"] == "true", changed
+    # The receiver refuses the person's first update once: everything after it, the
+    # course's events included, waits behind it instead of arriving first.
+    refused = receiver.refuse(b'"person.updated"')
+    deliverer.run_until_idle()
+    with session_scope(sessions) as session:
+        made = session.scalars(select(Event.id).order_by(Event.created_at, Event.id)).all()
+    got = receiver.delivered()
+    assert refused
+    assert [r.webhook_id for r in got] == list(made)
+    types = [r.type for r in got]
+    story = ["person.created", "person.updated", "person.updated", "course.booked",
+             "course.status_changed"]  # fmt: skip
+    assert [t for t in types if t in story] == story, types

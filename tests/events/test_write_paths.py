@@ -14,6 +14,7 @@ from testkit.factories import create_person, create_product, new_booking, person
 from testkit.receiver import Receiver
 
 from ridercrm.db import session_scope
+from ridercrm.events import service as events
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
 from ridercrm.events.schemas import EVENT_MODELS
@@ -201,6 +202,45 @@ def test_no_event_for_a_rolled_back_savepoint_or_transaction(
         (payload,) = session.scalars(select(Event.payload)).all()
     assert payload["data"]["person"]["id"] == kept.id
     assert json.dumps(payload)  # stored as JSON
+
+
+def test_savepoints_nested_and_in_turn_keep_exactly_the_events_of_what_committed(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+) -> None:
+    register(client, admin_headers, receiver.url, "person.updated")
+
+    def note(session: Session, name: str) -> None:
+        events.record(session, event_type="person.updated", subject=name, data={})
+
+    def rolled_back(session: Session, name: str, *, released_inside: str = "") -> None:
+        with session.begin_nested():
+            note(session, name)
+            if released_inside:
+                with session.begin_nested():
+                    note(session, released_inside)
+            raise _Undo
+
+    with session_scope(sessions, write=True) as session:
+        note(session, "outer-before")
+        with session.begin_nested():  # released
+            note(session, "released")
+        with pytest.raises(_Undo):
+            rolled_back(session, "rolled-back", released_inside="released-inside-rolled-back")
+        with session.begin_nested():  # released, around one that rolls back
+            note(session, "around-before")
+            with pytest.raises(_Undo):
+                rolled_back(session, "rolled-back-inside-released")
+            note(session, "around-after")
+        note(session, "outer-after")
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(Event.subject).order_by(Event.id)).all()
+        delivered = session.scalars(select(Delivery.subject).order_by(Delivery.id)).all()
+    kept = ["outer-before", "released", "around-before", "around-after", "outer-after"]
+    assert stored == kept
+    assert delivered == kept
 
 
 def test_a_failed_item_writes_no_event_and_a_repeat_writes_none(

@@ -225,6 +225,18 @@ def test_dry_run_previews_and_changes_nothing(
     assert snapshot(engine) == before
 
 
+def test_the_merge_answers_the_fields_it_changed_as_its_dry_run_does(
+    courses: Courses, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    first, _lead, second, _assets = duplicate_pair(courses)
+    body: dict[str, Any] = {"people": [first, second], "survivor": first}
+    preview = merge(client, admin_headers, dry_run=True, **body)
+    done = merge(client, admin_headers, **body)
+    assert "email" in preview["changed"]  # the lead's later e-mail replaces the first's
+    assert done["changed"] == preview["changed"]
+    assert done["fields"] == preview["fields"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "reason"),
     [

@@ -53,6 +53,14 @@ class MergePlan:
     values: dict[str, Any]
     sources: dict[str, str]
     moved_assets: dict[str, str] = field(default_factory=dict)
+    # The survivor's fields the merge changes, read when planned: after the merge the
+    # survivor holds the new values, and the answer must still name them.
+    changed: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.changed = sorted(
+            name for name, value in self.values.items() if getattr(self.survivor, name) != value
+        )
 
     def preview(self) -> dict[str, Any]:
         """The plan in the API's words."""
@@ -61,9 +69,7 @@ class MergePlan:
             "merged": [person.id for person in self.merged],
             "fields": {name: _dump(value) for name, value in self.values.items()},
             "sources": self.sources,
-            "changed": sorted(
-                name for name, value in self.values.items() if getattr(self.survivor, name) != value
-            ),
+            "changed": self.changed,
             "moved": {"courses": sorted(self.moved_assets)},
         }
 
@@ -158,7 +164,8 @@ def merge_people(
         moved_courses=list(plan.moved_assets),
         audit_id=audit_id,
     )
-    _courses_moved(session, list(plan.moved_assets))
+    events.follow_survivor(session, survivor_id=survivor.id, merged_ids=record.merged_ids)
+    _courses_moved(session, list(plan.moved_assets), publisher=survivor.id)
     return plan, record
 
 
@@ -229,7 +236,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
         moved_courses=list(record.moved_assets),
         audit_id=audit_id,
     )
-    _courses_moved(session, list(record.moved_assets))
+    _courses_moved(session, list(record.moved_assets), publisher=survivor.id)
     return record
 
 
@@ -270,8 +277,9 @@ def _lock_courses(session: Session, asset_ids: Sequence[str]) -> None:
     session.execute(statement.with_for_update()).all()
 
 
-def _courses_moved(session: Session, asset_ids: Sequence[str]) -> None:
-    """course.updated (fields: person_id) for each course that changed person."""
+def _courses_moved(session: Session, asset_ids: Sequence[str], *, publisher: str) -> None:
+    """course.updated (fields: person_id) for each course that changed person, published
+    with the survivor's events (docs/events.md): after the merge's or undo's own."""
     if not asset_ids:
         return
     statement = (
@@ -281,7 +289,7 @@ def _courses_moved(session: Session, asset_ids: Sequence[str]) -> None:
         .execution_options(populate_existing=True)
     )
     for asset in session.scalars(statement):
-        events.course_updated(session, asset, ["person_id"])
+        events.course_updated(session, asset, ["person_id"], publisher=publisher)
 
 
 def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list[Person]:

@@ -7,8 +7,8 @@ the claim is a write transaction, so claims take turns. The request is sent outs
 any transaction; its outcome is recorded only if the claim is still this deliverer's.
 A deliverer that dies leaves its claims to expire and be sent again (at least once).
 
-Only the oldest open delivery of a subject (person or course) to an endpoint can be
-claimed, so each endpoint receives a subject's events one at a time, in order.
+Only the oldest open delivery of a subject (a person, with their courses) to an endpoint
+can be claimed, so each endpoint receives a subject's events one at a time, in order.
 """
 
 from __future__ import annotations

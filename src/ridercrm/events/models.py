@@ -25,7 +25,8 @@ class Event(Base):
     # The Standard Webhooks message id ("msg_..."), sent as webhook-id.
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     type: Mapped[str] = mapped_column(String(40))
-    # "person:<id>" or "course:<id>": events of one subject are delivered in order.
+    # "person:<id>" (a course's events carry its person's): delivered in order per subject.
+    # Deliveries stored before 2026-11-23 may name "course:<id>".
     subject: Mapped[str] = mapped_column(String(40))
     payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

@@ -13,16 +13,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from sqlalchemy import Column, MetaData, Table, Text, event, select
+from sqlalchemy import Column, MetaData, Table, Text, event, select, update
 from sqlalchemy.orm import Session, SessionTransaction
 from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
-from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
+from ridercrm.events.models import OPEN_STATUSES, PENDING, Delivery, Event, WebhookEndpoint
 from ridercrm.fields import PERSON_FIELDS
 
 PERSON_CREATED = "person.created"
@@ -61,6 +60,8 @@ COURSE_STATE_FIELDS = (
 
 _SUBSCRIBERS = "ridercrm.webhook_subscribers"
 _PENDING = "ridercrm.pending_events"
+_MARKS = "ridercrm.pending_event_marks"
+_CLOSED = "ridercrm.closed_event_mark"
 EVENT_COLUMNS = ("id", "type", "subject", "payload", "created_at")
 DELIVERY_COLUMNS = (
     "event_id",
@@ -145,26 +146,6 @@ def forget_subscribers(session: Session) -> None:
     session.info.pop(_SUBSCRIBERS, None)
 
 
-@dataclass
-class _Pending:
-    """An event recorded in this transaction, not yet inserted, and the (nested)
-    transactions it was recorded in: a rollback of any of them discards it."""
-
-    row: tuple[Any, ...]
-    within: tuple[SessionTransaction, ...]
-
-
-def _enclosing(session: Session) -> tuple[SessionTransaction, ...]:
-    chain = []
-    transaction = session.get_transaction()
-    nested = session.get_nested_transaction()
-    current = nested if nested is not None else transaction
-    while current is not None:
-        chain.append(current)
-        current = current.parent
-    return tuple(chain)
-
-
 def record(session: Session, *, event_type: str, subject: str, data: dict[str, Any]) -> str:
     """Record one event in the session's transaction; return its id.
 
@@ -174,20 +155,47 @@ def record(session: Session, *, event_type: str, subject: str, data: dict[str, A
     """
     now = utcnow()
     event_id = new_event_id()
-    session.info.setdefault(_PENDING, []).append(
-        _Pending(
-            row=(event_id, event_type, subject, _envelope(event_type, data, now), now),
-            within=_enclosing(session),
-        )
-    )
+    row = (event_id, event_type, subject, _envelope(event_type, data, now), now)
+    session.info.setdefault(_PENDING, []).append(row)
     return event_id
+
+
+# Which recorded events a savepoint's rollback discards: those recorded since it began,
+# the end of the pending list. Each open savepoint has a mark, its place in that list.
+# The rows themselves hold no reference to a transaction: a row of strings and a time is
+# a tuple the garbage collector stops tracking, where a transaction kept until the commit
+# holds dozens of objects it walks (a 200-item booking has 200 item savepoints; holding
+# them made the collector's full passes twice as frequent, bench/README.md, Events).
+@event.listens_for(Session, "after_transaction_create")
+def _mark_savepoint(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.nested:
+        began = len(session.info.get(_PENDING, ()))
+        session.info.setdefault(_MARKS, []).append((transaction, began))
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _close_mark(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_PENDING, None)
+        session.info.pop(_MARKS, None)
+        session.info.pop(_CLOSED, None)
+        session.info.pop(_SUBSCRIBERS, None)
+        return
+    marks = session.info.get(_MARKS, [])
+    for place in range(len(marks) - 1, -1, -1):
+        if marks[place][0] is transaction:
+            # A savepoint ends, released or rolled back: SQLAlchemy tells which only
+            # after this (after_soft_rollback), so its mark is kept until then.
+            session.info[_CLOSED] = marks[place]
+            del marks[place:]
+            return
 
 
 @event.listens_for(Session, "after_soft_rollback")
 def _discard_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
-    pending = session.info.get(_PENDING)
-    if pending:
-        session.info[_PENDING] = [p for p in pending if previous_transaction not in p.within]
+    closed = session.info.pop(_CLOSED, None)
+    if closed is not None and closed[0] is previous_transaction:
+        del session.info.get(_PENDING, [])[closed[1] :]
 
 
 @event.listens_for(Session, "before_commit")
@@ -197,14 +205,7 @@ def _insert_pending(session: Session) -> None:
         return
     pending = session.info.pop(_PENDING, None)
     if pending:
-        write_events(session, [p.row for p in pending])
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _forget_transaction(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_PENDING, None)
-        session.info.pop(_SUBSCRIBERS, None)
+        write_events(session, pending)
 
 
 def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -280,22 +281,31 @@ def lead_converted(session: Session, lead: Any, contact: Any) -> None:
     )
 
 
+def _person_of(asset: Any) -> str:
+    """A course's events travel with its person's: one person's events, about them or
+    their courses, reach each endpoint in order (docs/events.md)."""
+    return f"person:{asset.person_id}"
+
+
 def course_booked(session: Session, asset: Any) -> None:
     """A new course was booked."""
     record(
         session,
         event_type=COURSE_BOOKED,
-        subject=f"course:{asset.id}",
+        subject=_person_of(asset),
         data={"course": course_state(asset)},
     )
 
 
-def course_updated(session: Session, asset: Any, fields: Iterable[str]) -> None:
-    """Fields of a course other than its status changed."""
+def course_updated(
+    session: Session, asset: Any, fields: Iterable[str], *, publisher: str | None = None
+) -> None:
+    """Fields of a course other than its status changed; ``publisher``: published with
+    that person's events instead of its own person's (a merge's or undo's move)."""
     record(
         session,
         event_type=COURSE_UPDATED,
-        subject=f"course:{asset.id}",
+        subject=f"person:{publisher}" if publisher else _person_of(asset),
         data={"course": course_state(asset), "fields": sorted(fields)},
     )
 
@@ -305,7 +315,7 @@ def course_status_changed(session: Session, asset: Any, *, from_status: str, aud
     record(
         session,
         event_type=COURSE_STATUS_CHANGED,
-        subject=f"course:{asset.id}",
+        subject=_person_of(asset),
         data={
             "course_id": asset.id,
             "person_id": asset.person_id,
@@ -339,6 +349,26 @@ def person_merged(
             "moved_courses": sorted(moved_courses),
             "audit_id": audit_id,
         },
+    )
+
+
+def follow_survivor(session: Session, *, survivor_id: str, merged_ids: Sequence[str]) -> None:
+    """The merged people's undelivered events join the survivor's queue, where their
+    delivery ids (older than the merge's events) keep them first: a receiver gets each
+    merged person's last news before the merge, and the courses' earlier events before
+    their move (docs/decisions.md, "Events (webhooks)")."""
+    # By endpoint and subject: the deliveries' (endpoint_id, subject, id) index finds
+    # them without reading the whole delivery log.
+    endpoints = session.scalars(select(WebhookEndpoint.id)).all()
+    if not endpoints:
+        return
+    session.execute(
+        update(Delivery)
+        .where(Delivery.endpoint_id.in_(endpoints))
+        .where(Delivery.subject.in_([f"person:{merged}" for merged in merged_ids]))
+        .where(Delivery.status.in_(OPEN_STATUSES))
+        .values(subject=f"person:{survivor_id}"),
+        execution_options={"synchronize_session": False},
     )
 
 
