@@ -37,13 +37,13 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import select
+from testkit.duplicates import open_pairs
 
 from bench.matching.generate import generate_store, make_id
 from bench.matching.service import environment, load_store, run_cli
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scan
-from ridercrm.duplicates.models import OPEN, DuplicatePair
 from ridercrm.ids import RecordKind
 from ridercrm.matching.score import Thresholds
 from ridercrm.matching.service import thresholds_of
@@ -79,15 +79,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     )
     seconds = time.perf_counter() - started
     cpu_seconds[0] = _cpu() - cpu
-    with session_scope(sessions) as session:
-        rows = session.execute(
-            select(
-                DuplicatePair.person_id,
-                DuplicatePair.other_id,
-                DuplicatePair.score,
-                DuplicatePair.explanation,
-            ).where(DuplicatePair.status == OPEN)
-        ).all()
+    rows = open_pairs(sessions)
     pairs = []
     for a, b, score, why in rows:
         explained[(a, b)], scores[(a, b)] = why, score

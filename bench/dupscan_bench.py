@@ -35,14 +35,14 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.duplicates import forget_scans, open_pairs
 
 from bench.match_perf import CSV_FIELDS, PeopleGenerator
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scan
-from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicatePair, DuplicateScan
 from ridercrm.matching.service import thresholds_of
 from ridercrm.migrate import upgrade
 from ridercrm.people.index import keep_keys
@@ -103,9 +103,8 @@ def run_scan(
     engine = build_engine(settings)
     upgrade(engine)
     sessions = keep_keys(session_factory(engine))
-    with session_scope(sessions, write=True) as session:
-        for table in (DuplicatePair, DuplicateCluster, DuplicateScan):
-            session.execute(delete(table))
+    forget_scans(sessions)
+    with session_scope(sessions) as session:
         people = session.scalar(select(func.count()).select_from(Person)) or 0
     print(f"{people} people; load before {_load()}", flush=True)
     last = [time.perf_counter()]
@@ -149,15 +148,7 @@ def run_scan(
 
 def write_pairs(sessions: sessionmaker[Session], path: Path) -> None:
     """The open pairs, one a line, sorted: ids, score and explanation (its keys sorted)."""
-    with session_scope(sessions) as session:
-        rows = session.execute(
-            select(
-                DuplicatePair.person_id,
-                DuplicatePair.other_id,
-                DuplicatePair.score,
-                DuplicatePair.explanation,
-            ).where(DuplicatePair.status == OPEN)
-        ).all()
+    rows = open_pairs(sessions)
     lines = sorted(
         f"{a} {b} {score} {json.dumps(why, sort_keys=True)}\n" for a, b, score, why in rows
     )

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 from bench.matching.generate import CSV_COLUMNS, generate_store, make_id
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.duplicates import forget_scans, open_pairs
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scoring
-from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicatePair, DuplicateScan
+from ridercrm.duplicates.models import OPEN, DuplicateCluster, DuplicateScan
 from ridercrm.ids import RecordKind
 from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
@@ -51,31 +52,16 @@ def store_people(sessions: sessionmaker[Session], directory: Path) -> None:
     assert result.imported == 405
 
 
-def forget_scans(sessions: sessionmaker[Session]) -> None:
-    with session_scope(sessions, write=True) as session:
-        for table in (DuplicatePair, DuplicateCluster, DuplicateScan):
-            session.execute(delete(table))
-
-
 def found(sessions: sessionmaker[Session]) -> tuple[list[Any], list[Any]]:
     """The open pairs (with score and explanation) and the open clusters."""
+    pairs = open_pairs(sessions)
     with session_scope(sessions) as session:
-        pairs = session.execute(
-            select(
-                DuplicatePair.person_id,
-                DuplicatePair.other_id,
-                DuplicatePair.score,
-                DuplicatePair.explanation,
-            )
-            .where(DuplicatePair.status == OPEN)
-            .order_by(DuplicatePair.person_id, DuplicatePair.other_id)
-        ).all()
         clusters = session.execute(
             select(DuplicateCluster.people, DuplicateCluster.score).where(
                 DuplicateCluster.status == OPEN
             )
         ).all()
-    return [tuple(p) for p in pairs], sorted((sorted(c.people), c.score) for c in clusters)
+    return pairs, sorted((sorted(c.people), c.score) for c in clusters)
 
 
 def whole_scores(sessions: sessionmaker[Session]) -> list[Any]:
