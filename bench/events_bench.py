@@ -6,8 +6,10 @@ database is made beside it and dropped afterwards):
     .venv/bin/python bench/events_bench.py --db sqlite
     .venv/bin/python bench/events_bench.py --db postgresql
 
-a. Throughput: 2,000 events of 500 people stored at once, then one in-process
-   deliverer (default settings) sends them to a local receiver; events per second.
+a. Throughput: 2,000 events of 500 people (``--events``: N events of N/4 people) stored
+   at once, then one in-process deliverer (default settings) sends them to a local
+   receiver; events per second. A larger N is the backlog a receiver's outage leaves;
+   ``--delivered M`` puts M earlier deliveries, already made, in the log before it.
 b. Latency: `ridercrm serve` (one worker, its own deliverer, default settings) takes a
    steady 100 contact creations per second for 10 s; for each event, the time from the
    creation's 201 answer (the commit is just before it) to its arrival at the receiver.
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -55,7 +58,7 @@ from ridercrm.migrate import upgrade  # noqa: E402
 from ridercrm.people.index import keep_keys  # noqa: E402
 
 THROUGHPUT_EVENTS = 2000
-THROUGHPUT_SUBJECTS = 500
+EVENTS_PER_PERSON = 4
 RATE = 100
 SECONDS = 10
 PAIRS = 7
@@ -96,30 +99,46 @@ def register(sessions: Any, url: str, *types: str) -> None:
         )
 
 
-def throughput(url: str, receiver: Receiver) -> float:
-    settings = settings_for(url)
-    sessions = keep_keys(session_factory(build_engine(settings)))
-    register(sessions, receiver.url, "person.updated")
+def record_updates(sessions: Any, count: int, people: int, first: int = 0) -> None:
+    """``count`` person.updated events of ``people`` people, from person ``first`` on."""
     with session_scope(sessions, write=True) as session:
-        for n in range(THROUGHPUT_EVENTS):
-            subject = n % THROUGHPUT_SUBJECTS
+        for n in range(count):
+            subject = first + n % max(1, people)
             events.record(
                 session,
                 event_type="person.updated",
                 subject=f"person:{subject}",
                 data={"person_id": str(subject), "kind": "contact", "fields": ["city"]},
             )
+
+
+def throughput(
+    url: str, receiver: Receiver, count: int = THROUGHPUT_EVENTS, delivered: int = 0
+) -> float:
+    settings = settings_for(url)
+    sessions = keep_keys(session_factory(build_engine(settings)))
+    register(sessions, receiver.url, "person.updated")
+    if delivered:  # the delivery log of earlier days, before the backlog
+        record_updates(sessions, delivered, delivered // EVENTS_PER_PERSON, first=count)
+        with session_scope(sessions, write=True) as session:
+            session.execute(
+                text("UPDATE webhook_deliveries SET status = 'delivered', attempts = 1")
+            )
+    record_updates(sessions, count, count // EVENTS_PER_PERSON)
+    if settings.database_url.startswith("postgresql"):
+        with session_scope(sessions, write=True) as session:
+            session.execute(text("ANALYZE"))  # as autovacuum would after such a change
     deliverer = Deliverer(settings)
     stop = threading.Event()
     thread = threading.Thread(target=deliverer.run, args=(stop,))
     started = time.perf_counter()
     thread.start()
-    receiver.wait_for(THROUGHPUT_EVENTS, timeout=600)
+    receiver.wait_for(count, timeout=3600)
     elapsed = time.perf_counter() - started
     stop.set()
     thread.join()
     deliverer.close()
-    return THROUGHPUT_EVENTS / elapsed
+    return count / elapsed
 
 
 def latency(url: str, receiver: Receiver, workdir: Path) -> tuple[float, float, float, float, int]:
@@ -296,6 +315,15 @@ def main(argv: list[str] | None = None) -> int:
         "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="What to measure."
     )
     parser.add_argument("--pairs", type=int, default=PAIRS, help="Cost: on/off pairs.")
+    parser.add_argument(
+        "--events", type=int, default=THROUGHPUT_EVENTS, help="Throughput: events stored."
+    )
+    parser.add_argument(
+        "--delivered",
+        type=int,
+        default=0,
+        help="Throughput: deliveries already made, in the log before the backlog.",
+    )
     args = parser.parse_args(argv)
     print(f"code {code_version()}; cpu {cpu_model()} x{os.cpu_count()}; load {load_average():.1f}")
     results = {}
@@ -304,7 +332,11 @@ def main(argv: list[str] | None = None) -> int:
             url, drop = fresh_database(args.db, Path(tmp))
             try:
                 if part == "throughput":
-                    results[part] = f"{throughput(url, receiver):.0f} events/s"
+                    rate = throughput(url, receiver, args.events, args.delivered)
+                    results[part] = (
+                        f"{rate:.0f} events/s ({args.events} events,"
+                        f" {args.delivered} delivered before)"
+                    )
                 elif part == "latency":
                     median, p99, median_req, p99_req, count = latency(url, receiver, Path(tmp))
                     results[part] = (

@@ -37,12 +37,12 @@ from ridercrm.events import deadline, metrics
 from ridercrm.events.models import (
     DELIVERED,
     FAILED,
-    OPEN_STATUSES,
     PENDING,
     SENDING,
     Delivery,
     Event,
     WebhookEndpoint,
+    is_open,
 )
 from ridercrm.events.purge import purge
 from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
@@ -225,7 +225,7 @@ class Deliverer:
             earlier.endpoint_id == Delivery.endpoint_id,
             earlier.subject == Delivery.subject,
             earlier.id < Delivery.id,
-            earlier.status.in_(OPEN_STATUSES),
+            is_open(earlier.status),
         )
         due = or_(
             and_(Delivery.status == PENDING, Delivery.next_attempt_at <= now),
@@ -243,7 +243,8 @@ class Deliverer:
                 WebhookEndpoint.previous_secret_until,
             )
             .join(WebhookEndpoint, WebhookEndpoint.id == Delivery.endpoint_id)
-            .where(due, WebhookEndpoint.enabled.is_(True), ~blocked)
+            # is_open: the oldest open deliveries first, from their partial index.
+            .where(is_open(Delivery.status), due, WebhookEndpoint.enabled.is_(True), ~blocked)
             .order_by(Delivery.id)
             .limit(limit)
         )

@@ -26,7 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope, utcnow
-from ridercrm.events.models import OPEN_STATUSES, Delivery, WebhookTotal
+from ridercrm.events.models import Delivery, WebhookTotal, is_open
 
 log = logging.getLogger("ridercrm.webhooks")
 
@@ -73,9 +73,7 @@ def totals(session: Session) -> dict[tuple[str, str], int]:
 def queue_state(session: Session) -> tuple[int, float]:
     """How many deliveries are open, and the age in seconds of the oldest (0: none)."""
     count, first = session.execute(
-        select(func.count(), func.min(Delivery.created_at)).where(
-            Delivery.status.in_(OPEN_STATUSES)
-        )
+        select(func.count(), func.min(Delivery.created_at)).where(is_open(Delivery.status))
     ).one()
     if first is None:
         return int(count), 0.0

@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    literal_column,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
@@ -15,6 +26,20 @@ SENDING = "sending"  # claimed by a deliverer until lease_until; then pending ag
 DELIVERED = "delivered"
 FAILED = "failed"  # gave up: 410, or the whole retry schedule failed
 OPEN_STATUSES = (PENDING, SENDING)
+# The open deliveries' index holds only these rows. A query can use it only where the
+# database sees that its own condition implies the index's: SQLite needs the very same
+# term, and PostgreSQL cannot see through a bound parameter in a prepared statement's
+# generic plan, so the constants are written out (is_open).
+_OPEN_SQL = "status IN ({})".format(", ".join(f"'{value}'" for value in OPEN_STATUSES))
+
+
+def is_open(status: Any) -> ColumnElement[bool]:
+    """``status IN ('pending', 'sending')`` with its constants written out, so that the
+    open deliveries' partial index can serve it (of Delivery.status or an alias's)."""
+    return cast(
+        ColumnElement[bool],
+        status.in_([literal_column(f"'{value}'") for value in OPEN_STATUSES]),
+    )
 
 
 class Event(Base):
@@ -75,8 +100,15 @@ class Delivery(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        # The deliverer's claim: open deliveries by when they are due.
-        Index("ix_webhook_deliveries_status_due", status, next_attempt_at),
+        # The open deliveries in id order, and nothing else (a partial index): the
+        # deliverer's claim walks them oldest first and stops at its limit, and the queue
+        # metrics count them, without reading the delivery log's delivered rows.
+        Index(
+            "ix_webhook_deliveries_open",
+            id,
+            sqlite_where=text(_OPEN_SQL),
+            postgresql_where=text(_OPEN_SQL),
+        ),
         # One subject's earlier open deliveries to the same endpoint (the order rule), and
         # an endpoint's delivery log. Deliberately the only index led by endpoint_id: with
         # an (endpoint_id, id) index beside it, PostgreSQL on fresh statistics checked the

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
-from ridercrm.events.models import OPEN_STATUSES, PENDING, Delivery, Event, WebhookEndpoint
+from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint, is_open
 from ridercrm.fields import PERSON_FIELDS
 
 PERSON_CREATED = "person.created"
@@ -366,7 +366,7 @@ def follow_survivor(session: Session, *, survivor_id: str, merged_ids: Sequence[
         update(Delivery)
         .where(Delivery.endpoint_id.in_(endpoints))
         .where(Delivery.subject.in_([f"person:{merged}" for merged in merged_ids]))
-        .where(Delivery.status.in_(OPEN_STATUSES))
+        .where(is_open(Delivery.status))
         .values(subject=f"person:{survivor_id}"),
         execution_options={"synchronize_session": False},
     )
