@@ -37,8 +37,9 @@ def plan_of(engine: Engine, query: Select[Any]) -> str:
             return f"${len(names)}"
 
         sql = re.sub(r"%\((\w+)\)s", placeholder, compiled.string)
-        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        connection.exec_driver_sql("SET enable_seqscan = off")  # a tiny table is scanned
+        # SET LOCAL: undone by the rollback below, not left on the pooled connection.
+        connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        connection.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table is scanned
         connection.exec_driver_sql(f"PREPARE planned AS {sql}")
         # EXECUTE's arguments written out: a utility statement takes no parameters.
         arguments = ", ".join(
@@ -53,6 +54,7 @@ def plan_of(engine: Engine, query: Select[Any]) -> str:
             f"EXPLAIN EXECUTE planned({arguments})" if names else "EXPLAIN EXECUTE planned"
         )
         plan = "\n".join(str(row[0]) for row in rows)
+        connection.exec_driver_sql("DEALLOCATE planned")  # prepared statements outlive it
         connection.rollback()
         return plan
 
