@@ -107,7 +107,7 @@ def record_updates(sessions: Any, count: int, people: int, first: int = 0) -> No
             events.record(
                 session,
                 event_type="person.updated",
-                subject=f"person:{subject}",
+                subject=events.subject_of(str(subject)),
                 data={"person_id": str(subject), "kind": "contact", "fields": ["city"]},
             )
 

@@ -250,13 +250,19 @@ def _insert(
             copy.write_row(row)
 
 
+def subject_of(person_id: str) -> str:
+    """The subject a person's events are delivered in order under, their courses' events
+    included: one person's events reach each endpoint in order (docs/events.md)."""
+    return f"person:{person_id}"
+
+
 def person_created(session: Session, person: Any) -> None:
     """A contact or lead was stored."""
     values = {name: getattr(person, name) for name in (*PERSON_FIELDS, "id", "kind")}
     record(
         session,
         event_type=PERSON_CREATED,
-        subject=f"person:{person.id}",
+        subject=subject_of(person.id),
         data={"person": person_state(values)},
     )
 
@@ -266,7 +272,7 @@ def person_updated(session: Session, person: Any, fields: Iterable[str]) -> None
     record(
         session,
         event_type=PERSON_UPDATED,
-        subject=f"person:{person.id}",
+        subject=subject_of(person.id),
         data={"person_id": person.id, "kind": person.kind, "fields": sorted(fields)},
     )
 
@@ -276,15 +282,9 @@ def lead_converted(session: Session, lead: Any, contact: Any) -> None:
     record(
         session,
         event_type=LEAD_CONVERTED,
-        subject=f"person:{lead.id}",
+        subject=subject_of(lead.id),
         data={"lead_id": lead.id, "contact_id": contact.id},
     )
-
-
-def _person_of(asset: Any) -> str:
-    """A course's events travel with its person's: one person's events, about them or
-    their courses, reach each endpoint in order (docs/events.md)."""
-    return f"person:{asset.person_id}"
 
 
 def course_booked(session: Session, asset: Any) -> None:
@@ -292,7 +292,7 @@ def course_booked(session: Session, asset: Any) -> None:
     record(
         session,
         event_type=COURSE_BOOKED,
-        subject=_person_of(asset),
+        subject=subject_of(asset.person_id),
         data={"course": course_state(asset)},
     )
 
@@ -305,7 +305,7 @@ def course_updated(
     record(
         session,
         event_type=COURSE_UPDATED,
-        subject=f"person:{publisher}" if publisher else _person_of(asset),
+        subject=subject_of(publisher or asset.person_id),
         data={"course": course_state(asset), "fields": sorted(fields)},
     )
 
@@ -315,7 +315,7 @@ def course_status_changed(session: Session, asset: Any, *, from_status: str, aud
     record(
         session,
         event_type=COURSE_STATUS_CHANGED,
-        subject=_person_of(asset),
+        subject=subject_of(asset.person_id),
         data={
             "course_id": asset.id,
             "person_id": asset.person_id,
@@ -340,7 +340,7 @@ def person_merged(
     record(
         session,
         event_type=PERSON_MERGED,
-        subject=f"person:{survivor.id}",
+        subject=subject_of(survivor.id),
         data={
             "survivor_id": survivor.id,
             "kind": survivor.kind,
@@ -365,9 +365,9 @@ def follow_survivor(session: Session, *, survivor_id: str, merged_ids: Sequence[
     session.execute(
         update(Delivery)
         .where(Delivery.endpoint_id.in_(endpoints))
-        .where(Delivery.subject.in_([f"person:{merged}" for merged in merged_ids]))
+        .where(Delivery.subject.in_([subject_of(merged) for merged in merged_ids]))
         .where(is_open(Delivery.status))
-        .values(subject=f"person:{survivor_id}"),
+        .values(subject=subject_of(survivor_id)),
         execution_options={"synchronize_session": False},
     )
 
@@ -379,7 +379,7 @@ def alias_kept(session: Session, *, person_id: str, kind: str, alias_id: str) ->
     record(
         session,
         event_type=PERSON_MERGED,
-        subject=f"person:{person_id}",
+        subject=subject_of(person_id),
         data={
             "survivor_id": person_id,
             "kind": kind,
@@ -404,7 +404,7 @@ def person_unmerged(
     record(
         session,
         event_type=PERSON_UNMERGED,
-        subject=f"person:{survivor.id}",
+        subject=subject_of(survivor.id),
         data={
             "survivor_id": survivor.id,
             "kind": survivor.kind,
@@ -425,7 +425,7 @@ def people_imported(session: Session, rows: Sequence[Mapping[str, Any]]) -> None
             (
                 new_event_id(),
                 PERSON_CREATED,
-                f"person:{values['id']}",
+                subject_of(values["id"]),
                 _envelope(PERSON_CREATED, {"person": person_state(values)}, now),
                 now,
             )
