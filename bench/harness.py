@@ -159,7 +159,7 @@ class Server:
         with log.open("wb") as output:
             self.process = subprocess.Popen(
                 command,
-                cwd=ROOT,
+                cwd=self.directory,  # a first start's credentials files go here
                 env=match_perf.server_env(self.url, extra),
                 stdout=output,
                 stderr=subprocess.STDOUT,

@@ -979,6 +979,7 @@ def running_server(store: Store, directory: Path, key: str, workers: int = 1) ->
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=directory,  # a first start's credentials files go here
         )
     server = Server(process, f"http://127.0.0.1:{port}", key, log)
     try:

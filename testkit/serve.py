@@ -79,6 +79,9 @@ def running_server(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            # A first start writes its credentials files in its working directory: the
+            # log's, never the directory the caller happens to run in (the checkout).
+            cwd=log_path.parent,
         )
         try:
             _wait_until_healthy(process, base_url, log_path)

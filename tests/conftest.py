@@ -31,6 +31,47 @@ from ridercrm.models import Base
 from ridercrm.people.index import keep_keys
 
 
+# Tests write only in their temporary directories: never in the checkout, where an
+# operator's `make run` keeps its database and its first start's credentials files
+# (ridercrm-admin-key.txt, ridercrm-console-admin.txt). The checkout's top-level files are
+# noted when the session starts and compared when it ends; a test that wrote one fails
+# the run. The database files are left out: a `make run` serving meanwhile writes them.
+CHECKOUT = Path(__file__).resolve().parent.parent
+_SERVED_BY_MAKE_RUN = (".db", ".db-wal", ".db-shm", ".db-journal", ".writelock")
+
+
+def checkout_files() -> dict[str, tuple[int, int]]:
+    """The checkout's top-level files (not directories) with their size and mtime."""
+    found = {}
+    for entry in CHECKOUT.iterdir():
+        if entry.is_file() and not entry.name.endswith(_SERVED_BY_MAKE_RUN):
+            status = entry.stat()
+            found[entry.name] = (status.st_size, status.st_mtime_ns)
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_checkout_key] = checkout_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_checkout_key, None)
+    if before is None:
+        return
+    after = checkout_files()
+    written = sorted(name for name, seen in after.items() if before.get(name) != seen)
+    if written:
+        session.config.get_terminal_writer().line(
+            f"error: the tests wrote into the checkout {CHECKOUT}: {', '.join(written)}"
+            " (tests must write only in their temporary directories)",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_checkout_key = pytest.StashKey[dict[str, tuple[int, int]]]()
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"

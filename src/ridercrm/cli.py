@@ -26,7 +26,7 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
-from ridercrm.startup import StartupProblem, failure_line, open_database
+from ridercrm.startup import StartupProblem, failure_line, open_database, write_owner_only
 from ridercrm.transfer.commands import export_command, import_app
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
@@ -169,13 +169,7 @@ def _hand_over_admin_key(plaintext: str, settings: Settings) -> None:
         )
         print(plaintext, file=sys.stderr, flush=True)
         return
-    path = Path(settings.admin_key_file).resolve()
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)  # an existing file keeps its mode otherwise
-        os.write(descriptor, (plaintext + "\n").encode("ascii"))
-    finally:
-        os.close(descriptor)
+    path = write_owner_only(Path(settings.admin_key_file).resolve(), plaintext + "\n")
     print(
         f"First start: created an admin API key; it is in {path} (readable by its owner only)."
         " Keep it safe and delete the file.",

@@ -10,6 +10,7 @@ traceback only with `ridercrm --debug` or RIDERCRM_DEBUG=1.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -121,3 +122,26 @@ def failure_line(error: BaseException) -> str:
         where = f": {error.filename}" if error.filename else ""
         return f"error: {error.strerror or error}{where}"
     return f"error: {type(error).__name__}: {error}"
+
+
+def write_owner_only(path: Path, text: str) -> Path:
+    """Write a secret to a new owner-only file at ``path``, never over an existing file.
+
+    A credentials file already there (an earlier first start's admin key or sign-in that
+    the operator has not collected yet) is kept as it is: the secret goes to the first
+    free sibling name (``name-2.txt``, ``name-3.txt``, ...), which is returned.
+    """
+    candidate, number = path, 1
+    while True:
+        try:
+            descriptor = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            number += 1
+            candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+    try:
+        os.fchmod(descriptor, 0o600)  # whatever the umask
+        os.write(descriptor, text.encode("utf-8"))
+    finally:
+        os.close(descriptor)
+    return candidate

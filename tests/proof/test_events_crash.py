@@ -60,7 +60,11 @@ class Processes:
     def start(self, *args: str) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{args[0]}-{len(self.children)}.log").open("wb")
         child = subprocess.Popen(
-            [ridercrm_command(), *args], env=self.env, stdout=log, stderr=subprocess.STDOUT
+            [ridercrm_command(), *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.logs,  # a first start's credentials files go here
         )
         self.children.append(child)
         return child

@@ -173,6 +173,7 @@ def test_serve_writes_no_access_log(
         env={
             "RIDERCRM_DATABASE_URL": db_url,
             "RIDERCRM_ADMIN_KEY_FILE": str(tmp_path / "admin-key"),
+            "RIDERCRM_CONSOLE_ADMIN_FILE": str(tmp_path / "console-admin"),
         },
     )
     assert result.exit_code == 0, result.output

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
+from testkit.serve import running_server
 
 from tests.live import free_port
 
@@ -137,3 +139,52 @@ def test_the_first_admin_key_is_shown_on_a_terminal(tmp_path: Path) -> None:
     assert len(keys) == 1, text
     assert keys[0] not in stdout
     assert not (tmp_path / "ridercrm-admin-key.txt").exists()
+
+
+def test_a_first_start_never_overwrites_a_credentials_file(tmp_path: Path) -> None:
+    """A credentials file left by an earlier first start (not collected yet) is kept; the
+    new secret goes to a new file, and the output names it."""
+    earlier_key = tmp_path / "ridercrm-admin-key.txt"
+    earlier_sign_in = tmp_path / "ridercrm-console-admin.txt"
+    earlier_key.write_text("rcrm_earlier\n")
+    earlier_sign_in.write_text("password: earlier\n")
+    port = free_port()
+    with (tmp_path / "err").open("w+b") as err:
+        process = subprocess.Popen(
+            [RIDERCRM, "serve", "--port", str(port)],
+            cwd=tmp_path,
+            env=environment(tmp_path),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            wait_healthy(port, process)
+        finally:
+            stop(process)
+    stderr = (tmp_path / "err").read_text()
+    assert earlier_key.read_text() == "rcrm_earlier\n"
+    assert earlier_sign_in.read_text() == "password: earlier\n"
+    new_key = tmp_path / "ridercrm-admin-key-2.txt"
+    new_sign_in = tmp_path / "ridercrm-console-admin-2.txt"
+    assert new_key.read_text().startswith("rcrm_")
+    assert "password: " in new_sign_in.read_text()
+    assert stat.S_IMODE(new_sign_in.stat().st_mode) == 0o600
+    assert str(new_key) in stderr
+    assert str(new_sign_in) in stderr
+
+
+def test_the_testkit_server_writes_nothing_where_its_caller_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """testkit's `serve` (benchmarks, the matching harness) starts in its log's directory:
+    run from a checkout, its first start's credentials never land in the checkout."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.chdir(checkout)
+    with running_server(environment(scratch), free_port(), scratch / "server.log"):
+        pass
+    assert list(checkout.iterdir()) == []
+    assert (scratch / "ridercrm-console-admin.txt").exists()

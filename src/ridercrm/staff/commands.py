@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.staff import rules, service
-from ridercrm.startup import open_database
+from ridercrm.startup import open_database, write_owner_only
 
 users_app = typer.Typer(help="Staff users of the console.", no_args_is_help=True)
 console = Console(markup=False)
@@ -132,14 +131,8 @@ def hand_over_console_admin(password: str, sign_in_url: str, settings: Settings)
         )
         print(password, file=sys.stderr, flush=True)
         return
-    path = Path(settings.console_admin_file).resolve()
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)
-        text = f"url: {sign_in_url}\nusername: {FIRST_ADMIN}\npassword: {password}\n"
-        os.write(descriptor, text.encode("ascii"))
-    finally:
-        os.close(descriptor)
+    text = f"url: {sign_in_url}\nusername: {FIRST_ADMIN}\npassword: {password}\n"
+    path = write_owner_only(Path(settings.console_admin_file).resolve(), text)
     print(
         f"First start: created the console's admin staff user; its sign-in is in {path}"
         " (readable by its owner only). Keep it safe and delete the file.",
