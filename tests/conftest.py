@@ -30,7 +30,6 @@ from ridercrm.migrate import upgrade
 from ridercrm.models import Base
 from ridercrm.people.index import keep_keys
 
-
 # Tests write only in their temporary directories: never in the checkout, where an
 # operator's `make run` keeps its database and its first start's credentials files
 # (ridercrm-admin-key.txt, ridercrm-console-admin.txt). The checkout's top-level files are
