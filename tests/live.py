@@ -17,11 +17,16 @@ __all__ = ["free_port", "live_server"]
 
 
 @contextmanager
-def live_server(settings: Settings) -> Iterator[str]:
-    """Serve the app in a background thread; yield its base URL; stop it afterwards."""
+def live_server(settings: Settings, *, http: str = "auto") -> Iterator[str]:
+    """Serve the app in a background thread; yield its base URL; stop it afterwards.
+
+    ``http="h11"``: the HTTP implementation `ridercrm serve` uses, which refuses to send a
+    header value the protocol does not allow."""
     app = create_app(settings)
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, http=http
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -370,3 +370,15 @@ def encode_json(value: Any) -> bytes:
 
 def response_content_type(media: str) -> str:
     return f"{media}; charset=utf-8" if media == "text/json" else media
+
+
+def header_value(text: str, *, limit: int = 500) -> str:
+    """``text`` as a value any HTTP layer sends in a header (RFC 9110 field-value).
+
+    A failure reason may quote what the client sent (``no person with id x ``); h11
+    refuses to send a header value with a control character or with whitespace at
+    either end, and the connection would then be dropped without an answer. Every
+    character outside printable ASCII becomes ``?``, and the ends are trimmed.
+    """
+    safe = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)[:limit]
+    return safe.strip(" ") or "?"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ridercrm.wire import BodyError, decode_body, negotiate, parse_content_type
+from ridercrm.wire import BodyError, decode_body, header_value, negotiate, parse_content_type
 
 JSON_TYPES = ["application/json", "text/json", "text/plain"]
 FORM = "application/x-www-form-urlencoded"
@@ -476,3 +476,13 @@ def test_a_flat_dict_of_strings_as_bracket_fields_decodes_to_itself(
 ) -> None:
     raw = urlencode([(f"person_data[{name}]", text) for name, text in value.items()]).encode()
     assert decode_body(raw, FORM) == {"person_data": value}
+
+
+@given(st.text())
+def test_a_header_value_is_one_h11_sends(text: str) -> None:
+    """Whatever a failure reason quotes, h11 (`ridercrm serve`) accepts it as a header."""
+    import h11
+
+    value = header_value(text)
+    h11.Response(status_code=400, headers=[("X-Failure-Reason", value)])
+    assert len(value) <= 500

@@ -31,7 +31,7 @@ from ridercrm.errors import ApiError
 from ridercrm.ratelimit import Refusal
 from ridercrm.web import metrics
 from ridercrm.web.runtime import CLIENT_CLOSED
-from ridercrm.wire import encode_json
+from ridercrm.wire import encode_json, header_value
 
 log = logging.getLogger("ridercrm.http")  # the name logs have always carried
 
@@ -166,7 +166,7 @@ def _flood_response(call: Call, refusal: Refusal) -> tuple[Message, bytes]:
     start, parts = _message(429, rendered)
     start["headers"] += [
         (b"retry-after", str(refusal.retry_after).encode()),
-        (b"x-failure-reason", refusal.reason.encode("ascii", errors="replace")),
+        (b"x-failure-reason", header_value(refusal.reason).encode("ascii")),
     ]
     return start, b"".join(parts)
 

@@ -39,6 +39,7 @@ from ridercrm.wire import (
     BodyError,
     decode_body,
     encode_json,
+    header_value,
     negotiate,
     parse_content_type,
     response_content_type,
@@ -207,12 +208,8 @@ def render(request: Request, outcome: Reply) -> Response:
 def error_outcome(call: Call, error: ApiError) -> Reply:
     """Render an error in the operation's shape; note its reason for the audit record."""
     call.failure_reason = error.reason
-    headers = {**error.headers, "X-Failure-Reason": _header_safe(error.reason)}
+    headers = {**error.headers, "X-Failure-Reason": header_value(error.reason)}
     return Reply(body=call.shape(error, call.audit_id), status=error.status, headers=headers)
-
-
-def _header_safe(text: str) -> str:
-    return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)[:500]
 
 
 Work = Callable[[Session, Any], Reply]
