@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.transfer.cells import restore
 from ridercrm.transfer.columns import ColumnPlan, Target
 from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, product_row
 
@@ -75,7 +76,7 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
     checked = []
     for line, cells in rows:
         width = len(cells)
-        values = {name: cells[i] for i, name in plan.cells if i < width and cells[i]}
+        values = {name: restore(cells[i]) for i, name in plan.cells if i < width and cells[i]}
         raw_id = values.pop("id", None)
         raw_link = values.pop("converted_contact_id", None)
         raw_merged = values.pop("merged_into", None)

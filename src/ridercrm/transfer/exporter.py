@@ -1,4 +1,5 @@
-"""Export contacts, leads or products as CSV that `ridercrm import` reads back unchanged."""
+"""Export contacts, leads or products as CSV that `ridercrm import` reads back unchanged,
+with no cell a spreadsheet runs as a formula (transfer/cells.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.db import session_scope
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
+from ridercrm.transfer.cells import neutralise
 from ridercrm.transfer.columns import Target
 
 FORMATS = ("ours", "salesforce")
@@ -24,7 +26,9 @@ def cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)  # dates are YYYY-MM-DD and prices keep their 2 places
+    # Dates are YYYY-MM-DD and prices keep their 2 places; text that a spreadsheet would
+    # run as a formula is quoted (OWASP CSV injection; transfer/cells.py).
+    return neutralise(str(value))
 
 
 def export_csv(

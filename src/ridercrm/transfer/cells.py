@@ -1,0 +1,31 @@
+"""CSV injection (OWASP): a cell a spreadsheet would read as a formula is written quoted.
+
+A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is run as a
+formula by Excel, LibreOffice and Google Sheets when an operator opens the export; the
+`people` and `courses` keys can store such values (a first name ``=HYPERLINK(...)``). The
+export writes such a cell with an apostrophe in front, which spreadsheets show as text
+and never run (https://owasp.org/www-community/attacks/CSV_Injection). The import takes
+the apostrophe off again, so an export still reads back unchanged: a cell that begins
+with an apostrophe followed by one of those characters (or by another apostrophe) is
+always one the export quoted, because the export quotes such a value too.
+"""
+
+from __future__ import annotations
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
+_QUOTED_STARTS = (*FORMULA_STARTS, QUOTE)
+
+
+def neutralise(text: str) -> str:
+    """``text`` as a cell no spreadsheet runs as a formula (import reads back ``text``)."""
+    if text.startswith(FORMULA_STARTS) or (text.startswith(QUOTE) and text[1:2] in _QUOTED_STARTS):
+        return QUOTE + text
+    return text
+
+
+def restore(cell: str) -> str:
+    """The value an exported ``cell`` stands for (undoes :func:`neutralise`)."""
+    if cell.startswith(QUOTE) and cell[1:2] and cell[1:2] in _QUOTED_STARTS:
+        return cell[1:]
+    return cell
