@@ -84,14 +84,31 @@ def _no_database(shown: str) -> str:
     )
 
 
+_SUPPORTED = "SQLite (sqlite:///path/to/file.db) or PostgreSQL (postgresql+psycopg://user@host:5432/database)"
+
+
 def _parse(raw: str) -> URL:
+    """The database URL, or StartupProblem naming what is wrong with it and what works."""
     try:
-        return make_url(raw)
+        url = make_url(raw)
     except ArgumentError:
         raise StartupProblem(
             f"{URL_SETTING} is not a database URL; write sqlite:///path/to/file.db"
             " or postgresql+psycopg://user@host:5432/database"
         ) from None
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StartupProblem(
+            f"{URL_SETTING} names a {backend} database; ridercrm supports {_SUPPORTED}"
+        )
+    if backend == "sqlite" and url.host:
+        # sqlite://x.db reads x.db as a host name and would open an empty memory database.
+        raise StartupProblem(
+            f"{URL_SETTING}: a SQLite file needs three slashes after sqlite: (sqlite:///{url.host}"
+            f"{'/' + url.database if url.database else ''} for a file in this directory,"
+            " four for an absolute path: sqlite:////var/lib/ridercrm.db)"
+        )
+    return url
 
 
 def failure_line(error: BaseException) -> str:

@@ -93,7 +93,13 @@ def test_import_contacts_from_a_salesforce_export_keeps_ids(
           "(07) 4632 1234", "7 Ruthven St", "Toowoomba", "QLD", "Australia", "Web", "1",
           "123456789", "CYP", "false", "001000000000001"]],
     )  # fmt: skip
-    result = cli(db_url, "import", "contacts", str(file))
+    refused = cli(db_url, "import", "contacts", str(file))
+    assert refused.exit_code == 2, refused.output
+    assert "--ignore-columns HasOptedOutOfEmail,AccountId" in refused.output
+    assert people(sessions) == {}
+    result = cli(
+        db_url, "import", "contacts", str(file), "--ignore-columns", "HasOptedOutOfEmail,AccountId"
+    )
     assert result.exit_code == 0, result.output
     assert result.output.count("ignored columns: HasOptedOutOfEmail, AccountId") == 1
     stored = people(sessions)
@@ -140,7 +146,16 @@ def test_import_leads_from_a_salesforce_export(
           "NSW", "Australia", "(02) 9440 0000", "0433 000 111", "Phone Inquiry", "Open",
           "Acme"]],
     )  # fmt: skip
-    result = cli(db_url, "import", "leads", str(file))
+    result = cli(
+        db_url,
+        "import",
+        "leads",
+        str(file),
+        "--ignore-columns",
+        "Status",
+        "--ignore-columns",
+        "company",
+    )
     assert result.exit_code == 0, result.output
     assert "ignored columns: Status, Company" in result.output
     assert "imported 1 lead, 0 bad rows" in result.output
@@ -168,7 +183,7 @@ def test_import_products_from_a_salesforce_export_and_our_names(
         ["Id", "Name", "ProductCode", "UnitPrice", "IsActive", "Family"],
         [[short, "Licence Test (Somerton)", "LT-SOM", "379", "false", "Courses"]],
     )
-    result = cli(db_url, "import", "products", str(salesforce))
+    result = cli(db_url, "import", "products", str(salesforce), "--ignore-columns", "Family")
     assert result.exit_code == 0, result.output
     assert "ignored columns: Family" in result.output
     ours = write_csv(
@@ -563,3 +578,48 @@ def test_the_import_matches_rows_with_the_configured_thresholds(
     strict = runner.invoke(app, ["import", "contacts", str(file), "--dry-run"], env=env)
     assert strict.exit_code == 0, strict.output
     assert strict.output.strip().splitlines()[-1] == "would import 1 contact, 0 bad rows"
+
+
+def test_a_misspelled_column_refuses_the_file_unless_ignored(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    file = write_csv(tmp_path / "c.csv", ["frist_name", "last_name", "email"],
+                     [["Zoe", "Park", "zoe@example.com"]])  # fmt: skip
+    refused = cli(db_url, "import", "contacts", str(file))
+    assert refused.exit_code == 2, refused.output
+    assert "frist_name (did you mean first_name?)" in refused.output
+    assert "nothing imported" in refused.output
+    assert people(sessions) == {}
+    kept = cli(db_url, "import", "contacts", str(file), "--ignore-columns", "frist_name")
+    assert kept.exit_code == 0, kept.output
+    assert "ignored columns: frist_name" in kept.output
+    (zoe,) = people(sessions).values()
+    assert (zoe["first_name"], zoe["last_name"]) == (None, "Park")
+
+
+def test_a_semicolon_separated_file_is_named_as_such(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    file = tmp_path / "excel.csv"
+    file.write_text("first_name;last_name\nZoe;Park\n")
+    refused = cli(db_url, "import", "contacts", str(file))
+    assert refused.exit_code == 2
+    assert "looks semicolon-separated" in refused.output
+    assert "no last_name column" not in refused.output
+    assert people(sessions) == {}
+
+
+def test_dates_written_day_first_are_read_as_australian_exports_write_them(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    file = write_csv(tmp_path / "c.csv", ["first_name", "last_name", "date_of_birth"],
+                     [["Zoe", "Park", "21/07/2004"], ["Ann", "Lee", "3.2.1999"],
+                      ["Bad", "Day", "31/02/2001"]])  # fmt: skip
+    result = cli(db_url, "import", "contacts", str(file))
+    assert result.exit_code == 1, result.output
+    assert "line 4" in result.output
+    births = {row["first_name"]: row["date_of_birth"] for row in people(sessions).values()}
+    assert {name: str(when) for name, when in births.items()} == {
+        "Zoe": "2004-07-21",
+        "Ann": "1999-02-03",
+    }

@@ -125,3 +125,30 @@ def test_keys_are_stored_only_as_hashes(
 def test_every_key_is_different(make_key: Callable[..., str]) -> None:
     keys = {make_key("match", name=f"k{n}") for n in range(20)}
     assert len(keys) == 20
+
+
+@pytest.mark.parametrize(
+    ("authorization", "said"),
+    [
+        ("{key}", "needs the Bearer scheme"),
+        ("Token {key}", "scheme is not Bearer"),
+        ("Basic dXNlcjpwYXNz", "scheme is not Bearer"),
+    ],
+)
+def test_a_key_sent_without_bearer_is_told_how_to_send_it(
+    client: TestClient, make_key: Callable[..., str], authorization: str, said: str
+) -> None:
+    key = make_key("admin")
+    response = client.get(
+        "/admin/people",
+        params={"q": "Ann"},
+        headers={"Authorization": authorization.format(key=key)},
+    )
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    detail = response.json()["detail"]
+    assert said in detail
+    assert "'Authorization: Bearer <key>' or 'X-API-Key: <key>'" in detail
+    assert "missing" not in detail
+    assert key not in detail
+    assert key not in response.headers["x-failure-reason"]

@@ -143,3 +143,24 @@ def test_a_missing_postgresql_database_is_one_line(tmp_path: Path) -> None:
         assert len(errors) == 1, done.stderr
         assert "ridercrm_no_such_database" in errors[0]
         assert "RIDERCRM_DATABASE_URL" in errors[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("mysql://crm@127.0.0.1/crm", "names a mysql database; ridercrm supports SQLite"),
+        ("mysql+pymysql://crm@127.0.0.1/crm", "or PostgreSQL (postgresql+psycopg://"),
+        ("sqlite://crm.db", "three slashes after sqlite: (sqlite:///crm.db"),
+    ],
+)
+def test_a_database_url_newcomers_write_gets_a_line_saying_what_works(
+    tmp_path: Path, url: str, said: str
+) -> None:
+    for command in (["keys", "list"], ["db", "upgrade"]):
+        done = run(tmp_path, *command, RIDERCRM_DATABASE_URL=url)
+        assert done.returncode == 1
+        errors = [line for line in done.stderr.splitlines() if not line.startswith("database: ")]
+        assert errors == [errors[0]], done.stderr
+        assert said in errors[0]
+        assert "ModuleNotFoundError" not in done.stderr
+    assert list(tmp_path.iterdir()) == []

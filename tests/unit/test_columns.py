@@ -33,8 +33,11 @@ def fields_of(target_name: str, header: list[str]) -> list[str]:
     return [name for _index, name in plan.cells]
 
 
-def test_headers_match_in_any_case_and_unknown_ones_are_ignored() -> None:
-    plan = plan_columns(CONTACTS, [" firstname ", "LASTNAME", "Junk", "email", "", "Other"])
+def test_headers_match_in_any_case_and_unknown_ones_are_ignored_when_named() -> None:
+    header = [" firstname ", "LASTNAME", "Junk", "email", "", "Other"]
+    with pytest.raises(HeaderProblem, match="unknown columns Junk, Other"):
+        plan_columns(CONTACTS, header)
+    plan = plan_columns(CONTACTS, header, ignore=["junk", "OTHER"])
     assert plan.cells == ((0, "first_name"), (1, "last_name"), (3, "email"))
     assert plan.ignored == ("Junk", "Other")
     assert plan.width == 6
@@ -43,7 +46,7 @@ def test_headers_match_in_any_case_and_unknown_ones_are_ignored() -> None:
 def test_salesforce_custom_fields_and_opt_out_is_not_opt_in() -> None:
     header = ["FirstName", "LastName", "Drivers_License__c", "license_type__c", "Opt_In__c",
               "HasOptedOutOfEmail"]  # fmt: skip
-    plan = plan_columns(CONTACTS, header)
+    plan = plan_columns(CONTACTS, header, ignore=["HasOptedOutOfEmail"])
     assert [name for _i, name in plan.cells] == [
         "first_name", "last_name", "drivers_license", "license_type", "opt_in",
     ]  # fmt: skip
@@ -57,7 +60,11 @@ def test_leads_read_both_address_spellings_and_phone_is_home_phone() -> None:
     assert fields_of("leads", ["FirstName", "LastName", "MailingPostalCode", "HomePhone"]) == [
         "first_name", "last_name", "postcode", "home_phone",
     ]  # fmt: skip
-    contact = plan_columns(CONTACTS, ["FirstName", "LastName", "Phone", "ConvertedContactId"])
+    contact = plan_columns(
+        CONTACTS,
+        ["FirstName", "LastName", "Phone", "ConvertedContactId"],
+        ignore=["Phone", "ConvertedContactId"],
+    )
     assert contact.ignored == ("Phone", "ConvertedContactId")
 
 
@@ -79,6 +86,23 @@ def test_products_take_unit_price_or_price() -> None:
     ],
 )
 def test_unusable_headers(target: Any, header: list[str], problem: str) -> None:
+    with pytest.raises(HeaderProblem, match=re.escape(problem)):
+        plan_columns(target, header)
+
+
+@pytest.mark.parametrize(
+    ("target", "header", "problem"),
+    [
+        (CONTACTS, ["frist_name", "last_name"], "frist_name (did you mean first_name?)"),
+        (CONTACTS, ["FirstName", "LastNmae"], "LastNmae (did you mean LastName?)"),
+        (PRODUCTS, ["name", "code", "prcie"], "prcie (did you mean price?)"),
+        (CONTACTS, ["first_name", "last_name", "AccountId"], "--ignore-columns AccountId"),
+        (CONTACTS, ["first_name;last_name;email"], "looks semicolon-separated"),
+    ],
+)
+def test_unknown_columns_refuse_the_file_with_a_suggestion(
+    target: Any, header: list[str], problem: str
+) -> None:
     with pytest.raises(HeaderProblem, match=re.escape(problem)):
         plan_columns(target, header)
 

@@ -12,6 +12,8 @@ always one the export quoted, because the export quotes such a value too.
 
 from __future__ import annotations
 
+import re
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 QUOTE = "'"
 _QUOTED_STARTS = (*FORMULA_STARTS, QUOTE)
@@ -29,3 +31,17 @@ def restore(cell: str) -> str:
     if cell.startswith(QUOTE) and cell[1:2] and cell[1:2] in _QUOTED_STARTS:
         return cell[1:]
     return cell
+
+
+# Australian exports (Excel, MYOB, most local CRMs) write dates day first: 21/07/2004.
+_DAY_FIRST = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})[/.](\d{4})\s*$")
+
+
+def iso_date(cell: str) -> str:
+    """A date cell written DD/MM/YYYY (or DD.MM.YYYY) as YYYY-MM-DD, as the console's
+    search reads it; any other text unchanged, for the field's own rule to judge."""
+    found = _DAY_FIRST.match(cell)
+    if found is None:
+        return cell
+    day, month, year = found.groups()
+    return f"{year}-{int(month):02d}-{int(day):02d}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ridercrm.ids import RecordKind, canonical_id
-from ridercrm.transfer.cells import restore
+from ridercrm.transfer.cells import iso_date, restore
 from ridercrm.transfer.columns import ColumnPlan, Target
 from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, product_row
 
@@ -80,6 +80,8 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
         raw_id = values.pop("id", None)
         raw_link = values.pop("converted_contact_id", None)
         raw_merged = values.pop("merged_into", None)
+        if "date_of_birth" in values:
+            values["date_of_birth"] = iso_date(values["date_of_birth"])
         data, problems = rules.validate(values)
         if width > plan.width and any(cells[plan.width :]):
             problems.insert(0, f"has {width} cells but the header has {plan.width}")

@@ -2,12 +2,16 @@
 
 A file may use the interface's field names or the headers of a Salesforce export
 (standard fields plus the custom fields ``Drivers_License__c``, ``License_Type__c``
-and ``Opt_In__c``). Headers match case-insensitively; unknown columns are ignored.
+and ``Opt_In__c``). Headers match case-insensitively. A column that is none of these
+refuses the file (with the accepted header it most looks like: ``frist_name`` → did you
+mean ``first_name``), unless the import names it to be ignored (``--ignore-columns``):
+a misspelled column would otherwise lose its data without a word.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ridercrm.ids import RecordKind
@@ -163,25 +167,57 @@ class ColumnPlan:
     width: int
 
 
-def plan_columns(target: Target, header: Sequence[str]) -> ColumnPlan:
-    """Match a header row to ``target``'s fields, or raise HeaderProblem saying why not."""
+def plan_columns(
+    target: Target, header: Sequence[str], *, ignore: Collection[str] = ()
+) -> ColumnPlan:
+    """Match a header row to ``target``'s fields, or raise HeaderProblem saying why not.
+
+    Every column must be one ``target`` accepts or one named in ``ignore`` (any case).
+    """
+    if len(header) == 1 and ";" in header[0]:
+        raise HeaderProblem(
+            "the header is one column holding semicolons: the file looks semicolon-separated;"
+            " save it as comma-separated CSV (CSV UTF-8 in Excel)"
+        )
     lookup = target.lookup()
+    allowed = {name.strip().casefold() for name in ignore}
     cells: list[tuple[int, str]] = []
     ignored: list[str] = []
+    unknown: list[str] = []
     column_of: dict[str, str] = {}
     for index, raw in enumerate(header):
         name = raw.strip()
         found = lookup.get(name.casefold())
         if found is None:
-            if name:
+            if name and name.casefold() in allowed:
                 ignored.append(name)
+            elif name:
+                unknown.append(name)
             continue
         if found in column_of:
             raise HeaderProblem(f"columns {column_of[found]} and {name} both give {found}")
         column_of[found] = name
         cells.append((index, found))
+    if unknown:
+        raise HeaderProblem(_unknown_columns(target, unknown))
     for required in target.required:
         if required not in column_of:
             spelled = target.salesforce.get(required, required)
             raise HeaderProblem(f"no {required} column (or {spelled})")
     return ColumnPlan(cells=tuple(cells), ignored=tuple(ignored), width=len(header))
+
+
+def _unknown_columns(target: Target, unknown: Sequence[str]) -> str:
+    """Name each unknown column, with the accepted header it most looks like, and the
+    option that imports the file without them."""
+    accepted = sorted({*target.lookup().values(), *target.salesforce.values()})
+    folded = {name.casefold(): name for name in accepted}
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.75)
+        named.append(f"{name} (did you mean {folded[close[0]]}?)" if close else name)
+    return (
+        f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(named)}; nothing imported."
+        f" Rename {'them' if len(unknown) > 1 else 'it'}, or import without"
+        f" {'them' if len(unknown) > 1 else 'it'}: --ignore-columns {','.join(unknown)}"
+    )

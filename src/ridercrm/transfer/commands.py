@@ -40,7 +40,8 @@ from ridercrm.transfer.importer import (
 
 import_app = typer.Typer(
     help="Import contacts, leads or products from CSV.",
-    epilog="Columns: our field names or a Salesforce export's, in any case. Safe to re-run: "
+    epilog="Columns: our field names or a Salesforce export's, in any case; any other column"
+    " refuses the file unless --ignore-columns names it. Safe to re-run: "
     "a row that matches a stored person is skipped (--on-match), and a file already imported "
     "is refused (--force). Exit code 0: every row imported or matched; 1: some rows were bad "
     "(the good ones are imported); 2: the file could not be imported at all (nothing is).",
@@ -58,6 +59,14 @@ Force = Annotated[
     bool,
     typer.Option(
         "--force", help="Import even a file with the same content as one imported before."
+    ),
+]
+IgnoreColumns = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore-columns",
+        help="Columns to leave out, comma-separated or repeated (any case). Any other column"
+        " that is not a field refuses the file, so a misspelled one never loses its data.",
     ),
 ]
 OnMatchOption = Annotated[
@@ -95,7 +104,13 @@ def _database(
 
 
 def _run_import(
-    target: Target, path: Path, dry_run: bool, *, force: bool, on_match: OnMatch = OnMatch.skip
+    target: Target,
+    path: Path,
+    dry_run: bool,
+    *,
+    force: bool,
+    ignore_columns: list[str] | None,
+    on_match: OnMatch = OnMatch.skip,
 ) -> None:
     """Import one file with a progress bar, print bad rows and a summary, exit with its code."""
     try:
@@ -137,6 +152,9 @@ def _run_import(
                 dry_run=dry_run,
                 on_match=on_match,
                 force=force,
+                ignore_columns=[
+                    name for given in ignore_columns or () for name in given.split(",") if name
+                ],
                 on_columns=ignored,
                 on_bad_row=bad_row,
                 on_matched=bad_row,
@@ -156,9 +174,12 @@ def import_contacts(
     dry_run: DryRun = False,
     on_match: OnMatchOption = OnMatch.skip,
     force: Force = False,
+    ignore_columns: IgnoreColumns = None,
 ) -> None:
     """Import contacts from a CSV file; rows matching a stored contact are skipped by default."""
-    _run_import(CONTACTS, file, dry_run, force=force, on_match=on_match)
+    _run_import(
+        CONTACTS, file, dry_run, force=force, ignore_columns=ignore_columns, on_match=on_match
+    )
 
 
 @import_app.command("leads")
@@ -167,16 +188,22 @@ def import_leads(
     dry_run: DryRun = False,
     on_match: OnMatchOption = OnMatch.skip,
     force: Force = False,
+    ignore_columns: IgnoreColumns = None,
 ) -> None:
     """Import leads from a CSV file (after the contacts that converted leads point to);
     rows matching a stored unconverted lead are skipped by default."""
-    _run_import(LEADS, file, dry_run, force=force, on_match=on_match)
+    _run_import(LEADS, file, dry_run, force=force, ignore_columns=ignore_columns, on_match=on_match)
 
 
 @import_app.command("products")
-def import_products(file: FileArgument, dry_run: DryRun = False, force: Force = False) -> None:
+def import_products(
+    file: FileArgument,
+    dry_run: DryRun = False,
+    force: Force = False,
+    ignore_columns: IgnoreColumns = None,
+) -> None:
     """Import products from a CSV file."""
-    _run_import(PRODUCTS, file, dry_run, force=force)
+    _run_import(PRODUCTS, file, dry_run, force=force, ignore_columns=ignore_columns)
 
 
 def export_command(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,6 +131,7 @@ def import_csv(
     force: bool = False,
     batch_size: int = BATCH_SIZE,
     workers: int | None = None,
+    ignore_columns: Collection[str] = (),
     on_columns: Callable[[Sequence[str]], None] | None = None,
     on_bad_row: Callable[[BadRow], None] | None = None,
     on_matched: Callable[[MatchedRow], None] | None = None,
@@ -143,7 +144,8 @@ def import_csv(
     ``add`` stores it anyway) and is reported through ``on_matched``; the matcher decides
     with ``thresholds`` (the app's RIDERCRM_MATCH_* settings). A file with the
     same bytes as one imported before into the same target is refused unless ``force``.
-    ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
+    A column ``target`` does not know refuses the file unless ``ignore_columns`` names
+    it. ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
     reached after each batch. ``workers`` processes check rows (default: by file size
     and CPUs; 0 checks in this process). Raises ImportFailed when nothing was imported.
     """
@@ -154,7 +156,7 @@ def import_csv(
     with _open(path) as handle, _no_cycle_collection():
         reader = csv.reader(handle)
         try:
-            plan = plan_columns(target, read_header(reader))
+            plan = plan_columns(target, read_header(reader), ignore=ignore_columns)
         except HeaderProblem as exc:
             raise UnreadableFile(f"unusable header: {exc}") from None
         result = ImportResult(target=target, dry_run=dry_run, ignored_columns=plan.ignored)

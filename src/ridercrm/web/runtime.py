@@ -166,6 +166,24 @@ def _authenticate(request: Request, scope: str) -> Caller:
     presented = presented_key(request)
     challenge = {"WWW-Authenticate": "Bearer"}
     if presented is None:
+        authorization = request.headers.get("authorization", "").strip()
+        if authorization.lower() == "bearer":  # the scheme without a key: it is missing
+            authorization = ""
+        if authorization and " " not in authorization:
+            # A key sent as `Authorization: rcrm_...`: it is there, in the wrong form.
+            raise ApiError(
+                401,
+                "the Authorization header needs the Bearer scheme: send the key as"
+                " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                headers=challenge,
+            )
+        if authorization:
+            raise ApiError(
+                401,
+                "the Authorization header's scheme is not Bearer: send the key as"
+                " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                headers=challenge,
+            )
         raise ApiError(
             401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge
         )
