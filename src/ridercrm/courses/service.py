@@ -239,7 +239,10 @@ def _person(session: Session, item: CourseItem) -> Person | None:
         return None
     if canonical_id(item.person_id) is None:
         raise ItemRejected(f"person_id: {item.person_id} is not a valid record id")
-    person = people.resolve(session, item.person_id)
+    try:
+        person = people.resolve(session, item.person_id)
+    except people.UnresolvableId as exc:
+        raise ItemRejected(f"person_id: {exc}") from None
     if person is None:
         raise ItemRejected(f"person_id: no contact or lead with id {item.person_id}")
     return person

@@ -132,6 +132,12 @@ def merge_people(
     now = utcnow()
     people.apply_changes(session, survivor, plan.values)
     survivor.updated_at = now
+    # Records merged earlier into a member now point at the new survivor, so every merged
+    # record is one hop from its live record however often people are merged; the undo
+    # points them back (kept in ``before`` under their ids, with the target they had).
+    for older in _merged_into_any(session, [person.id for person in plan.merged]):
+        before[older.id] = {"merged_into": older.merged_into}
+        older.merged_into = survivor.id
     for person in plan.merged:
         person.merged_into = survivor.id
         person.updated_at = now
@@ -167,6 +173,12 @@ def merge_people(
     events.follow_survivor(session, survivor_id=survivor.id, merged_ids=record.merged_ids)
     _courses_moved(session, list(plan.moved_assets), publisher=survivor.id)
     return plan, record
+
+
+def _merged_into_any(session: Session, ids: Sequence[str]) -> list[Person]:
+    """The records merged earlier into any of ``ids``."""
+    statement = select(Person).where(Person.merged_into.in_(ids)).order_by(Person.id)
+    return list(session.scalars(statement))
 
 
 def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) -> PersonMerge:
@@ -217,6 +229,12 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     for person in members:
         person.merged_into = None
         person.updated_at = dt.datetime.fromisoformat(record.before[person.id]["updated_at"])
+    for older_id, kept in record.before.items():
+        if older_id in member_ids or "merged_into" not in kept:
+            continue
+        older = session.get(Person, older_id)
+        if older is not None and older.merged_into == survivor.id:
+            older.merged_into = kept["merged_into"]
     mark([survivor, *members])
     _lock_courses(session, list(record.moved_assets))
     for asset_id, owner in record.moved_assets.items():
@@ -304,7 +322,10 @@ def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list
             raise MergeError(
                 409, f"{stored.id} is already merged into {stored.merged_into}; nothing was changed"
             )
-        person = people.resolve(session, raw)
+        try:
+            person = people.resolve(session, raw)
+        except people.UnresolvableId as exc:
+            raise MergeError(400, f"people: {exc}") from None
         if person is None:
             raise MergeError(404, f"no person with id {raw}")
         resolved.setdefault(person.id, person)

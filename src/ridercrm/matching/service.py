@@ -16,7 +16,7 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
 from ridercrm.people.blocking import Identity, query_key_tiers
 from ridercrm.people.models import CONTACT, LEAD
-from ridercrm.people.service import resolve
+from ridercrm.people.service import UnresolvableId, resolve
 
 EXPLAINED_CANDIDATES = 10
 # Stored identities kept normalised (stored_identity): about 1 kB each.
@@ -218,7 +218,10 @@ def _records(
             continue
         # A merged record is never the answer: its survivor is, found by the values the
         # record still holds (the one the request's details matched).
-        person: Ranked | None = resolve(session, stored.id) if stored.merged_into else stored
+        try:
+            person: Ranked | None = resolve(session, stored.id) if stored.merged_into else stored
+        except UnresolvableId:
+            continue  # a chain too long to follow (data stored before merges kept one hop)
         if person is None or (leads_only and person.kind != LEAD):
             continue
         identity = stored_identity(stored)

@@ -78,7 +78,10 @@ def _apply(session: Session, raw: Any) -> int:
         raise _Rejected(cleared)
     if canonical_id(item.ID) is None:
         raise _Rejected([f"ID: {item.ID} is not a valid record id"])
-    person = service.resolve(session, item.ID, lock=True)
+    try:
+        person = service.resolve(session, item.ID, lock=True)
+    except service.UnresolvableId as exc:
+        raise _Rejected([f"ID: {exc}"]) from None
     if person is None:
         raise _Rejected([f"ID: no contact or lead with id {item.ID}"])
     written = service.apply_changes(session, person, changes)

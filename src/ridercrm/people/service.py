@@ -148,6 +148,10 @@ def lock_in_order(session: Session, person_ids: Collection[str]) -> None:
     session.execute(in_order.with_for_update()).all()
 
 
+class UnresolvableId(ValueError):
+    """An id whose chain of merged or converted records is too long to follow."""
+
+
 def resolve(
     session: Session, raw_id: str, *, lock: bool = False, fresh: bool = False
 ) -> Person | None:
@@ -155,6 +159,7 @@ def resolve(
 
     ``lock`` reads the rows for update; ``fresh`` re-reads them instead of trusting
     what the session loaded earlier (a concurrent request may have converted the lead).
+    Raises UnresolvableId when the chain is longer than MAX_HOPS.
     """
     person_id = canonical_id(raw_id)
     if person_id is None:
@@ -176,7 +181,9 @@ def resolve(
         if not following:
             return person
         person = load(following)
-    raise AssertionError(f"person {person_id} leads through more than {MAX_HOPS} records")
+    # Merges keep every merged record one hop from its survivor; only data stored before
+    # they did (or changed by hand) can be this deep. The item fails, not the request.
+    raise UnresolvableId(f"{raw_id} leads through more than {MAX_HOPS} merged or converted records")
 
 
 def survivor_of(session: Session, person: Person) -> Person | None:
