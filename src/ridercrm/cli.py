@@ -9,11 +9,10 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ridercrm.audit import service as audit
 from ridercrm.audit.schemas import AuditEntry
@@ -27,6 +26,7 @@ from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database, write_owner_only
+from ridercrm.tables import print_json, print_table
 from ridercrm.transfer.commands import export_command, import_app
 
 # `-h` as well as `--help`, on every command: click's child contexts inherit the names.
@@ -207,20 +207,32 @@ def keys_create(
 
 
 @keys_app.command("list")
-def keys_list() -> None:
+def keys_list(
+    as_json: Annotated[bool, typer.Option("--json", help="JSON for programs.")] = False,
+) -> None:
     """List API keys (never their secrets)."""
-    table = Table("id", "name", "prefix", "scopes", "created", "revoked")
     with session_scope(_sessions()) as session:
-        for key in keys.list_keys(session):
-            table.add_row(
-                str(key.id),
-                key.name,
-                key.prefix + "…",
-                ",".join(key.scopes),
-                key.created_at.strftime("%Y-%m-%d %H:%M"),
-                key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "",
-            )
-    console.print(table)
+        found: list[dict[str, Any]] = [
+            {
+                "id": key.id,
+                "name": key.name,
+                "prefix": key.prefix,
+                "scopes": list(key.scopes),
+                "created": key.created_at.strftime("%Y-%m-%d %H:%M"),
+                "revoked": key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "",
+            }
+            for key in keys.list_keys(session)
+        ]
+    if as_json:
+        print_json(console, found)
+        return
+    columns = ("id", "name", "prefix", "scopes", "created", "revoked")
+    rows = [
+        [key["id"], key["name"], key["prefix"] + "…", ",".join(key["scopes"]), key["created"],
+         key["revoked"]]
+        for key in found
+    ]  # fmt: skip
+    print_table(console, columns, rows)
 
 
 @keys_app.command("revoke")

@@ -301,3 +301,18 @@ def test_db_upgrade_on_a_migrated_database_is_a_no_op(db_url: str) -> None:
         assert current_revision(engine) == head_revision(engine)
     finally:
         engine.dispose()
+
+
+def test_keys_list_never_cuts_a_name_in_a_narrow_or_piped_output(db_url: str) -> None:
+    name = "the booking website of Kilsyth, Somerton and Toowoomba"
+    create_key(db_url, name, "courses", "match")
+    narrow = runner.invoke(
+        app, ["keys", "list"], env={"RIDERCRM_DATABASE_URL": db_url, "COLUMNS": "40"}
+    )
+    assert narrow.exit_code == 0, narrow.output
+    assert name in narrow.stdout
+    assert "courses,match" in narrow.stdout
+    machines = runner.invoke(app, ["keys", "list", "--json"], env={"RIDERCRM_DATABASE_URL": db_url})
+    (listed,) = json.loads(machines.stdout)
+    assert listed["name"] == name
+    assert listed["scopes"] == ["courses", "match"]

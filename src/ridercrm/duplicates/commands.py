@@ -24,7 +24,9 @@ from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
+from ridercrm.people.models import PERSON_FIELDS
 from ridercrm.startup import open_database
+from ridercrm.tables import print_json, print_table
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
 console = Console(markup=False)
@@ -154,33 +156,91 @@ def recheck_command(
     _print({"rechecked": checked})
 
 
+JsonOption = Annotated[bool, typer.Option("--json", help="JSON for programs.")]
+
+
 @duplicates_app.command("list")
 def list_command(
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
     before: Annotated[int | None, typer.Option(help="The next_before of a page.")] = None,
     status: Annotated[str, typer.Option(help="open, skipped, merged or dismissed.")] = "open",
+    as_json: JsonOption = False,
 ) -> None:
-    """List clusters, best score first."""
+    """List clusters, best score first: a table of who is in each (--json for programs)."""
     with session_scope(_sessions(Settings())) as session:
         after = service.find_cluster(session, before) if before is not None else None
         page = service.list_clusters(session, limit=limit, before=after, status=status)
-        _print(
-            {
-                "clusters": [service.summary(c) for c in page.clusters],
-                "next_before": page.next_before,
-            }
-        )
+        found: dict[str, Any] = {
+            "clusters": [service.summary(c) for c in page.clusters],
+            "next_before": page.next_before,
+        }
+        names = service.names_of(session, [pid for c in page.clusters for pid in c.people])
+    if as_json:
+        print_json(console, found)
+        return
+    rows = [
+        [
+            cluster["id"],
+            f"{cluster['score']:.1f}",
+            cluster["status"],
+            "; ".join(f"{names.get(pid, '?')} {pid}" for pid in cluster["people"]),
+        ]
+        for cluster in found["clusters"]
+    ]
+    print_table(console, ("cluster", "score", "status", "people"), rows)
+    if not rows:
+        console.out(f"no {status} clusters", highlight=False)
+    if page.next_before is not None:
+        console.out(f"more: --before {page.next_before}", highlight=False)
 
 
 @duplicates_app.command("show")
-def show_command(cluster_id: Annotated[int, typer.Argument()]) -> None:
-    """Show a cluster's records side by side with the explanation."""
+def show_command(cluster_id: Annotated[int, typer.Argument()], as_json: JsonOption = False) -> None:
+    """Show a cluster's records side by side with the matcher's explanation."""
     with session_scope(_sessions(Settings())) as session:
         cluster = service.find_cluster(session, cluster_id)
         if cluster is None:
             errors.print(f"no cluster with id {cluster_id}")
             raise typer.Exit(1)
-        _print(service.detail(session, cluster))
+        found = service.detail(session, cluster)
+    if as_json:
+        print_json(console, found)
+        return
+    records = found["records"]
+    differing = set(found["differing"])
+    console.out(
+        f"cluster {found['id']}: {found['status']}, score {found['score']:.1f}"
+        + (f", merge {found['merge_id']}" if found["merge_id"] else ""),
+        highlight=False,
+    )
+    rows = [["kind", "", *(r["kind"] for r in records)]]
+    rows += [
+        [name, "differs" if name in differing else "", *(_shown(r[name]) for r in records)]
+        for name in PERSON_FIELDS
+        if any(r[name] not in (None, "") for r in records)
+    ]
+    print_table(console, ("field", "", *(r["id"] for r in records)), rows)
+    for pair in found["pairs"]:
+        first, second = pair["people"]
+        weights = pair.get("weights") or {}
+        levels = pair.get("levels") or {}
+        console.out(
+            f"\n{first} and {second}: total {pair['score']:.1f} bits ({pair.get('rule', '')})",
+            highlight=False,
+        )
+        print_table(
+            console,
+            ("field", "level", "weight"),
+            [[name, levels.get(name, ""), f"{weight:+.1f}"] for name, weight in weights.items()],
+        )
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 @duplicates_app.command("merge")

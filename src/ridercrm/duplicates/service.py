@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,16 @@ def summary(cluster: DuplicateCluster) -> dict[str, Any]:
         "merge_id": cluster.merge_id,
         "created_at": cluster.created_at.isoformat(),
     }
+
+
+def names_of(session: Session, person_ids: Sequence[str]) -> dict[str, str]:
+    """Each person's name as staff read it ("Ann Nguyen"), for the command's tables."""
+    if not person_ids:
+        return {}
+    rows = session.execute(
+        select(Person.id, Person.first_name, Person.last_name).where(Person.id.in_(set(person_ids)))
+    )
+    return {pid: " ".join(part for part in (first, last) if part) for pid, first, last in rows}
 
 
 def detail(session: Session, cluster: DuplicateCluster) -> dict[str, Any]:
