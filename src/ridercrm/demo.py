@@ -23,7 +23,10 @@ from ridercrm.demo_courses import (
     ANN,
     BEN,
     BOOKED_COURSE,
+    CHLOE,
+    CHLOE_AGAIN,
     LIAM,
+    README_DUPLICATE,
     README_PEOPLE,
     DemoProduct,
     demo_courses,
@@ -252,10 +255,11 @@ def load_demo(
         if products:
             session.execute(insert(PRODUCTS_TABLE), products)
         known = [] if session.get(Person, ANN) else list(README_PEOPLE)
+        again = [] if session.get(Person, ANN) else list(README_DUPLICATE)
         rows: list[dict[str, Any]] = []
         keys: list[dict[str, Any]] = []
         generated = ((kind, None, values) for kind, values in demo_people(people, seed=seed))
-        for kind, person_id, values in chain(known, generated):
+        for kind, person_id, values in chain(known, generated, again):
             data, errors = PERSON_RULES.validate(values)
             if errors:
                 raise RuntimeError(f"demo person is invalid: {'; '.join(errors)}")
@@ -286,6 +290,8 @@ def readme_records() -> str:
             f"  lead Liam Tran         {LIAM}  (the booking example books him)",
             f"  product LAP-SOM        {product_id('LAP-SOM')}",
             f"  booked course          {BOOKED_COURSE}  (Ben's; the cancel example)",
+            f"  contact Chloe Martin   {CHLOE}  and lead {CHLOE_AGAIN}: one rider"
+            " stored twice (the merge example)",
         ]
     )
 
@@ -304,7 +310,9 @@ def _course_rows(
         ]
         for location, (suffix, _state, _suburbs) in LOCATIONS.items()
     }
-    contacts = [row["id"] for row in people_rows if row["kind"] == CONTACT and row["id"] != ANN]
+    contacts = [
+        row["id"] for row in people_rows if row["kind"] == CONTACT and row["id"] not in (ANN, CHLOE)
+    ]
     courses, history = demo_courses(
         contacts=contacts,
         products=products,

@@ -37,6 +37,11 @@ def course_id(number: int) -> str:
 ANN = fixed_id("003DEMO00000ANN")
 BEN = fixed_id("003DEMO00000BEN")
 LIAM = fixed_id("00QDEMO0000LIAM")
+# A rider stored twice, as the review queue finds them: the contact Chloe Martin, who
+# enquired again on the website as a lead with a new e-mail address. The README merges
+# them (`ridercrm duplicates merge`).
+CHLOE = fixed_id("003DEMO000CHLOE")
+CHLOE_AGAIN = fixed_id("00QDEMO000CHLOE")
 BOOKED_COURSE = course_id(1)  # Ben's, at Somerton next week: the README cancels it
 
 # (kind, id, raw values) of the people the README's examples use.
@@ -58,6 +63,23 @@ README_PEOPLE: tuple[tuple[str, str, dict[str, str]], ...] = (
         "email": "liam.tran@example.net", "postcode": "3064", "mobile_phone": "0413 555 019",
         "street": "7 Hume Hwy", "city": "Craigieburn", "state": "VIC", "country": "Australia",
         "lead_source": "Web",
+    }),
+)  # fmt: skip
+
+# (kind, id, raw values) of the demo's known duplicate: loaded after everyone else, so
+# the generated people and their courses are the same as without it.
+README_DUPLICATE: tuple[tuple[str, str, dict[str, str]], ...] = (
+    (CONTACT, CHLOE, {
+        "first_name": "Chloe", "last_name": "Martin", "date_of_birth": "2001-09-14",
+        "email": "chloe.martin@example.com", "postcode": "3152", "mobile_phone": "0431 276 904",
+        "street": "9 Wattle Ave", "city": "Wantirna South", "state": "VIC",
+        "country": "Australia", "drivers_license": "L5517204", "license_type": "CYL",
+    }),
+    (LEAD, CHLOE_AGAIN, {
+        "first_name": "Chloe", "last_name": "Martin", "date_of_birth": "2001-09-14",
+        "email": "chloe.m@example.net", "postcode": "3152", "mobile_phone": "0431 276 904",
+        "street": "9 Wattle Avenue", "city": "Wantirna South", "state": "VIC",
+        "country": "Australia", "lead_source": "Web",
     }),
 )  # fmt: skip
 

@@ -22,7 +22,7 @@ def test_demo_loads_once_and_then_is_skipped(
 ) -> None:
     result = cli(db_url, "demo")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("loaded 14 products, 303 people")
+    assert result.stdout.startswith("loaded 14 products, 305 people")
     assert result.stdout.splitlines()[0].endswith(" and 42 courses")
     # The ids the README's examples use are printed.
     for known in (ANN, BEN, LIAM, BOOKED_COURSE, product_id("LAP-SOM")):
@@ -34,7 +34,7 @@ def test_demo_loads_once_and_then_is_skipped(
         assert known in skipped
     assert load_demo(sessions).startswith("skipped: database already has people")
     stored = people(sessions)
-    assert len(stored) == 303
+    assert len(stored) == 305
     assert {p["kind"] for p in stored.values()} == {"contact", "lead"}
     assert all(p["postcode"] is None or len(p["postcode"]) == 4 for p in stored.values())
     codes = {p["code"] for p in products(sessions).values()}
@@ -48,7 +48,7 @@ def test_demo_loads_once_and_then_is_skipped(
     assert forced.output.strip().startswith("loaded 0 products, 300 people")
     assert forced.output.strip().endswith(" and 0 courses")
     with session_scope(sessions) as session:
-        assert session.scalar(select(func.count()).select_from(Person)) == 603
+        assert session.scalar(select(func.count()).select_from(Person)) == 605
 
 
 def test_demo_data_is_the_same_on_every_load(db_url: str, sessions: sessionmaker[Session]) -> None:

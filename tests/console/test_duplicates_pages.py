@@ -341,3 +341,36 @@ def test_serve_demo_scans_the_demo_so_the_queue_shows_its_duplicates(
             select(AuditRecord.path).where(AuditRecord.operation == "cli.duplicates_scan")
         ).all()
     assert audited == ["ridercrm serve --demo"]
+
+
+def test_a_cluster_whose_people_now_score_as_different_merges_only_when_forced(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    pair: dict[str, Any],
+) -> None:
+    ann, again, cluster = pair["ann"], pair["again"], pair["cluster"]
+    # Since the scan, the second record was corrected: it is another rider altogether.
+    changed = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": again, "first_name": "Ben", "last_name": "Kelly",
+                               "date_of_birth": "1987-11-03", "drivers_license": "093412876"}]},
+        headers=admin_headers,
+    )  # fmt: skip
+    assert changed.json()["status"] is True, changed.text
+    staff = console_as("staff")
+    token = csrf(staff)
+    page = staff.get(f"/console/duplicates/{cluster}").text
+    assert 'name="force" value="yes"' in page or "Preview merge" in page
+    refused = staff.post(
+        f"/console/duplicates/{cluster}/merge", data={"csrf": token, "survivor": ann}
+    )
+    assert refused.status_code == 400, refused.text
+    assert "as different people" in refused.text
+    assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] is None
+    forced = staff.post(
+        f"/console/duplicates/{cluster}/merge",
+        data={"csrf": token, "survivor": ann, "force": "yes"},
+    )
+    assert forced.status_code == 200, forced.text
+    assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann

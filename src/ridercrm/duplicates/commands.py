@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, recheck, scan, service
+from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
@@ -30,7 +31,7 @@ from ridercrm.tables import print_json, print_table
 
 duplicates_app = typer.Typer(help="Duplicate people: scan, review, merge.", no_args_is_help=True)
 console = Console(markup=False)
-errors = Console(stderr=True, markup=False)
+errors = Console(stderr=True, markup=False, soft_wrap=True)
 
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
@@ -254,10 +255,26 @@ def merge_command(
         list[str] | None, typer.Option(help="name=person id: take the field from that member.")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the preview.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Merge even people the matcher scores as different."),
+    ] = False,
 ) -> None:
-    """Merge people (or a cluster) into one survivor."""
+    """Merge people (or a cluster) into one survivor; people the matcher scores as
+    different are refused unless --force."""
+    settings = Settings()
+    same = (
+        None
+        if force
+        else SameCheck(
+            thresholds=thresholds_of(settings),
+            review_threshold=settings.duplicates_review_threshold,
+        )
+    )
     fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
-    arguments = {"people": people, "cluster": cluster, "survivor": survivor, "fields": fields}
+    arguments = {
+        "people": people, "cluster": cluster, "survivor": survivor, "fields": fields, "force": force,
+    }  # fmt: skip
 
     def action(session: Session, audit_id: str) -> Any:
         if cluster is not None:
@@ -266,16 +283,16 @@ def merge_command(
                 raise merge.MergeError(404, f"no cluster with id {cluster}")
             return service.decide(
                 session, found, decision="merge", survivor=survivor, fields=fields,
-                dry_run=dry_run, audit_id=audit_id,
+                dry_run=dry_run, audit_id=audit_id, same=same,
             )  # fmt: skip
         plan, record = merge.merge_people(
             session, people_ids=people or [], survivor_id=survivor, fields=fields,
-            dry_run=dry_run, audit_id=audit_id,
+            dry_run=dry_run, audit_id=audit_id, same=same,
         )  # fmt: skip
         return {"merge_id": record.id if record else None, "dry_run": dry_run, **plan.preview()}
 
     _audited(
-        Settings(), operation="cli.duplicates_merge",
+        settings, operation="cli.duplicates_merge",
         command="ridercrm duplicates merge", arguments=arguments, action=action, dry_run=dry_run,
     )  # fmt: skip
 

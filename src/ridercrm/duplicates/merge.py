@@ -3,8 +3,11 @@
 Nothing is deleted: the other members stay stored with ``merged_into`` set, so their
 ids keep working (people.service.resolve follows them to the survivor). Their courses
 (with each course's status history) move to the survivor; leads converted into a
-member and records merged into a member earlier reach the survivor through their own
-link, so those links need not change. The whole merge is one transaction.
+member reach the survivor through their own link, and records merged into a member
+earlier are pointed at the new survivor (chains stay one hop; the undo points them back).
+A merge asked for by a person (CLI, admin API, console) is refused when the matcher
+scores two members as different people, unless forced. The whole merge is one
+transaction.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ridercrm.courses.models import Asset
 from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
 from ridercrm.duplicates.recheck import mark
+from ridercrm.duplicates.scoring import SameCheck, scored_as_different
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
@@ -81,8 +85,13 @@ def plan_merge(
     survivor_id: str | None,
     fields: Mapping[str, str],
     lock: bool,
+    same: SameCheck | None = None,
 ) -> MergePlan:
-    """Check a merge request and work out what it would do; ``lock`` holds the rows."""
+    """Check a merge request and work out what it would do; ``lock`` holds the rows.
+
+    With ``same``, a member the matcher scores as another person than the survivor
+    refuses the merge (409); without it (forced, or the scan's own auto-merge) it does not.
+    """
     if not MIN_MEMBERS <= len(people_ids) <= MAX_MEMBERS:
         raise MergeError(400, f"people: give {MIN_MEMBERS} to {MAX_MEMBERS} ids")
     members = _members(session, people_ids, lock=lock)
@@ -91,6 +100,16 @@ def plan_merge(
     courses = _course_counts(session, [m.id for m in members])
     survivor = _choose_survivor(session, members, survivor_id, courses)
     merged = [m for m in members if m is not survivor]
+    if same is not None:
+        for member in merged:
+            why = scored_as_different(session, survivor, member, same)
+            if why is not None:
+                raise MergeError(
+                    409,
+                    f"the matcher scores {survivor.id} ({_name(survivor)}) and {member.id}"
+                    f" ({_name(member)}) as different people: {why}; nothing was changed (to merge"
+                    ' them anyway: --force, "force": true, or the console\'s "merge even if" box)',
+                )
     values, sources = _field_values(session, survivor, members, fields)
     moved = dict(
         session.execute(
@@ -112,14 +131,17 @@ def merge_people(
     fields: Mapping[str, str] | None = None,
     dry_run: bool = False,
     audit_id: str | None = None,
+    same: SameCheck | None = None,
 ) -> tuple[MergePlan, PersonMerge | None]:
-    """Merge people into one survivor in this transaction (or only plan it: ``dry_run``)."""
+    """Merge people into one survivor in this transaction (or only plan it: ``dry_run``);
+    ``same``: refuse members the matcher scores as different people (plan_merge)."""
     plan = plan_merge(
         session,
         people_ids=people_ids,
         survivor_id=survivor_id,
         fields=fields or {},
         lock=not dry_run,
+        same=same,
     )
     if dry_run:
         return plan, None
@@ -173,6 +195,10 @@ def merge_people(
     events.follow_survivor(session, survivor_id=survivor.id, merged_ids=record.merged_ids)
     _courses_moved(session, list(plan.moved_assets), publisher=survivor.id)
     return plan, record
+
+
+def _name(person: Person) -> str:
+    return " ".join(part for part in (person.first_name, person.last_name) if part) or "no name"
 
 
 def _merged_into_any(session: Session, ids: Sequence[str]) -> list[Person]:

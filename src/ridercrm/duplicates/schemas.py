@@ -29,6 +29,10 @@ class MergeRequest(BaseModel):
         description="Person field -> id of the member whose value the survivor takes.",
     )
     dry_run: StrictBool = Field(False, description="Only show what the merge would do.")
+    force: StrictBool = Field(
+        False,
+        description="Merge even people the matcher scores as different (else 409 naming them).",
+    )
 
 
 class MergeResult(BaseModel):
@@ -94,6 +98,9 @@ class DecideRequest(BaseModel):
     survivor: str | None = None
     fields: dict[str, str] = Field(default_factory=dict)
     dry_run: StrictBool = False
+    force: StrictBool = Field(
+        False, description="merge: even people the matcher now scores as different."
+    )
 
 
 class DecideResult(BaseModel):

@@ -307,3 +307,32 @@ def _end_with(parent: int) -> None:
 def _score_in_worker(ids: list[str], **work: Any) -> Checked:
     with session_scope(_worker_sessions[0]) as session:
         return score_people(session, load_live(session, ids), **work)
+
+
+@dataclass(frozen=True)
+class SameCheck:
+    """How a merge asks the matcher whether its members are one person: the matching
+    thresholds (RIDERCRM_MATCH_*) and the scan's review threshold."""
+
+    thresholds: score.Thresholds
+    review_threshold: float
+
+
+def scored_as_different(
+    session: Session, one: Person, other: Person, check: SameCheck
+) -> str | None:
+    """Why the matcher scores these two stored people as different, or None when it would
+    propose them as duplicates (what the scan proposes: its refusals, then the total)."""
+    scorer = score.Scorer(
+        identity_of(one), model=model_store.current(session), thresholds=check.thresholds
+    )
+    candidate = _Candidate(other)
+    refusal = scorer.refusal(candidate)
+    if refusal is not None:
+        return refusal
+    verdict = scorer.evaluate(candidate.identity)
+    if verdict.total < check.review_threshold:
+        return f"total weight {verdict.total:.1f} bits, under the review threshold {check.review_threshold:g}"
+    if not (verdict.accepted or verdict.rule == score.UNDER_THRESHOLD):
+        return verdict.rule
+    return None

@@ -24,6 +24,7 @@ from ridercrm.duplicates.models import (
     DuplicatePair,
 )
 from ridercrm.duplicates.scan import pairs_of
+from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.people.models import PERSON_FIELDS, Person
 
 DECISIONS = ("merge", "dismiss", "skip")
@@ -113,8 +114,10 @@ def decide(
     fields: Mapping[str, str] | None = None,
     dry_run: bool = False,
     audit_id: str | None = None,
+    same: SameCheck | None = None,
 ) -> dict[str, Any]:
-    """Merge a cluster, dismiss it (remembered: never proposed again) or skip it."""
+    """Merge a cluster, dismiss it (remembered: never proposed again) or skip it;
+    ``same``: refuse to merge members the matcher now scores as different people."""
     if decision not in DECISIONS:
         raise merge.MergeError(400, f"decision: one of {', '.join(DECISIONS)}")
     if not dry_run:
@@ -130,6 +133,7 @@ def decide(
             fields=fields,
             dry_run=dry_run,
             audit_id=audit_id,
+            same=same,
         )
         result |= {"merge_id": record.id if record else None, **plan.preview()}
         if record is not None:

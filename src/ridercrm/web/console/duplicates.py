@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ridercrm.duplicates import merge, review, service
+from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.ids import canonical_id
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
@@ -257,6 +258,16 @@ async def _decide(
 ) -> Done:
     found = _cluster_id(cluster_id)
     survivor, fields = chosen
+    forced = posted.form.get("force", "") == "yes"
+    context = frame.services_of(posted.request)
+    same = (
+        None
+        if forced
+        else SameCheck(
+            thresholds=context.match_thresholds,
+            review_threshold=context.settings.duplicates_review_threshold,
+        )
+    )
 
     def work(session: Session) -> dict[str, Any]:
         cluster = service.find_cluster(session, found)
@@ -270,13 +281,14 @@ async def _decide(
                 survivor=survivor,
                 fields=fields,
                 audit_id=frame.change_audit_id(),
+                same=same if decision == "merge" else None,
             )
         except merge.MergeError as exc:
             raise frame.ConsoleProblem(exc.reason) from None
 
     asked: dict[str, Any] = {"cluster": found, "decision": decision}
     if decision == "merge":
-        asked |= {"survivor": survivor, "fields": fields}
+        asked |= {"survivor": survivor, "fields": fields, "force": forced}
     return await posted.change(asked=asked, work=work)
 
 

@@ -20,6 +20,7 @@ from ridercrm.duplicates.schemas import (
     UndoRequest,
     UndoResult,
 )
+from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, get, post
@@ -33,7 +34,8 @@ router = APIRouter(prefix="/admin", tags=["admin"])
 
 MERGE_NOTES = {
     404: "A person named in people is not stored.",
-    409: "Another request merged or converted one of the people meanwhile, or the merge "
+    409: "The matcher scores two of the people as different (send force: true to merge "
+    "them anyway), another request merged or converted one of them meanwhile, or the merge "
     "would break a constraint; nothing was changed.",
 }
 
@@ -44,11 +46,21 @@ class Merge:
 
     request: MergeRequest
     audit_id: str
+    same: SameCheck | None  # None: forced
+
+
+def same_check(request: Requested) -> SameCheck:
+    """The matcher's judgement a merge asks for unless forced (the app's thresholds)."""
+    return SameCheck(
+        thresholds=request.match_thresholds,
+        review_threshold=request.settings.duplicates_review_threshold,
+    )
 
 
 def merge_of(body: Any, request: Requested) -> Merge:
     """The body as a merge request."""
-    return Merge(parse_model(MergeRequest, body), request.audit_id)
+    asked = parse_model(MergeRequest, body)
+    return Merge(asked, request.audit_id, None if asked.force else same_check(request))
 
 
 def merge_people(session: Session, merge_: Merge) -> Reply:
@@ -62,6 +74,7 @@ def merge_people(session: Session, merge_: Merge) -> Reply:
             fields=body.fields,
             dry_run=body.dry_run,
             audit_id=merge_.audit_id,
+            same=merge_.same,
         )
     except merge.MergeError as exc:
         raise ApiError(exc.status, exc.reason) from None
@@ -219,11 +232,14 @@ class Decision:
     cluster_id: int
     request: DecideRequest
     audit_id: str
+    same: SameCheck | None  # None: forced
 
 
 def decision_of(body: Any, request: Requested) -> Decision:
     """The body as a decision on the path's cluster."""
-    return Decision(request.path["cluster_id"], parse_model(DecideRequest, body), request.audit_id)
+    asked = parse_model(DecideRequest, body)
+    same = None if asked.force else same_check(request)
+    return Decision(request.path["cluster_id"], asked, request.audit_id, same)
 
 
 def decide_duplicates(session: Session, decision: Decision) -> Reply:
@@ -241,6 +257,7 @@ def decide_duplicates(session: Session, decision: Decision) -> Reply:
             fields=body.fields,
             dry_run=body.dry_run,
             audit_id=decision.audit_id,
+            same=decision.same,
         )
     except merge.MergeError as exc:
         raise ApiError(exc.status, exc.reason) from None
