@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import sys
 import tempfile
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +28,13 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
-from ridercrm.startup import StartupProblem, failure_line, open_database, write_owner_only
+from ridercrm.startup import (
+    StartupProblem,
+    failure_line,
+    open_database,
+    set_operator,
+    write_owner_only,
+)
 from ridercrm.tables import print_json, print_table
 from ridercrm.transfer.commands import export_command, import_app
 
@@ -62,10 +71,18 @@ def _options(
             help="On failure, show the full traceback instead of one line (or RIDERCRM_DEBUG=1).",
         ),
     ] = False,
+    as_name: Annotated[
+        str | None,
+        typer.Option(
+            "--as",
+            help="Who runs the command, as its audit records name them (default: the OS user).",
+        ),
+    ] = None,
 ) -> None:
     """ridercrm: CRM service for a rider-training business."""
     global _debug
     _debug = debug
+    set_operator(as_name)
 
 
 _debug = False
@@ -349,6 +366,74 @@ app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
+
+
+# The CLI actions that change something, audited like an admin API request (method CLI,
+# operation cli.<group>_<command>, the arguments as the request, the exit code as the
+# response) with the operator's name: `ridercrm --as NAME`, or the OS user. The
+# duplicates commands record theirs in the action's own transaction (duplicates/commands.py).
+AUDITED = {
+    ("keys", keys_app): ("create", "revoke"),
+    ("users", users_app): ("create", "reset-password", "disable", "enable"),
+    ("webhooks", webhooks_app): ("add", "rotate", "disable", "enable", "replay", "purge"),
+    ("import", import_app): ("contacts", "leads", "products"),
+}
+_SECRET_ARGUMENTS = {"password"}
+
+
+def _audit_action(group: str, name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback`` that leaves an audit record of its run (not of a --dry-run)."""
+
+    @functools.wraps(callback)
+    def audited(**arguments: Any) -> Any:
+        started = time.perf_counter()
+        code = 0
+        try:
+            return callback(**arguments)
+        except typer.Exit as exc:
+            code = exc.exit_code
+            raise
+        except (StartupProblem, SystemExit):
+            code = -1  # it never reached the database: nothing to record
+            raise
+        except Exception:
+            code = 1
+            raise
+        finally:
+            if code >= 0 and not arguments.get("dry_run"):
+                _record_action(group, name, arguments, code, started)
+
+    return audited
+
+
+def _record_action(
+    group: str, name: str, arguments: dict[str, Any], code: int, started: float
+) -> None:
+    from ridercrm.duplicates.service import audit_cli
+
+    shown = {
+        key: str(value) if isinstance(value, Path) else value
+        for key, value in arguments.items()
+        if key not in _SECRET_ARGUMENTS
+    }
+    settings = Settings()
+    try:
+        with session_scope(_sessions(settings), write=True) as session:
+            audit_cli(
+                session, operation=f"cli.{group}_{name.replace('-', '_')}",
+                command=f"ridercrm {group} {name}", arguments=shown,
+                status=200 if code == 0 else 400,
+                result={"exit_code": code}, started=started, redact=settings.audit_redact,
+            )  # fmt: skip
+    except Exception as exc:  # the action is done; say the record is missing, do not hide it
+        errors.print(f"warning: no audit record of this command: {failure_line(exc)}")
+
+
+for (_group, _typer), _names in AUDITED.items():
+    for _command in _typer.registered_commands:
+        _name = _command.name or (_command.callback.__name__ if _command.callback else "")
+        if _command.callback is not None and _name in _names:
+            _command.callback = _audit_action(_group, _name, _command.callback)
 
 
 def main() -> None:

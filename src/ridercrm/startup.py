@@ -10,6 +10,7 @@ traceback only with `ridercrm --debug` or RIDERCRM_DEBUG=1.
 
 from __future__ import annotations
 
+import getpass
 import os
 import sys
 from pathlib import Path
@@ -162,3 +163,22 @@ def write_owner_only(path: Path, text: str) -> Path:
     finally:
         os.close(descriptor)
     return candidate
+
+
+_operator: str | None = None
+
+
+def set_operator(name: str | None) -> None:
+    """The person running this command (`ridercrm --as NAME`); None: the OS user."""
+    global _operator
+    _operator = name.strip()[:80] if name and name.strip() else None
+
+
+def operator() -> str:
+    """Who runs this command, as its audit records name them: ``--as NAME`` or the OS user."""
+    if _operator:
+        return _operator
+    try:
+        return getpass.getuser()[:80]
+    except (KeyError, OSError):  # no name for this uid (a container), no LOGNAME/USER
+        return f"uid {os.getuid()}"

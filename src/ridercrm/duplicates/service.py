@@ -26,6 +26,7 @@ from ridercrm.duplicates.models import (
 from ridercrm.duplicates.scan import pairs_of
 from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.people.models import PERSON_FIELDS, Person
+from ridercrm.startup import operator
 
 DECISIONS = ("merge", "dismiss", "skip")
 
@@ -197,7 +198,7 @@ def audit_cli(
     call.request_body = json.dumps(arguments, default=str).encode()
     if status >= 400:
         call.failure_reason = str(result)
-    record_call(
+    record = record_call(
         session,
         call=call,
         status=status,
@@ -205,4 +206,5 @@ def audit_cli(
         duration_ms=(time.perf_counter() - started) * 1000,
         redact=redact,
     )
+    record.staff_user = operator()  # who ran the command: --as NAME or the OS user
     return call.audit_id
