@@ -13,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: help venv run test lint format typecheck bench audit
+.PHONY: help venv run test test-all lint format typecheck bench audit
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -22,8 +22,11 @@ venv: $(BIN)/.installed ## Create or update the virtualenv in .venv
 run: $(BIN)/.installed ## Serve on SQLite (./ridercrm.db) with demo data; prints an admin key on first start
 	$(BIN)/ridercrm serve --demo --port $(PORT)
 
-test: $(BIN)/.installed ## Run the test suite (PostgreSQL half needs RIDERCRM_TEST_POSTGRES_URL)
+test: $(BIN)/.installed ## Run the tests but the slow ones (PostgreSQL half needs RIDERCRM_TEST_POSTGRES_URL)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-all: $(BIN)/.installed ## Run every test, the slow ones too (browser, multi-worker serve; what CI runs)
+	$(BIN)/pytest --run-slow $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed ## ruff (lint + format check), mypy and the import contracts (lint-imports)
 	$(BIN)/ruff check src tests bench testkit

@@ -71,6 +71,69 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 _checkout_key = pytest.StashKey[dict[str, tuple[int, int]]]()
 
 
+# The slow tests, by path (so that tests added on any branch are marked without editing
+# them): real `serve` processes with several workers, Chromium, 8 MB headers, scan
+# workers. Measured with `--durations` (docs/decisions.md, "make test and make test-all"):
+# together most of the suite's time. `make test` skips them with one line saying so;
+# `make test-all` (and .ci/run) runs them (`pytest --run-slow`).
+SLOW_PATHS = (
+    "tests/browser/",
+    "tests/events/test_metrics_across_processes.py",
+    "tests/events/test_ordering.py",
+    "tests/security/test_serve_limits.py",
+    "tests/http/test_duplicates_scan_workers.py",
+)
+SLOW_REASON = "slow: make test-all runs it"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run the slow tests (browser, multi-worker serve...); make test-all sets it",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"slow: {SLOW_REASON} (marked by path: {', '.join(SLOW_PATHS)})"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run_slow = config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
+    for item in items:
+        where = _relative(item)
+        if where.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
+            if not run_slow:
+                item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
+
+
+def _relative(item: pytest.Item) -> str:
+    try:
+        return Path(str(item.path)).resolve().relative_to(CHECKOUT).as_posix()
+    except ValueError:
+        return ""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line for everything skipped, grouped by reason, instead of one line a test."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+        reason = reason.removeprefix("Skipped: ")
+        if "PostgreSQL tests need" in reason:
+            reason = "PostgreSQL: set RIDERCRM_TEST_POSTGRES_URL"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        parts = [
+            f"{count} {reason}" for reason, count in sorted(reasons.items(), key=lambda r: -r[1])
+        ]
+        terminalreporter.write_line("skipped: " + "; ".join(parts))
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"
