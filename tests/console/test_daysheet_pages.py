@@ -221,3 +221,42 @@ def test_injection_in_a_result_or_a_course_id_is_shown_escaped(
     assert "&lt;img src=x onerror=alert(1)&gt;" in answer.text
     assert statuses(sessions)[riders["Ann"]] == ("booked", None)
     assert statuses(sessions)[riders["Ben"]] == ("booked", None)
+
+
+def test_the_audit_filters_find_a_day_sheet_record_by_person_and_booking_number(
+    console_as: Callable[..., TestClient], riders: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    client = console_as("staff")
+    answer = client.post(
+        "/console/daysheet",
+        data={
+            "csrf": csrf(client),
+            "site": "somerton",
+            "date": DAY,
+            f"result-{riders['Ann']}": "pass B",
+        },
+    )
+    assert answer.status_code == 200
+    with session_scope(sessions) as session:
+        ann = session.get(Asset, riders["Ann"])
+        assert ann is not None
+        person_id, number = ann.person_id, ann.booking_number
+        ben = session.get(Asset, riders["Ben"])
+        assert ben is not None and ben.booking_number is not None
+        other_person, other_number = ben.person_id, ben.booking_number
+    assert number is not None
+
+    def listed(**params: str) -> int:
+        page = client.get("/console/audit", params={"operation": "console.daysheet", **params})
+        assert page.status_code == 200
+        return page.text.count("<td>console.daysheet</td>")
+
+    assert listed() == 1
+    assert listed(person=person_id) == 1
+    assert listed(person=person_id[:15]) == 1
+    assert listed(booking=number) == 1
+    # Ben was on the sheet but given no result: the record did not touch him.
+    assert listed(person=other_person) == 0
+    assert listed(booking=other_number) == 0
+    # The person page lists the same record.
+    assert "console.daysheet" in client.get(f"/console/people/{person_id}").text
