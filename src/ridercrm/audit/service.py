@@ -134,7 +134,9 @@ def related_subjects(session: Session, named: set[str]) -> set[str]:
         for s in named
         if s.startswith(subjects.COURSE)
     )[:RELATED_LOOKUP]
-    numbers = sorted(s.removeprefix(subjects.BOOKING) for s in named if s.startswith(subjects.BOOKING))
+    numbers = sorted(
+        s.removeprefix(subjects.BOOKING) for s in named if s.startswith(subjects.BOOKING)
+    )
     numbers = numbers[:RELATED_LOOKUP]
     if not courses and not numbers:
         return set()

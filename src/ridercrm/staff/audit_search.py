@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ridercrm.audit import subjects
-from ridercrm.audit.models import AuditRecord, AuditSubject
+from ridercrm.audit.models import AuditRecord, AuditSubject, failed, succeeded
 from ridercrm.ids import RecordKind, canonical_id
 
 PAGE = 50
@@ -67,10 +67,20 @@ def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
 
 
 def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:
-    """One page of matching records, newest first, and the id to page on from (or None).
+    """One page of matching records, newest first, and the id to page on from (or None)."""
+    records = list(session.scalars(statement(session, filters)))
+    if len(records) > PAGE:
+        return records[:PAGE], records[PAGE - 1].id
+    return records, None
+
+
+def statement(session: Session, filters: Filters) -> Select[tuple[AuditRecord]]:
+    """The query of one page (and one record more) of matching records, newest first.
 
     A person or booking filter walks that subject's records (``audit_subjects``, newest
-    first) and joins them to the records; the other filters then apply to few rows.
+    first) and joins them to the records; the other filters then apply to few rows. An
+    operation or an outcome is a range of its own index, in the page's order
+    (ridercrm.audit.models): the outcome's conditions are written as those indexes' are.
     """
     statement = select(AuditRecord)
     named = [
@@ -102,13 +112,9 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
             or_(AuditRecord.staff_user == filters.who, AuditRecord.api_key_name == filters.who)
         )
     if filters.outcome == "success":
-        statement = statement.where(
-            AuditRecord.response_status < 400, AuditRecord.failure_reason.is_(None)
-        )
+        statement = statement.where(succeeded(AuditRecord))
     elif filters.outcome == "failure":
-        statement = statement.where(
-            or_(AuditRecord.response_status >= 400, AuditRecord.failure_reason.is_not(None))
-        )
+        statement = statement.where(failed(AuditRecord))
     after = canonical_id(filters.before, RecordKind.AUDIT) if filters.before else None
     last = session.get(AuditRecord, after) if after else None
     created, ident = order
@@ -116,11 +122,7 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
         statement = statement.where(
             or_(created < last.created_at, and_(created == last.created_at, ident < last.id))
         )
-    statement = statement.order_by(created.desc(), ident.desc())
-    records = list(session.scalars(statement.limit(PAGE + 1)))
-    if len(records) > PAGE:
-        return records[:PAGE], records[PAGE - 1].id
-    return records, None
+    return statement.order_by(created.desc(), ident.desc()).limit(PAGE + 1)
 
 
 def record(session: Session, raw_id: str) -> AuditRecord | None:
