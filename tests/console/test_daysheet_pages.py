@@ -242,7 +242,8 @@ def test_the_audit_filters_find_a_day_sheet_record_by_person_and_booking_number(
         assert ann is not None
         person_id, number = ann.person_id, ann.booking_number
         ben = session.get(Asset, riders["Ben"])
-        assert ben is not None and ben.booking_number is not None
+        assert ben is not None
+        assert ben.booking_number is not None
         other_person, other_number = ben.person_id, ben.booking_number
     assert number is not None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -20,7 +20,6 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
-
 
 # The audit page's outcome filters, as the partial indexes' conditions: written out with
 # their constants, so that SQLite (which matches the condition's terms) and PostgreSQL's
@@ -92,21 +91,12 @@ class AuditRecord(Base):
 
 def failed(record: Any) -> ColumnElement[bool]:
     """A failed record (a status of 400 or more, or a failure reason), as the index says."""
-    return cast(
-        ColumnElement[bool],
-        or_(
-            record.response_status >= literal_column("400"),
-            record.failure_reason.is_not(None),
-        ),
-    )
+    return or_(record.response_status >= literal_column("400"), record.failure_reason.is_not(None))
 
 
 def succeeded(record: Any) -> ColumnElement[bool]:
     """A record that succeeded, as the index says."""
-    return cast(
-        ColumnElement[bool],
-        and_(record.response_status < literal_column("400"), record.failure_reason.is_(None)),
-    )
+    return and_(record.response_status < literal_column("400"), record.failure_reason.is_(None))
 
 
 class AuditSubject(Base):

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import and_, column, delete, or_, select, table
 from sqlalchemy.orm import Session
 
+from ridercrm.audit import subjects
 from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
-from ridercrm.audit import subjects
 from ridercrm.audit.subjects import subjects_of
 from ridercrm.db import utcnow
 from ridercrm.ids import RecordKind, canonical_id, checksum

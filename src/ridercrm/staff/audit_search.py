@@ -74,7 +74,7 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
     return records, None
 
 
-def statement(session: Session, filters: Filters) -> Select[tuple[AuditRecord]]:
+def statement(session: Session, filters: Filters) -> Select[AuditRecord]:
     """The query of one page (and one record more) of matching records, newest first.
 
     A person or booking filter walks that subject's records (``audit_subjects``, newest

@@ -1,4 +1,5 @@
-"""Audit: the console's filters by outcome (and by operation and outcome) read partial
+"""Console sign-in failures counted per account and client address (a growing delay
+for that address, never a lock of the account for everyone). Audit: the console's filters by outcome (and by operation and outcome) read partial
 indexes in the page's order, and the operation index ends with the id (the page's
 tie-break); records already stored are indexed by the people and booking numbers of
 the courses they name (ridercrm.audit.service.related_subjects).
@@ -42,6 +43,21 @@ AND NOT EXISTS (
 
 
 def upgrade() -> None:
+    op.create_table(
+        "staff_sign_in_failures",
+        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("address", sa.String(length=64), nullable=False),
+        sa.Column("failures", sa.Integer(), nullable=False),
+        sa.Column("last_failed_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("blocked_until", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["user_id"],
+            ["staff_users.id"],
+            name="fk_staff_sign_in_failures_user_id_staff_users",
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("user_id", "address", name="pk_staff_sign_in_failures"),
+    )
     with op.batch_alter_table("audit_records") as batch:
         batch.drop_index("ix_audit_records_operation_created_at")
         batch.create_index(
@@ -58,6 +74,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("staff_sign_in_failures")
     for name in PARTIAL:
         op.drop_index(name, table_name="audit_records")
     with op.batch_alter_table("audit_records") as batch:
