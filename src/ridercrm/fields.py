@@ -50,6 +50,50 @@ PERSON_FIELDS = (
     "opt_in",
 )
 
+# What staff read: the interface's values are kept on the wire and in storage exactly as
+# it spells them ("ipswitch", "Purchansed List", lower-case sites); people see the proper
+# names (docs/decisions.md, "Console: proper names and result codes").
+SITE_NAMES: Mapping[str, str] = {
+    "somerton": "Somerton",
+    "tullamarine": "Tullamarine",
+    "kilsyth": "Kilsyth",
+    "st ives": "St Ives",
+    "slacks creek": "Slacks Creek",
+    "ipswitch": "Ipswich",
+    "Toowoomba": "Toowoomba",
+}
+# Each site's zone (DESIGN §18): its course times are that zone's local wall time.
+SITE_ZONES: Mapping[str, str] = {
+    "somerton": "Australia/Melbourne",
+    "tullamarine": "Australia/Melbourne",
+    "kilsyth": "Australia/Melbourne",
+    "st ives": "Australia/Sydney",
+    "slacks creek": "Australia/Brisbane",
+    "ipswitch": "Australia/Brisbane",
+    "Toowoomba": "Australia/Brisbane",
+}
+LEAD_SOURCE_NAMES: Mapping[str, str] = {"Purchansed List": "Purchased List"}
+# The interface lists the codes and defines no meaning for them: a pass carries one of
+# four grades, a fail one of four reasons. Shown as what they are, never guessed at.
+RESULT_LABELS: Mapping[str, str] = {
+    "pass A": "Pass, grade A (first of the pass grades A, B, C, F)",
+    "pass B": "Pass, grade B (second of the pass grades A, B, C, F)",
+    "pass C": "Pass, grade C (third of the pass grades A, B, C, F)",
+    "pass F": "Pass, grade F (fourth of the pass grades A, B, C, F; a pass, not a fail)",
+    "fail 1": "Fail, reason 1 (of the fail reasons 1 to 4)",
+    "fail 2": "Fail, reason 2 (of the fail reasons 1 to 4)",
+    "fail 3": "Fail, reason 3 (of the fail reasons 1 to 4)",
+    "fail 4": "Fail, reason 4 (of the fail reasons 1 to 4)",
+}
+
+
+def display_name(value: str | None) -> str:
+    """A site's or lead source's name as staff read it (the stored value otherwise)."""
+    if value is None:
+        return ""
+    return SITE_NAMES.get(value) or LEAD_SOURCE_NAMES.get(value) or value
+
+
 ALIASES: Mapping[str, str] = {
     "ipswich": "ipswitch",
     "purchased list": "Purchansed List",

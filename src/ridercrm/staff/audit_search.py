@@ -27,6 +27,7 @@ class Filters:
     booking: str = ""  # a booking number
     outcome: str = ""  # "", "success" or "failure"
     before: str = ""  # the id of the last record of the previous page
+    zone: dt.tzinfo = dt.UTC  # whose days since and until are (RIDERCRM_TIMEZONE)
 
 
 def _date(text: str) -> dt.date | None:
@@ -36,7 +37,7 @@ def _date(text: str) -> dt.date | None:
         return None
 
 
-def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
+def read_filters(params: dict[str, str], zone: dt.tzinfo = dt.UTC) -> tuple[Filters, list[str]]:
     """Filters from a query string, and what could not be used (shown to the person)."""
     problems: list[str] = []
     since, until = _date(params.get("since", "")), _date(params.get("until", ""))
@@ -61,9 +62,15 @@ def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
             booking=params.get("booking", "").strip()[:80],
             outcome=outcome,
             before=params.get("before", "").strip()[:40],
+            zone=zone,
         ),
         problems,
     )
+
+
+def _start_of(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
+    """When a day of the business's calendar starts, in UTC (as the records are stored)."""
+    return dt.datetime.combine(day, dt.time(), tzinfo=zone).astimezone(dt.UTC)
 
 
 def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:
@@ -102,10 +109,10 @@ def statement(session: Session, filters: Filters) -> Select[AuditRecord]:
     if filters.operation:
         statement = statement.where(AuditRecord.operation == filters.operation)
     if filters.since:
-        start = dt.datetime.combine(filters.since, dt.time(), tzinfo=dt.UTC)
+        start = _start_of(filters.since, filters.zone)
         statement = statement.where(AuditRecord.created_at >= start)
     if filters.until and filters.until < dt.date.max:  # the calendar's last day: no bound
-        end = dt.datetime.combine(filters.until, dt.time(), tzinfo=dt.UTC) + dt.timedelta(days=1)
+        end = _start_of(filters.until + dt.timedelta(days=1), filters.zone)
         statement = statement.where(AuditRecord.created_at < end)
     if filters.who:
         statement = statement.where(
