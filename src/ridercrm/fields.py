@@ -76,15 +76,21 @@ LEAD_SOURCE_NAMES: Mapping[str, str] = {"Purchansed List": "Purchased List"}
 # The interface lists the codes and defines no meaning for them: a pass carries one of
 # four grades, a fail one of four reasons. Shown as what they are, never guessed at.
 RESULT_LABELS: Mapping[str, str] = {
-    "pass A": "Pass, grade A (first of the pass grades A, B, C, F)",
-    "pass B": "Pass, grade B (second of the pass grades A, B, C, F)",
-    "pass C": "Pass, grade C (third of the pass grades A, B, C, F)",
-    "pass F": "Pass, grade F (fourth of the pass grades A, B, C, F; a pass, not a fail)",
-    "fail 1": "Fail, reason 1 (of the fail reasons 1 to 4)",
-    "fail 2": "Fail, reason 2 (of the fail reasons 1 to 4)",
-    "fail 3": "Fail, reason 3 (of the fail reasons 1 to 4)",
-    "fail 4": "Fail, reason 4 (of the fail reasons 1 to 4)",
+    "pass A": "Pass, grade A (1st of 4)",
+    "pass B": "Pass, grade B (2nd of 4)",
+    "pass C": "Pass, grade C (3rd of 4)",
+    "pass F": "Pass, grade F (4th of 4; still a pass)",
+    "fail 1": "Fail, reason 1 (of 4)",
+    "fail 2": "Fail, reason 2 (of 4)",
+    "fail 3": "Fail, reason 3 (of 4)",
+    "fail 4": "Fail, reason 4 (of 4)",
 }
+RESULT_CODES_EXPLAINED = (
+    "A pass is recorded with one of four grades, A, B, C and F, in that order: grade F"
+    " is the fourth pass grade, not a fail. A fail is recorded with one of four reasons,"
+    " 1 to 4. The interface lists these codes without defining them further: what each"
+    " grade and reason stands for is the business's own assessment practice."
+)
 
 
 def display_name(value: str | None) -> str:

@@ -48,12 +48,12 @@ def nice_ceiling(value: float) -> float:
     return 10 * power  # pragma: no cover - the loop always returns
 
 
-def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> list[str]:
+def _open(chart_id: str, title: str, desc: str, width: int, height: int, kind: str) -> list[str]:
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}"'
         f' viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-title"'
         f' aria-describedby="{chart_id}-desc"'
-        f' id="{chart_id}" class="chart" {FONT}>',
+        f' id="{chart_id}" class="chart {kind}" {FONT}>',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
     ]
@@ -89,7 +89,7 @@ def stacked_weeks(*, chart_id: str, title: str, data: WeeklySeries, unit: str) -
     if busiest is not None and data.total:
         desc += f"; the most, {totals[busiest]}, in the week of {weeks[busiest].isoformat()}"
     desc += ". The table beside the chart gives every figure."
-    parts = _open(chart_id, title, desc, width, height)
+    parts = _open(chart_id, title, desc, width, height, "weeks")
     for step in range(5):
         value = top * step / 4
         y = upper + plot_h - plot_h * step / 4
@@ -136,8 +136,8 @@ def rate_bars(*, chart_id: str, title: str, rates: Sequence[PassRate], limit: in
     # Each group's whole name on its own line above its bar: names such as the products'
     # ("Learner Approved Pre-Licence Somerton", "... Tullamarine") differ at their ends,
     # so a name cut to fit beside the bar would read the same for all of them.
-    label_w, right, upper, row = 0, 110, 24, 40
-    plot_w = 490
+    label_w, right, upper, row = 0, 80, 24, 40
+    plot_w = 300  # a phone's width at the chart's own scale
     width = 8 + plot_w + right
     height = upper + row * max(len(shown), 1) + 8
     if shown:
@@ -151,7 +151,7 @@ def rate_bars(*, chart_id: str, title: str, rates: Sequence[PassRate], limit: in
     else:
         desc = "No completed courses in the period."
     desc += " The table beside the chart gives every figure."
-    parts = _open(chart_id, title, desc, width, height)
+    parts = _open(chart_id, title, desc, width, height, "rates")
     label_w = 8
     for step in range(5):
         x = label_w + plot_w * step / 4

@@ -84,6 +84,7 @@ async def _page(
             "sites": daysheet.SITES,
             "site": site,
             "site_zone": fields.SITE_ZONES.get(site, ""),
+            "codes_explained": fields.RESULT_CODES_EXPLAINED,
             "day": day,
             "previous": day - dt.timedelta(days=1),
             "following": day + dt.timedelta(days=1),
