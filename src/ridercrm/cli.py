@@ -168,7 +168,7 @@ def _first_console_admin(sessions, sock, settings: Settings) -> None:  # type: i
     """On a database without staff users, create the console's admin (docs/console.md)."""
     from ridercrm.staff.commands import ensure_console_admin, hand_over_console_admin
 
-    password = ensure_console_admin(sessions)
+    password = ensure_console_admin(sessions, settings.console_admin_user)
     if password:
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host

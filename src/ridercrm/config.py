@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -252,6 +254,20 @@ class Settings(BaseSettings):
             " by the server or by X-Forwarded-Proto from a trusted proxy), always, never"
         ),
     )
+    console_admin_user: str = Field(
+        default="admin",
+        min_length=1,
+        max_length=80,
+        pattern=r"^[^\s/\\?#](?:[^/\\?#\x00-\x1f]*[^\s/\\?#])?$",
+        description="`serve`: the name of the console admin created on the first start",
+    )
+    timezone: str = Field(
+        default="Australia/Melbourne",
+        description=(
+            "The business's time zone (IANA name): the console shows every time but course"
+            " times (the site's local wall time) in it; times are stored in UTC"
+        ),
+    )
     console_admin_file: str = Field(
         default="ridercrm-console-admin.txt",
         min_length=1,
@@ -291,6 +307,20 @@ class Settings(BaseSettings):
     def _check_retry_schedule(cls, value: str) -> str:
         parse_schedule(value)
         return value.strip()
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value.strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not a time zone (e.g. Australia/Melbourne)") from None
+        return value.strip()
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The business's time zone (RIDERCRM_TIMEZONE)."""
+        return ZoneInfo(self.timezone)
 
     @property
     def is_sqlite(self) -> bool:

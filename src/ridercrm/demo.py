@@ -32,7 +32,7 @@ from ridercrm.demo_courses import (
     demo_courses,
     product_id,
 )
-from ridercrm.fields import COURSE_LOCATIONS, LEAD_SOURCES
+from ridercrm.fields import COURSE_LOCATIONS, LEAD_SOURCES, display_name
 from ridercrm.people.models import CONTACT, LEAD, Person
 from ridercrm.products.models import Product
 from ridercrm.transfer.rows import (
@@ -127,7 +127,7 @@ def demo_products() -> Iterator[dict[str, str]]:
         suffix, state, _suburbs = LOCATIONS[location]
         for code, name, prices in COURSE_TYPES:
             yield {
-                "name": f"{name} ({location.title()})",
+                "name": f"{name} ({display_name(location)})",
                 "code": f"{code}-{suffix}",
                 "price": prices[state],
                 "active": "true",

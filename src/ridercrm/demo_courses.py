@@ -3,7 +3,8 @@
 The README's examples name these records by their fixed ids (``ridercrm demo`` prints
 them): a contact to find (Ann Nguyen), a contact to modify (Ben Kelly) with a booked
 course to cancel, a lead to book (Liam Tran) and the products. Courses cover every
-status at every location, in the weeks before and after the day the demo is loaded.
+status at every location, in the weeks before and after the day the demo is loaded,
+and two sites (Somerton, Ipswich) have courses on every day of the current week.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from ridercrm.fields import COURSE_LOCATIONS
+from ridercrm.fields import COURSE_LOCATIONS, SITE_ZONES
 from ridercrm.ids import checksum
 from ridercrm.people.models import CONTACT, LEAD
 
@@ -94,6 +96,12 @@ WEEKS: tuple[tuple[int, str], ...] = (
     (-2, "completed - fail"),
     (-3, "cancelled"),
 )
+# The sites whose whole current week the demo fills (Victoria and Queensland), and the
+# courses of a day there: (start, end, riders).
+WEEK_SITES = ("somerton", "ipswitch")
+TODAY_SESSIONS = (("08:30", "12:30", 6), ("13:00", "16:30", 4))
+OTHER_DAY_SESSIONS = (("08:30", "16:30", 2),)
+COMPLETED = ("completed - pass", "completed - pass", "completed - fail")
 FEEDBACK = {
     "completed - pass": ("pass A", "pass B", "pass C"),
     "completed - fail": ("fail 1", "fail 2"),
@@ -156,6 +164,46 @@ def demo_courses(
             history.append(_change(course_id(number), None, "booked", now))
             if status != "booked":
                 history.append(_change(course_id(number), "booked", status, now))
+    # This week's sheets at two sites (in two zones), so the day sheet opens on riders:
+    # today's in the site's own calendar, booked; the week's earlier days completed.
+    for location in WEEK_SITES:
+        choices = products.get(location)
+        if not choices:
+            continue
+        product = choices[0]
+        local_today = now.astimezone(ZoneInfo(SITE_ZONES[location])).date()
+        monday = local_today - dt.timedelta(days=local_today.weekday())
+        for offset in range(7):
+            day = monday + dt.timedelta(days=offset)
+            sessions = TODAY_SESSIONS if day == local_today else OTHER_DAY_SESSIONS
+            for start, end, riders in sessions:
+                for _ in range(riders):
+                    number += 1
+                    status = "booked" if day >= local_today else rng.choice(COMPLETED)
+                    feedback = rng.choice(FEEDBACK[status]) if status in FEEDBACK else None
+                    courses.append(
+                        {
+                            "id": course_id(number),
+                            "person_id": rng.choice(contacts),
+                            "product_id": product.id,
+                            "booking_number": f"DEMO-{number:04d}",
+                            "course_status": status,
+                            "course_feedback": feedback,
+                            "course_datetime": f"{day.isoformat()} {start}:00",
+                            "course_date_end": f"{day.isoformat()} {end}:00",
+                            "course_location": location,
+                            "rider_instructor_1": rng.choice(INSTRUCTORS),
+                            "rider_instructor_2": None,
+                            "dealer_code": f"D{rng.randint(1, 12):03d}",
+                            "course_price": product.price,
+                            "booking_source": rng.choice(("Website", "Phone", "In Person")),
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                    )
+                    history.append(_change(course_id(number), None, "booked", now))
+                    if status != "booked":
+                        history.append(_change(course_id(number), "booked", status, now))
     return courses, history
 
 

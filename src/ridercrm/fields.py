@@ -50,6 +50,56 @@ PERSON_FIELDS = (
     "opt_in",
 )
 
+# What staff read: the interface's values are kept on the wire and in storage exactly as
+# it spells them ("ipswitch", "Purchansed List", lower-case sites); people see the proper
+# names (docs/decisions.md, "Console: proper names and result codes").
+SITE_NAMES: Mapping[str, str] = {
+    "somerton": "Somerton",
+    "tullamarine": "Tullamarine",
+    "kilsyth": "Kilsyth",
+    "st ives": "St Ives",
+    "slacks creek": "Slacks Creek",
+    "ipswitch": "Ipswich",
+    "Toowoomba": "Toowoomba",
+}
+# Each site's zone (DESIGN §18): its course times are that zone's local wall time.
+SITE_ZONES: Mapping[str, str] = {
+    "somerton": "Australia/Melbourne",
+    "tullamarine": "Australia/Melbourne",
+    "kilsyth": "Australia/Melbourne",
+    "st ives": "Australia/Sydney",
+    "slacks creek": "Australia/Brisbane",
+    "ipswitch": "Australia/Brisbane",
+    "Toowoomba": "Australia/Brisbane",
+}
+LEAD_SOURCE_NAMES: Mapping[str, str] = {"Purchansed List": "Purchased List"}
+# The interface lists the codes and defines no meaning for them: a pass carries one of
+# four grades, a fail one of four reasons. Shown as what they are, never guessed at.
+RESULT_LABELS: Mapping[str, str] = {
+    "pass A": "Pass, grade A (1st of 4)",
+    "pass B": "Pass, grade B (2nd of 4)",
+    "pass C": "Pass, grade C (3rd of 4)",
+    "pass F": "Pass, grade F (4th of 4; still a pass)",
+    "fail 1": "Fail, reason 1 (of 4)",
+    "fail 2": "Fail, reason 2 (of 4)",
+    "fail 3": "Fail, reason 3 (of 4)",
+    "fail 4": "Fail, reason 4 (of 4)",
+}
+RESULT_CODES_EXPLAINED = (
+    "A pass is recorded with one of four grades, A, B, C and F, in that order: grade F"
+    " is the fourth pass grade, not a fail. A fail is recorded with one of four reasons,"
+    " 1 to 4. The interface lists these codes without defining them further: what each"
+    " grade and reason stands for is the business's own assessment practice."
+)
+
+
+def display_name(value: str | None) -> str:
+    """A site's or lead source's name as staff read it (the stored value otherwise)."""
+    if value is None:
+        return ""
+    return SITE_NAMES.get(value) or LEAD_SOURCE_NAMES.get(value) or value
+
+
 ALIASES: Mapping[str, str] = {
     "ipswich": "ipswitch",
     "purchased list": "Purchansed List",

@@ -14,7 +14,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.reports.models import CourseWeekCount
-from ridercrm.staff.models import StaffSession, StaffUser
+from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
 
@@ -38,6 +38,7 @@ __all__ = [
     "PersonMerge",
     "Product",
     "StaffSession",
+    "StaffSignInFailure",
     "StaffUser",
     "WebhookEndpoint",
     "WebhookTotal",

@@ -90,6 +90,15 @@ def take(folder: Path) -> None:
             shot("admin-users")
             page.goto(root + "/admin/products")
             shot("admin-products")
+            # A phone on the range (390 px): today's sheet at Somerton, and a person.
+            phone = browser.new_page(viewport={"width": 390, "height": 844}, has_touch=True)
+            _sign_in(phone, root, "sid")
+            phone.goto(root + "/daysheet?site=somerton")
+            phone.locator("#group-1").evaluate("e => e.scrollIntoView()")
+            phone.screenshot(path=str(folder / "daysheet-phone.png"))
+            phone.goto(root + "/people/003DEMO00000BENYD2")
+            phone.locator("#courses").evaluate("e => e.scrollIntoView()")
+            phone.screenshot(path=str(folder / "person-phone.png"))
             browser.close()
 
 

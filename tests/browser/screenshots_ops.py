@@ -55,6 +55,7 @@ def shoot(page: Any, root: str, shot: Callable[[str], None], day: dt.date) -> No
     page.get_by_label("Result for Noah Patel").select_option("fail 2")
     page.get_by_label("Result for Olivia Smith").select_option("pass B")
     page.get_by_label("Result for Zoe Wilson").select_option("pass C")  # cancelled: refused
+    page.get_by_label("Record results for this future day anyway").check()  # next Saturday
     page.get_by_role("button", name="Record results").click()
     page.get_by_text("Saved 3 of 4 rows.").wait_for()
     shot("daysheet")

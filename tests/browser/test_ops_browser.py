@@ -53,15 +53,21 @@ def test_the_day_sheet_records_a_mixed_submission(
     page.get_by_label("Result for Ben Rider").select_option("fail 2")
     # A cancelled course cannot be completed: the status machine refuses this row.
     page.get_by_label("Result for Eve Rider").select_option("pass A")
+    # The day is in the future: recording needs a confirmation, and nothing is saved
+    # without it (every choice is kept).
     page.get_by_role("button", name="Record results").click()
-    expect(page.get_by_role("alert")).to_contain_text("Saved 2 of 3 rows.")
+    expect(page.locator("#future-warning")).to_contain_text("Nothing was recorded yet.")
+    expect(page.get_by_label("Result for Ben Rider")).to_have_value("fail 2")
+    page.get_by_label("Record results for this future day anyway").check()
+    page.get_by_role("button", name="Record results").click()
+    expect(page.locator("#outcome")).to_contain_text("Saved 2 of 3 rows.")
     expect(page.locator(f"#outcome-{ids['Eve']}")).to_have_text(
         "course_status: a cancelled course cannot become completed - pass"
     )
     expect(page.locator(f"#row-{ids['Eve']}")).to_have_class("broken")
     expect(page.get_by_label("Result for Eve Rider")).to_have_value("pass A")
     expect(page.locator(f"#outcome-{ids['Ann']}")).to_have_text("Saved")
-    expect(page.locator(f"#row-{ids['Ann']}")).to_contain_text("completed - pass (pass B)")
+    expect(page.locator(f"#row-{ids['Ann']}")).to_contain_text("completed - pass (Pass, grade B")
     # The summary's link takes the keyboard to the broken row's control.
     page.locator("#outcome li a").first.click()
     expect(page.get_by_label("Result for Eve Rider")).to_be_focused()

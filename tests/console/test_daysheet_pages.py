@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 import pytest
 from fastapi.testclient import TestClient
@@ -14,6 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.audit.models import AuditRecord
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope
+from ridercrm.demo import load_demo
+from ridercrm.fields import SITE_ZONES
+from ridercrm.web.console import daysheet as daysheet_page
 from tests.console.conftest import csrf
 from tests.courses import builders
 
@@ -54,7 +58,9 @@ def test_no_session_is_sent_to_sign_in(make_client: Callable[..., TestClient]) -
     answer = client.get(PAGE)
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/console/login?next=%2Fconsole%2Fdaysheet")
-    answer = client.post("/console/daysheet", data={"site": "somerton", "date": DAY})
+    answer = client.post(
+        "/console/daysheet", data={"site": "somerton", "date": DAY, "confirm_future": "yes"}
+    )
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/console/login")
 
@@ -80,6 +86,7 @@ def test_a_viewer_reads_the_sheet_but_cannot_record(
             "csrf": csrf(client),
             "site": "somerton",
             "date": DAY,
+            "confirm_future": "yes",
             f"result-{riders['Ann']}": "pass A",
         },
     )
@@ -95,7 +102,13 @@ def test_a_staff_submission_needs_its_csrf_token(
     for token in ({}, {"csrf": "forged"}):
         answer = client.post(
             "/console/daysheet",
-            data={**token, "site": "somerton", "date": DAY, f"result-{riders['Ann']}": "pass A"},
+            data={
+                **token,
+                "site": "somerton",
+                "date": DAY,
+                "confirm_future": "yes",
+                f"result-{riders['Ann']}": "pass A",
+            },
         )
         assert answer.status_code == 403
         assert "CSRF" in answer.text
@@ -114,6 +127,7 @@ def test_a_mixed_submission_saves_the_good_rows_and_shows_the_broken_ones(
             "csrf": csrf(client),
             "site": "somerton",
             "date": DAY,
+            "confirm_future": "yes",
             f"result-{riders['Ann']}": "pass B",
             f"result-{riders['Ben']}": "fail 3",
             f"result-{riders['Cal']}": "",  # no change: not sent
@@ -156,7 +170,10 @@ def test_an_empty_submission_or_a_course_of_another_day_changes_nothing(
 ) -> None:
     client = console_as("staff")
     token = csrf(client)
-    answer = client.post("/console/daysheet", data={"csrf": token, "site": "somerton", "date": DAY})
+    answer = client.post(
+        "/console/daysheet",
+        data={"csrf": token, "site": "somerton", "date": DAY, "confirm_future": "yes"},
+    )
     assert answer.status_code == 400
     assert "no row has a result chosen" in answer.text
     answer = client.post(
@@ -165,6 +182,7 @@ def test_an_empty_submission_or_a_course_of_another_day_changes_nothing(
             "csrf": token,
             "site": "kilsyth",
             "date": DAY,
+            "confirm_future": "yes",
             f"result-{riders['Ann']}": "cancelled",
         },
     )
@@ -210,6 +228,7 @@ def test_injection_in_a_result_or_a_course_id_is_shown_escaped(
             "csrf": csrf(client),
             "site": "somerton",
             "date": DAY,
+            "confirm_future": "yes",
             f"result-{riders['Ann']}": hostile,
             f"result-{hostile}": "cancelled",
             f"result-{riders['Ben']}": "' OR 1=1 --",
@@ -221,3 +240,151 @@ def test_injection_in_a_result_or_a_course_id_is_shown_escaped(
     assert "&lt;img src=x onerror=alert(1)&gt;" in answer.text
     assert statuses(sessions)[riders["Ann"]] == ("booked", None)
     assert statuses(sessions)[riders["Ben"]] == ("booked", None)
+
+
+def test_the_audit_filters_find_a_day_sheet_record_by_person_and_booking_number(
+    console_as: Callable[..., TestClient], riders: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    client = console_as("staff")
+    answer = client.post(
+        "/console/daysheet",
+        data={
+            "csrf": csrf(client),
+            "site": "somerton",
+            "date": DAY,
+            "confirm_future": "yes",
+            f"result-{riders['Ann']}": "pass B",
+        },
+    )
+    assert answer.status_code == 200
+    with session_scope(sessions) as session:
+        ann = session.get(Asset, riders["Ann"])
+        assert ann is not None
+        person_id, number = ann.person_id, ann.booking_number
+        ben = session.get(Asset, riders["Ben"])
+        assert ben is not None
+        assert ben.booking_number is not None
+        other_person, other_number = ben.person_id, ben.booking_number
+    assert number is not None
+
+    def listed(**params: str) -> int:
+        page = client.get("/console/audit", params={"operation": "console.daysheet", **params})
+        assert page.status_code == 200
+        return page.text.count("<td>console.daysheet</td>")
+
+    assert listed() == 1
+    assert listed(person=person_id) == 1
+    assert listed(person=person_id[:15]) == 1
+    assert listed(booking=number) == 1
+    # Ben was on the sheet but given no result: the record did not touch him.
+    assert listed(person=other_person) == 0
+    assert listed(booking=other_number) == 0
+    # The person page lists the same record.
+    assert "console.daysheet" in client.get(f"/console/people/{person_id}").text
+
+
+def test_a_result_for_a_future_day_needs_a_confirmation(
+    console_as: Callable[..., TestClient], riders: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    client = console_as("staff")
+    day = daysheet_page.site_today("somerton") + dt.timedelta(days=3)
+    with session_scope(sessions, write=True) as session:
+        for asset_id in riders.values():
+            asset = session.get(Asset, asset_id)
+            assert asset is not None
+            asset.course_datetime = f"{day} 08:30:00"
+    before = statuses(sessions)
+    form = {"csrf": csrf(client), "site": "somerton", "date": day.isoformat()}
+    asked = client.post(
+        "/console/daysheet",
+        data={**form, f"result-{riders['Ann']}": "pass B", f"result-{riders['Ben']}": "fail 3"},
+    )
+    assert asked.status_code == 200
+    assert "Nothing was recorded yet." in asked.text
+    assert 'name="confirm_future" value="yes"' in asked.text
+    assert statuses(sessions) == before  # nothing changed before the confirmation
+    # Every choice is kept for the confirmed submission.
+    ann_select = asked.text.split(f'id="result-{riders["Ann"]}"', 1)[1].split("</select>")[0]
+    assert '<option value="pass B" selected>' in ann_select
+    confirmed = client.post(
+        "/console/daysheet",
+        data={**form, f"result-{riders['Ann']}": "pass B", "confirm_future": "yes"},
+    )
+    assert "Saved 1 of 1 row." in confirmed.text
+    assert statuses(sessions)[riders["Ann"]] == ("completed - pass", "pass B")
+
+
+def test_a_result_for_today_needs_no_confirmation(
+    console_as: Callable[..., TestClient], riders: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    client = console_as("staff")
+    today = daysheet_page.site_today("somerton")
+    with session_scope(sessions, write=True) as session:
+        asset = session.get(Asset, riders["Ann"])
+        assert asset is not None
+        asset.course_datetime = f"{today} 08:30:00"
+    page = client.get("/console/daysheet?site=somerton")  # today at the site by default
+    assert 'name="confirm_future"' not in page.text
+    answer = client.post(
+        "/console/daysheet",
+        data={
+            "csrf": csrf(client),
+            "site": "somerton",
+            "date": today.isoformat(),
+            f"result-{riders['Ann']}": "pass A",
+        },
+    )
+    assert "Saved 1 of 1 row." in answer.text
+
+
+def test_staff_read_proper_names_explained_results_and_the_sites_time(
+    console_as: Callable[..., TestClient], sessions: sessionmaker[Session]
+) -> None:
+    with session_scope(sessions, write=True) as session:
+        lap = builders.product(session, "LAP-IPS", "Learner Approved Pre-Licence (Ipswich)")
+        person = builders.person(session, lead_source="Purchansed List")
+        builders.course(
+            session,
+            person,
+            lap,
+            course_location="ipswitch",
+            course_status="completed - pass",
+            course_feedback="pass F",
+        )
+    client = console_as("staff")
+    sheet = client.get(f"/console/daysheet?site=ipswich&date={DAY}").text
+    assert '<h2 id="sheet-title">Ipswich,' in sheet
+    assert ">Ipswich</option>" in sheet
+    assert "Ipswitch" not in sheet
+    assert "Somerton</option>" in sheet
+    assert "St Ives</option>" in sheet
+    assert "Course times are Ipswich's local time (Australia/Brisbane)." in sheet
+    assert "Pass, grade F (4th of 4; still a pass)" in sheet  # the stored result, explained
+    assert "Fail, reason 1 (of 4)" in sheet  # a choice of the result lists
+    assert "grade F is the fourth pass grade, not a fail" in sheet
+    page = client.get(f"/console/people/{person}").text
+    assert 'value="Purchased List"' in page
+    assert "Purchansed" not in page
+    assert '08:30 <span class="note">(Ipswich local time)</span>' in page
+    # The wire keeps the interface's spellings.
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(Asset)).one()
+        assert stored.course_location == "ipswitch"
+
+
+def test_the_demos_day_sheets_open_on_riders_today_at_two_sites(
+    sessions: sessionmaker[Session], console_as: Callable[..., TestClient]
+) -> None:
+    load_demo(sessions)
+    client = console_as("viewer")
+    for site, name in (("somerton", "Somerton"), ("ipswitch", "Ipswich")):
+        page = client.get("/console/daysheet", params={"site": site})  # today at the site
+        assert page.status_code == 200
+        assert f'<h2 id="sheet-title">{name},' in page.text
+        assert ": 10 riders</h2>" in page.text, page.text
+        # And every other day of the site's week has its course.
+        today = dt.datetime.now(ZoneInfo(SITE_ZONES[site])).date()
+        for offset in range(-today.weekday(), 7 - today.weekday()):
+            day = today + dt.timedelta(days=offset)
+            other = client.get("/console/daysheet", params={"site": site, "date": str(day)})
+            assert "No course is booked" not in other.text, day

@@ -73,8 +73,10 @@ def test_guesses_sent_side_by_side_are_all_counted_and_lock_the_account(
     with session_scope(sessions) as session:
         user = repository.by_name(session, name)
         assert user is not None
-        assert user.locked_until is not None
-    # Locked: the right password is refused too, from any client.
+        row = repository.failures(session, user_id=user.id, address="testclient")
+        assert row is not None
+        assert row.blocked_until is not None
+    # Locked: the right password is refused too, from any client at that address.
     refused = sign_in(clients[0], name, PASSWORD)
     assert refused.status_code == 401
     assert "locked until" in refused.text

@@ -7,15 +7,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, column, delete, or_, select, table
 from sqlalchemy.orm import Session
 
+from ridercrm.audit import subjects
 from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
 from ridercrm.audit.subjects import subjects_of
 from ridercrm.db import utcnow
-from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.ids import RecordKind, canonical_id, checksum
 
 MAX_STORED_BODY = 2 * 1024 * 1024
 
@@ -110,10 +111,47 @@ def record_call(
         created_at=utcnow(),
     )
     session.add(record)
-    # What the record names, as stored: a redacted body names no booking number.
-    for subject in subjects_of(record.path, record.request_body, record.response_body):
+    # What the record names, as stored, and the people and booking numbers of the courses
+    # it names (and the reverse), whatever wrote it: a day sheet's form names only courses.
+    named = subjects_of(record.path, record.request_body, record.response_body)
+    named |= related_subjects(session, named)
+    for subject in sorted(named):
         session.add(AuditSubject(subject=subject, created_at=record.created_at, audit_id=record.id))
     return record
+
+
+# The courses' table as the audit trail reads it (the audit layer sits below the courses
+# feature, so it names the three columns it needs rather than importing the model).
+_ASSETS = table("assets", column("id"), column("person_id"), column("booking_number"))
+RELATED_LOOKUP = 200  # courses looked up per record at most (one batch names up to 200)
+
+
+def related_subjects(session: Session, named: set[str]) -> set[str]:
+    """The person and the booking number of every course ``named`` names (by id or by
+    booking number), as subjects, so that a record is found by each of them."""
+    courses = sorted(
+        s.removeprefix(subjects.COURSE) + checksum(s.removeprefix(subjects.COURSE))
+        for s in named
+        if s.startswith(subjects.COURSE)
+    )[:RELATED_LOOKUP]
+    numbers = sorted(
+        s.removeprefix(subjects.BOOKING) for s in named if s.startswith(subjects.BOOKING)
+    )
+    numbers = numbers[:RELATED_LOOKUP]
+    if not courses and not numbers:
+        return set()
+    clauses = []
+    if courses:
+        clauses.append(_ASSETS.c.id.in_(courses))
+    if numbers:
+        clauses.append(_ASSETS.c.booking_number.in_(numbers))
+    found: set[str] = set()
+    for asset_id, person_id, number in session.execute(select(_ASSETS).where(or_(*clauses))):
+        found.add(subjects.course(asset_id))
+        found.add(subjects.person(person_id))
+        if number:
+            found.add(subjects.booking(number))
+    return found
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:

@@ -48,12 +48,12 @@ def nice_ceiling(value: float) -> float:
     return 10 * power  # pragma: no cover - the loop always returns
 
 
-def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> list[str]:
+def _open(chart_id: str, title: str, desc: str, width: int, height: int, kind: str) -> list[str]:
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}"'
         f' viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-title"'
         f' aria-describedby="{chart_id}-desc"'
-        f' id="{chart_id}" class="chart" {FONT}>',
+        f' id="{chart_id}" class="chart {kind}" {FONT}>',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
     ]
@@ -76,10 +76,12 @@ def stacked_weeks(*, chart_id: str, title: str, data: WeeklySeries, unit: str) -
     totals = data.totals
     weeks = data.weeks
     top = nice_ceiling(max(totals, default=0))
-    left, right, upper, lower = 48, 12, 12, 44
+    # The axis title sits below the week labels, and the legend below the axis title
+    # with a line's gap, so they never overlap.
+    left, right, upper, lower = 48, 12, 12, 68
     legend_rows = math.ceil(len(labels) / 4) if labels else 0
-    plot_w = max(360, 34 * len(weeks))
-    plot_h = 200
+    plot_w = max(600, 34 * len(weeks))
+    plot_h = 260
     width = left + plot_w + right
     height = upper + plot_h + lower + 18 * legend_rows
     busiest = max(range(len(weeks)), key=lambda i: totals[i]) if weeks else None
@@ -87,7 +89,7 @@ def stacked_weeks(*, chart_id: str, title: str, data: WeeklySeries, unit: str) -
     if busiest is not None and data.total:
         desc += f"; the most, {totals[busiest]}, in the week of {weeks[busiest].isoformat()}"
     desc += ". The table beside the chart gives every figure."
-    parts = _open(chart_id, title, desc, width, height)
+    parts = _open(chart_id, title, desc, width, height, "weeks")
     for step in range(5):
         value = top * step / 4
         y = upper + plot_h - plot_h * step / 4
@@ -116,7 +118,7 @@ def stacked_weeks(*, chart_id: str, title: str, data: WeeklySeries, unit: str) -
             parts.append(
                 _text(x + bar_w / 2, upper + plot_h + 16, week_label(week), anchor="middle")
             )
-    parts.append(_text(left, upper + plot_h + 34, "Week starting (Monday)"))
+    parts.append(_text(left, upper + plot_h + 36, "Week starting (Monday)"))
     for n, label in enumerate(labels):
         lx = left + (n % 4) * (plot_w / 4)
         ly = upper + plot_h + lower + 18 * (n // 4)
@@ -131,9 +133,12 @@ def stacked_weeks(*, chart_id: str, title: str, data: WeeklySeries, unit: str) -
 def rate_bars(*, chart_id: str, title: str, rates: Sequence[PassRate], limit: int = 25) -> str:
     """Pass rates as horizontal bars from 0 to 100 %, each labelled with its count."""
     shown = list(rates[:limit])
-    label_w, right, upper, row = 190, 120, 24, 22
-    plot_w = 300
-    width = label_w + plot_w + right
+    # Each group's whole name on its own line above its bar: names such as the products'
+    # ("Learner Approved Pre-Licence Somerton", "... Tullamarine") differ at their ends,
+    # so a name cut to fit beside the bar would read the same for all of them.
+    label_w, right, upper, row = 0, 80, 24, 40
+    plot_w = 300  # a phone's width at the chart's own scale
+    width = 8 + plot_w + right
     height = upper + row * max(len(shown), 1) + 8
     if shown:
         best = max(shown, key=lambda r: (r.rate, r.completed))
@@ -146,7 +151,8 @@ def rate_bars(*, chart_id: str, title: str, rates: Sequence[PassRate], limit: in
     else:
         desc = "No completed courses in the period."
     desc += " The table beside the chart gives every figure."
-    parts = _open(chart_id, title, desc, width, height)
+    parts = _open(chart_id, title, desc, width, height, "rates")
+    label_w = 8
     for step in range(5):
         x = label_w + plot_w * step / 4
         parts.append(
@@ -155,22 +161,14 @@ def rate_bars(*, chart_id: str, title: str, rates: Sequence[PassRate], limit: in
         parts.append(_text(x, upper - 8, f"{step * 25}%", anchor="middle"))
     for i, rate in enumerate(shown):
         y = upper + row * i
-        name = rate.label if len(rate.label) <= 28 else rate.label[:27] + "…"
-        parts.append(
-            _text(
-                label_w - 6,
-                y + 15,
-                name,
-                anchor="end",
-                extra=f" data-label={quoteattr(rate.label)}",
-            )
-        )
+        name = rate.label if len(rate.label) <= 80 else rate.label[:79] + "…"
+        parts.append(_text(label_w, y + 13, name, extra=f" data-label={quoteattr(rate.label)}"))
         w = plot_w * rate.rate
         tip = f"{rate.label}: {rate.rate:.0%} passed ({rate.passed} of {rate.completed})"
         parts.append(
-            f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row - 8}"'
+            f'<rect x="{label_w}" y="{y + 18}" width="{w:.1f}" height="{row - 24}"'
             f' fill="{colour(0)}"><title>{escape(tip)}</title></rect>'
         )
-        parts.append(_text(label_w + w + 6, y + 15, f"{rate.rate:.0%} of {rate.completed}"))
+        parts.append(_text(label_w + w + 6, y + 30, f"{rate.rate:.0%} of {rate.completed}"))
     parts.append("</svg>")
     return "\n".join(parts)

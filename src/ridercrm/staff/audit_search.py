@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ridercrm.audit import subjects
-from ridercrm.audit.models import AuditRecord, AuditSubject
+from ridercrm.audit.models import AuditRecord, AuditSubject, failed, succeeded
 from ridercrm.ids import RecordKind, canonical_id
 
 PAGE = 50
@@ -27,6 +27,7 @@ class Filters:
     booking: str = ""  # a booking number
     outcome: str = ""  # "", "success" or "failure"
     before: str = ""  # the id of the last record of the previous page
+    zone: dt.tzinfo = dt.UTC  # whose days since and until are (RIDERCRM_TIMEZONE)
 
 
 def _date(text: str) -> dt.date | None:
@@ -36,7 +37,7 @@ def _date(text: str) -> dt.date | None:
         return None
 
 
-def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
+def read_filters(params: dict[str, str], zone: dt.tzinfo = dt.UTC) -> tuple[Filters, list[str]]:
     """Filters from a query string, and what could not be used (shown to the person)."""
     problems: list[str] = []
     since, until = _date(params.get("since", "")), _date(params.get("until", ""))
@@ -61,16 +62,32 @@ def read_filters(params: dict[str, str]) -> tuple[Filters, list[str]]:
             booking=params.get("booking", "").strip()[:80],
             outcome=outcome,
             before=params.get("before", "").strip()[:40],
+            zone=zone,
         ),
         problems,
     )
 
 
+def _start_of(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
+    """When a day of the business's calendar starts, in UTC (as the records are stored)."""
+    return dt.datetime.combine(day, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+
+
 def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:
-    """One page of matching records, newest first, and the id to page on from (or None).
+    """One page of matching records, newest first, and the id to page on from (or None)."""
+    records = list(session.scalars(statement(session, filters)))
+    if len(records) > PAGE:
+        return records[:PAGE], records[PAGE - 1].id
+    return records, None
+
+
+def statement(session: Session, filters: Filters) -> Select[AuditRecord]:
+    """The query of one page (and one record more) of matching records, newest first.
 
     A person or booking filter walks that subject's records (``audit_subjects``, newest
-    first) and joins them to the records; the other filters then apply to few rows.
+    first) and joins them to the records; the other filters then apply to few rows. An
+    operation or an outcome is a range of its own index, in the page's order
+    (ridercrm.audit.models): the outcome's conditions are written as those indexes' are.
     """
     statement = select(AuditRecord)
     named = [
@@ -92,23 +109,19 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
     if filters.operation:
         statement = statement.where(AuditRecord.operation == filters.operation)
     if filters.since:
-        start = dt.datetime.combine(filters.since, dt.time(), tzinfo=dt.UTC)
+        start = _start_of(filters.since, filters.zone)
         statement = statement.where(AuditRecord.created_at >= start)
     if filters.until and filters.until < dt.date.max:  # the calendar's last day: no bound
-        end = dt.datetime.combine(filters.until, dt.time(), tzinfo=dt.UTC) + dt.timedelta(days=1)
+        end = _start_of(filters.until + dt.timedelta(days=1), filters.zone)
         statement = statement.where(AuditRecord.created_at < end)
     if filters.who:
         statement = statement.where(
             or_(AuditRecord.staff_user == filters.who, AuditRecord.api_key_name == filters.who)
         )
     if filters.outcome == "success":
-        statement = statement.where(
-            AuditRecord.response_status < 400, AuditRecord.failure_reason.is_(None)
-        )
+        statement = statement.where(succeeded(AuditRecord))
     elif filters.outcome == "failure":
-        statement = statement.where(
-            or_(AuditRecord.response_status >= 400, AuditRecord.failure_reason.is_not(None))
-        )
+        statement = statement.where(failed(AuditRecord))
     after = canonical_id(filters.before, RecordKind.AUDIT) if filters.before else None
     last = session.get(AuditRecord, after) if after else None
     created, ident = order
@@ -116,11 +129,7 @@ def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str |
         statement = statement.where(
             or_(created < last.created_at, and_(created == last.created_at, ident < last.id))
         )
-    statement = statement.order_by(created.desc(), ident.desc())
-    records = list(session.scalars(statement.limit(PAGE + 1)))
-    if len(records) > PAGE:
-        return records[:PAGE], records[PAGE - 1].id
-    return records, None
+    return statement.order_by(created.desc(), ident.desc()).limit(PAGE + 1)
 
 
 def record(session: Session, raw_id: str) -> AuditRecord | None:

@@ -108,15 +108,13 @@ def users_reset_password(
         print(password, flush=True)
 
 
-FIRST_ADMIN = "admin"
-
-
-def ensure_console_admin(sessions: sessionmaker[Session]) -> str | None:
-    """On a database with no staff users, create the admin and return its password."""
+def ensure_console_admin(sessions: sessionmaker[Session], name: str) -> str | None:
+    """On a database with no staff users, create the admin ``name``
+    (RIDERCRM_CONSOLE_ADMIN_USER) and return its password."""
     with session_scope(sessions, write=True) as session:
         if service.any_user(session):
             return None
-        _user, password = service.create_user(session, name=FIRST_ADMIN, role="admin")
+        _user, password = service.create_user(session, name=name, role="admin")
         return password
 
 
@@ -126,12 +124,12 @@ def hand_over_console_admin(password: str, sign_in_url: str, settings: Settings)
     if sys.stderr.isatty():
         print(
             "First start: created the console's admin staff user. Sign in at"
-            f" {sign_in_url} as user {FIRST_ADMIN} with this password (shown once):",
+            f" {sign_in_url} as user {settings.console_admin_user} with this password (shown once):",
             file=sys.stderr,
         )
         print(password, file=sys.stderr, flush=True)
         return
-    text = f"url: {sign_in_url}\nusername: {FIRST_ADMIN}\npassword: {password}\n"
+    text = f"url: {sign_in_url}\nusername: {settings.console_admin_user}\npassword: {password}\n"
     path = write_owner_only(Path(settings.console_admin_file).resolve(), text)
     print(
         f"First start: created the console's admin staff user; its sign-in is in {path}"

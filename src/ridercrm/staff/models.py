@@ -37,3 +37,19 @@ class StaffSession(Base):
     revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (Index("ix_staff_sessions_user_id", user_id),)
+
+
+class StaffSignInFailure(Base):
+    """Failed sign-ins to one account from one client address, in a row: past the bound
+    that address waits a growing delay before its next try at that account, while the
+    account stays open to every other address (docs/console.md, "Signing in")."""
+
+    __tablename__ = "staff_sign_in_failures"
+
+    user_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("staff_users.id", ondelete="CASCADE"), primary_key=True
+    )
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    blocked_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

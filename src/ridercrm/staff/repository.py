@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from ridercrm.staff.models import StaffSession, StaffUser
+from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 
 
 def by_name(session: Session, name: str, *, lock: bool = False) -> StaffUser | None:
@@ -42,3 +42,18 @@ def revoke_sessions(session: Session, *, user_id: int, at: dt.datetime) -> int:
         .values(revoked_at=at)
     )
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def failures(
+    session: Session, *, user_id: int, address: str, lock: bool = False
+) -> StaffSignInFailure | None:
+    """The failed sign-ins in a row to one account from one address, or None."""
+    return session.get(StaffSignInFailure, (user_id, address[:64]), with_for_update=lock)
+
+
+def forget_failures(session: Session, *, user_id: int, address: str | None = None) -> None:
+    """Forget an account's failed sign-ins: from one address, or (None) from every one."""
+    statement = delete(StaffSignInFailure).where(StaffSignInFailure.user_id == user_id)
+    if address is not None:
+        statement = statement.where(StaffSignInFailure.address == address[:64])
+    session.execute(statement)

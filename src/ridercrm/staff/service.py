@@ -2,8 +2,11 @@
 
 Passwords are hashed with Argon2id (argon2-cffi's defaults, RFC 9106's second
 recommended set). Session tokens carry 256 random bits and are stored as SHA-256
-hashes, like API keys. After ``lockout_attempts`` failed sign-ins in a row an account
-is locked for ``lockout_minutes``; a correct password during the lock is refused too.
+hashes, like API keys. Failed sign-ins are counted per account and client address:
+after ``lockout_attempts`` in a row from one address, that address waits before its next
+try at that account, 1 minute and then twice as long after each further failure, at most
+``lockout_minutes`` (a correct password from it is refused meanwhile too). Every other
+address can still sign in, so nobody can lock the owner out by guessing from elsewhere.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.staff import repository, rules
-from ridercrm.staff.models import StaffSession, StaffUser
+from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 
 _hasher = PasswordHasher()
 # Verified against when the name is unknown, so the answer takes as long either way.
@@ -89,6 +92,7 @@ def enable_user(session: Session, *, name: str) -> StaffUser:
     user.disabled = False
     user.failed_attempts = 0
     user.locked_until = None
+    repository.forget_failures(session, user_id=user.id)
     session.flush()
     return user
 
@@ -107,6 +111,7 @@ def reset_password(
     user.password_changed_at = utcnow()
     user.failed_attempts = 0
     user.locked_until = None
+    repository.forget_failures(session, user_id=user.id)
     repository.revoke_sessions(session, user_id=user.id, at=utcnow())
     session.flush()
     return user, password
@@ -129,7 +134,7 @@ class Credentials:
 
     user_id: int
     password_hash: str
-    locked_until: dt.datetime | None
+    locked_until: dt.datetime | None  # for the address the attempt comes from
 
 
 @dataclass(frozen=True)
@@ -141,12 +146,13 @@ class PasswordCheck:
     rehashed: str | None = None  # the password hashed with today's parameters, if needed
 
 
-def credentials(session: Session, *, name: str) -> Credentials | None:
-    """The stored hash and lock of the user called ``name``, or None."""
+def credentials(session: Session, *, name: str, address: str) -> Credentials | None:
+    """The stored hash of the user called ``name`` and its lock for ``address``, or None."""
     user = repository.by_name(session, name) if name else None
     if user is None:
         return None
-    return Credentials(user.id, user.password_hash, user.locked_until)
+    row = repository.failures(session, user_id=user.id, address=address)
+    return Credentials(user.id, user.password_hash, row.blocked_until if row else None)
 
 
 def verify_password(stored: Credentials | None, password: str) -> PasswordCheck:
@@ -155,12 +161,14 @@ def verify_password(stored: Credentials | None, password: str) -> PasswordCheck:
     Argon2 takes a good part of a second of CPU on purpose: inside a write transaction
     it would hold SQLite's one write turn that long, and sign-in attempts from anyone
     would keep every booking waiting. An unknown name is checked against a dummy hash,
-    so it takes as long to refuse as a wrong password.
+    so it takes as long to refuse as a wrong password; so is a locked account's, so that
+    the answer's time tells nobody whether a name exists or is locked.
     """
     if stored is None:
         _verify(_DUMMY_HASH, password)
         return PasswordCheck(None, correct=False)
     if stored.locked_until is not None and stored.locked_until > utcnow():
+        _verify(_DUMMY_HASH, password)
         return PasswordCheck(stored, correct=None)
     correct = _verify(stored.password_hash, password)
     rehashed = None
@@ -169,24 +177,32 @@ def verify_password(stored: Credentials | None, password: str) -> PasswordCheck:
     return PasswordCheck(stored, correct=correct, rehashed=rehashed)
 
 
+FORGET_AFTER = dt.timedelta(days=1)  # failures this old no longer count as "in a row"
+
+
 def record_sign_in(
     session: Session,
     *,
     check: PasswordCheck,
+    address: str,
     lockout_attempts: int,
     lockout_minutes: float,
+    zone: dt.tzinfo = dt.UTC,
 ) -> SignIn:
-    """Count a checked password against the account, under its row lock; lock it at the
-    bound. A lock taken meanwhile (by guesses sent side by side) refuses a correct
-    password too, so no more than the bound of guesses is ever answered."""
+    """Count a checked password against the account and the address it came from, under
+    the account's row lock. At the bound that address waits (1 minute, doubling with each
+    further failure, at most ``lockout_minutes``); a wait taken meanwhile (by guesses
+    sent side by side) refuses a correct password too, so no more than the bound of
+    guesses from one address is ever answered."""
     if check.credentials is None:
         return SignIn(None, WRONG)
     now = utcnow()
     user = repository.by_id(session, check.credentials.user_id, lock=True)
     if user is None:
         return SignIn(None, WRONG)
-    if user.locked_until is not None and user.locked_until > now:
-        return SignIn(None, _locked_message(user.locked_until))
+    row = repository.failures(session, user_id=user.id, address=address, lock=True)
+    if row is not None and row.blocked_until is not None and row.blocked_until > now:
+        return SignIn(None, _locked_message(row.blocked_until, zone))
     if check.correct is None:
         # Locked when read, the lock ran out since: nothing was checked, nothing counts.
         return SignIn(None, WRONG)
@@ -194,16 +210,24 @@ def record_sign_in(
         # The password was reset while this one was checked against the old hash.
         return SignIn(None, WRONG)
     if not check.correct:
-        user.failed_attempts += 1
-        if user.failed_attempts >= lockout_attempts:
-            user.locked_until = now + dt.timedelta(minutes=lockout_minutes)
-            user.failed_attempts = 0
+        if row is None:
+            row = StaffSignInFailure(user_id=user.id, address=address[:64], failures=0)
+            session.add(row)
+        elif row.last_failed_at < now - FORGET_AFTER:
+            row.failures = 0
+        row.failures += 1
+        row.last_failed_at = now
+        if row.failures >= lockout_attempts:
+            row.blocked_until = now + lockout_delay(
+                row.failures - lockout_attempts, most_minutes=lockout_minutes
+            )
             session.flush()
-            return SignIn(None, _locked_message(user.locked_until))
+            return SignIn(None, _locked_message(row.blocked_until, zone))
         session.flush()
         return SignIn(None, WRONG)
     if user.disabled:
         return SignIn(None, "This account is disabled; ask an administrator.")
+    repository.forget_failures(session, user_id=user.id, address=address)
     user.failed_attempts = 0
     user.locked_until = None
     if check.rehashed is not None:
@@ -212,10 +236,17 @@ def record_sign_in(
     return SignIn(user)
 
 
-def _locked_message(until: dt.datetime) -> str:
+def lockout_delay(beyond: int, *, most_minutes: float) -> dt.timedelta:
+    """The wait after a failure ``beyond`` failures past the bound: 1, 2, 4, ... minutes."""
+    return dt.timedelta(minutes=min(float(2 ** min(beyond, 20)), most_minutes))
+
+
+def _locked_message(until: dt.datetime, zone: dt.tzinfo) -> str:
+    local = until.astimezone(zone)
     return (
-        "Too many failed sign-ins: this account is locked until"
-        f" {until.strftime('%H:%M')} UTC. Try again later or ask an administrator."
+        "Too many failed sign-ins to this account from your address: it is locked until"
+        f" {local.strftime('%H:%M')} {local.tzname()} for this address (other devices can"
+        " still sign in). Try again later or ask an administrator."
     )
 
 

@@ -7,6 +7,7 @@ from fastapi.responses import Response
 from ridercrm.staff import audit_search
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Visit
+from ridercrm.web.runtime import app_context
 
 router = ConsoleRouter()
 FILTERS = ("operation", "since", "until", "who", "person", "booking", "outcome")
@@ -20,7 +21,8 @@ async def audit_page(visit: Visit) -> Response:
         for name, value in visit.request.query_params.items()
         if name in (*FILTERS, "before")
     }
-    filters, problems = audit_search.read_filters(params)
+    zone = app_context(visit.request).settings.zone  # the days of the business's calendar
+    filters, problems = audit_search.read_filters(params, zone)
     records, following = await visit.read(lambda session: audit_search.search(session, filters))
     shown = {name: params.get(name, "") for name in FILTERS}
     return visit.render(

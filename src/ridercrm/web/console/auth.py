@@ -93,15 +93,20 @@ async def login(posted: Posted) -> Response:
     outcome: dict[str, object] = {}
     # The password is checked between a read and the write that counts it, outside any
     # transaction (staff.service.verify_password says why).
-    stored = await posted.read(lambda session: staff_service.credentials(session, name=name))
+    address = client_address(request.scope)
+    stored = await posted.read(
+        lambda session: staff_service.credentials(session, name=name, address=address)
+    )
     check = await run_in_threadpool(staff_service.verify_password, stored, password)
 
     def attempt(session: Session) -> object:
         result = staff_service.record_sign_in(
             session,
             check=check,
+            address=address,
             lockout_attempts=settings.console_lockout_attempts,
             lockout_minutes=settings.console_lockout_minutes,
+            zone=settings.zone,
         )
         if result.user is None:
             # Stored with the failed attempt it counts (the lock-out needs it kept).

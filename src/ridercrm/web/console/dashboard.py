@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from fastapi.responses import Response
 from markupsafe import Markup
 
+from ridercrm import fields
 from ridercrm.reports import charts
 from ridercrm.reports import service as reports
 from ridercrm.reports.service import Dashboard, PassRate, PeriodError, WeeklySeries
@@ -44,6 +46,10 @@ def _date(value: str | None, name: str) -> dt.date | None:
 
 
 def _weekly(chart_id: str, title: str, data: WeeklySeries, unit: str) -> Chart:
+    # Sites by their proper names (the stored spellings are the interface's).
+    data = WeeklySeries(
+        data.weeks, {fields.display_name(label): counts for label, counts in data.series.items()}
+    )
     svg = charts.stacked_weeks(chart_id=chart_id, title=title, data=data, unit=unit)
     labels = list(data.series)
     rows = [
@@ -54,6 +60,7 @@ def _weekly(chart_id: str, title: str, data: WeeklySeries, unit: str) -> Chart:
 
 
 def _rates(chart_id: str, title: str, heading: str, rates: list[PassRate]) -> Chart:
+    rates = [dataclasses.replace(r, label=fields.display_name(r.label)) for r in rates]
     svg = charts.rate_bars(chart_id=chart_id, title=title, rates=rates)
     rows = [[r.label, r.passed, r.failed, f"{r.rate:.0%}"] for r in rates]
     headers = [heading, "Passed", "Failed", "Pass rate"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from ridercrm import fields
 from ridercrm.courses import daysheet, rules
 from ridercrm.courses.daysheet import Entry, SheetError
 from ridercrm.web.console import frame
@@ -19,8 +21,8 @@ FIELD = "result-"
 """A row's field is ``result-<course id>``; its value one of RESULTS' (empty: no change)."""
 
 RESULTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("Passed", tuple((value, f"Pass, grade {value[-1]}") for value in rules.PASS_FEEDBACK)),
-    ("Failed", tuple((value, f"Fail, reason {value[-1]}") for value in rules.FAIL_FEEDBACK)),
+    ("Passed", tuple((value, fields.RESULT_LABELS[value]) for value in rules.PASS_FEEDBACK)),
+    ("Failed", tuple((value, fields.RESULT_LABELS[value]) for value in rules.FAIL_FEEDBACK)),
     (
         "Other",
         (
@@ -41,12 +43,21 @@ def entry_for(asset_id: str, result: str) -> Entry:
     return daysheet.entry_of(asset_id, result)
 
 
+CONFIRM = "confirm_future"
+"""A form for a day after the site's today needs this field ("yes") to be recorded."""
+
+
+def site_today(site: str) -> dt.date:
+    """Today in the site's own calendar (its zone: DESIGN §18)."""
+    return dt.datetime.now(ZoneInfo(fields.SITE_ZONES.get(site, "UTC"))).date()
+
+
 def _choice(visit: Visit, form: dict[str, str] | None = None) -> tuple[str, dt.date]:
     """The sheet's site and day, from the form or the query; errors as a 400 page."""
     source = form if form is not None else visit.request.query_params
     try:
         site = daysheet.site_of(source.get("site") or daysheet.SITES[0])
-        day = daysheet.parse_day(source.get("date"), today=dt.date.today())
+        day = daysheet.parse_day(source.get("date"), today=site_today(site))
     except SheetError as problem:
         raise frame.ConsoleRefusal(400, str(problem)) from None
     return site, day
@@ -59,6 +70,7 @@ async def _page(
     *,
     done: Done | None = None,
     entered: dict[str, str] | None = None,
+    unconfirmed: bool = False,
 ) -> Response:
     sheet = await visit.read(lambda session: daysheet.day_sheet(session, site=site, day=day))
     rows: dict[str, dict[str, Any]] = {}
@@ -71,6 +83,8 @@ async def _page(
             "sheet": sheet,
             "sites": daysheet.SITES,
             "site": site,
+            "site_zone": fields.SITE_ZONES.get(site, ""),
+            "codes_explained": fields.RESULT_CODES_EXPLAINED,
             "day": day,
             "previous": day - dt.timedelta(days=1),
             "following": day + dt.timedelta(days=1),
@@ -79,8 +93,14 @@ async def _page(
             "done": done,
             "rows": rows,
             "failed": failed,
-            # A broken row keeps what was chosen, so it can be corrected and sent again.
-            "entered": {a: (entered or {}).get(a, "") for a in failed},
+            # A broken row keeps what was chosen, so it can be corrected and sent again;
+            # an unconfirmed future day keeps every row's.
+            "entered": (entered or {})
+            if unconfirmed
+            else {a: (entered or {}).get(a, "") for a in failed},
+            "future": day > site_today(site),
+            "unconfirmed": unconfirmed,
+            "confirm": CONFIRM,
         },
         status=done.status if done else 200,
     )
@@ -104,6 +124,10 @@ async def record(posted: Posted) -> Response:
         if name.startswith(FIELD) and value.strip()
     }
     entries = [entry_for(asset_id, result) for asset_id, result in chosen.items()]
+    if entries and day > site_today(site) and form.get(CONFIRM) != "yes":
+        # A result for a course that has not run yet is most likely the wrong day: ask,
+        # change nothing, and keep every choice for the confirmed submission.
+        return await _page(posted, site, day, entered=chosen, unconfirmed=True)
 
     def work(session: Session) -> Any:
         if not entries:

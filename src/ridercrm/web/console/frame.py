@@ -34,6 +34,7 @@ each route's role). The lower-level pieces (``require``, ``checked_form``, ``cha
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import inspect
 import json
@@ -48,11 +49,12 @@ from urllib.parse import parse_qsl, quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from ridercrm import fields
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
@@ -524,7 +526,22 @@ def environment() -> Environment:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        _environment.filters["local"] = _local
+        _environment.filters["shown"] = fields.display_name
+        _environment.filters["result"] = lambda code: fields.RESULT_LABELS.get(code, code or "")
     return _environment
+
+
+@pass_context
+def _local(context: Any, when: dt.datetime | None, form: str = "%Y-%m-%d %H:%M") -> str:
+    """A stored (UTC) time as staff read it: in the business's zone (RIDERCRM_TIMEZONE),
+    with the zone's abbreviation (AEDT, AEST)."""
+    if when is None:
+        return ""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    local = when.astimezone(context.get("zone") or dt.UTC)
+    return f"{local.strftime(form)} {local.tzname()}"
 
 
 SECURITY_HEADERS = {
@@ -562,6 +579,7 @@ def render(
         "static": console_root(request) + "/static",
         "here": request.url.path,
         "partial": request.headers.get("hx-request") == "true",
+        "zone": services_of(request).settings.zone,
         **(context or {}),
     }
     html = environment().get_template(template).render(values)

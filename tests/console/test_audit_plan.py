@@ -1,0 +1,54 @@
+"""The audit page's filters read an index, never the whole audit trail: by operation, by
+outcome (success or failure) and both, each a range of an index in the page's order
+(docs/decisions.md, "Audit: the console's filters by index")."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from ridercrm.staff import audit_search
+from ridercrm.staff.audit_search import Filters
+from tests.events.test_claim_plan import plan_of
+
+
+def query_of(engine: Engine, filters: Filters) -> str:
+    with Session(engine) as session:
+        statement = audit_search.statement(session, filters)
+    return plan_of(engine, statement)
+
+
+# A filter and the index it walks: only the records it lists, newest first. (Walking the
+# created_at index instead and testing each record reads every record of the other kind:
+# the whole trail, for a rare kind such as failures.)
+CASES = {
+    "operation": (Filters(operation="console.daysheet"), "ix_audit_records_operation_created_at"),
+    "success": (Filters(outcome="success"), "ix_audit_records_succeeded"),
+    "failure": (Filters(outcome="failure"), "ix_audit_records_failed"),
+    "operation and failure": (
+        Filters(operation="crm.rider_courses", outcome="failure"),
+        "ix_audit_records_operation_failed",
+    ),
+    "operation and success": (
+        Filters(operation="crm.rider_courses", outcome="success"),
+        "ix_audit_records_operation_succeeded",
+    ),
+    "failure since a day": (
+        Filters(outcome="failure", since=dt.date(2026, 11, 1)),
+        "ix_audit_records_failed",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_audit_filters_read_an_index_in_the_pages_order(engine: Engine, case: str) -> None:
+    filters, index = CASES[case]
+    plan = query_of(engine, filters)
+    assert index in plan, plan
+    if engine.dialect.name == "sqlite":
+        assert "TEMP B-TREE" not in plan, plan  # no sort of every matching record
+    else:
+        assert "Seq Scan" not in plan, plan
