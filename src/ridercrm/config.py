@@ -70,6 +70,15 @@ class Settings(BaseSettings):
             " [redacted]; a body that cannot be read is replaced by a note"
         ),
     )
+    audit_batch_max: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description=(
+            "Audit records of reads and refusals committed together at most (group"
+            " commit; each request is answered once its record is committed)"
+        ),
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
     sqlite_writer_queue: bool = Field(
         default=True,

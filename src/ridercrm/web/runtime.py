@@ -34,6 +34,7 @@ from ridercrm.errors import ApiError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
 from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.idempotency import service as idempotency
 from ridercrm.wire import (
     BodyError,
@@ -59,6 +60,8 @@ class AppContext:
     explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
     refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
     match_thresholds: Thresholds = field(default_factory=Thresholds)  # RIDERCRM_MATCH_*
+    # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
+    audit_batcher: AuditBatcher | None = None
 
 
 @dataclass
