@@ -70,6 +70,14 @@ class Settings(BaseSettings):
             " [redacted]; a body that cannot be read is replaced by a note"
         ),
     )
+    counts_fold_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "How often `serve` folds the dashboard's weekly count deltas into the counts"
+            " (the figures are exact either way; folding keeps the deltas few)"
+        ),
+    )
     audit_batch_max: int = Field(
         default=200,
         ge=1,
