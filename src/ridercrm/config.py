@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -94,6 +96,17 @@ class Settings(BaseSettings):
             "SQLite writers queue in arrival order on <database>.writelock instead of"
             " polling the write lock: far shorter latency tails, less peak throughput"
         ),
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL",
+        description=(
+            "SQLite's synchronous setting: FULL, every acknowledged commit survives a"
+            " power loss; NORMAL, it survives a crash of the process (SIGKILL) but the"
+            " last commits before a power loss or OS crash may be lost"
+        ),
+    )
+    sqlite_cache_mb: int = Field(
+        default=64, ge=1, description="SQLite page cache per connection, in MiB"
     )
     sqlite_mmap_mb: int = Field(
         default=2048,
