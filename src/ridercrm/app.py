@@ -113,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.context.sessions,
         redact=settings.audit_redact,
         max_batch=settings.audit_batch_max,
+        writers=1 if settings.is_sqlite else max(1, settings.db_pool_size // 2),
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.
     events_metrics.watch_queue(app.state.context.sessions)

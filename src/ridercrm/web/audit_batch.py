@@ -41,16 +41,28 @@ class _LoopState:
     """The batcher's state on one event loop (futures belong to their loop)."""
 
     pending: list[tuple[Finished, asyncio.Future[None]]] = field(default_factory=list)
-    writer: asyncio.Task[None] | None = None  # the task writing batches, while there is one
+    writers: set[asyncio.Task[None]] = field(default_factory=set)  # tasks writing batches
 
 
 class AuditBatcher:
     """Writes the records handed to :meth:`write` in shared transactions (see module)."""
 
-    def __init__(self, sessions: sessionmaker[Session], *, redact: bool, max_batch: int) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        redact: bool,
+        max_batch: int,
+        writers: int = 1,
+    ) -> None:
+        """``writers``: batches written at the same time at most. One on SQLite (its
+        writers take turns anyway); a few on PostgreSQL, which commits transactions side by
+        side and groups their log flushes itself: one writer there would make every
+        record wait for the batch before its own."""
         self._sessions = sessions
         self._redact = redact
         self._max_batch = max(1, max_batch)
+        self._writers = max(1, writers)
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
@@ -63,17 +75,16 @@ class AuditBatcher:
             state = self._states[loop] = _LoopState()
         done: asyncio.Future[None] = loop.create_future()
         state.pending.append((finished, done))
-        if state.writer is None:
-            state.writer = loop.create_task(self._drain(state))
+        if len(state.writers) < self._writers:
+            writer = loop.create_task(self._drain(state))
+            state.writers.add(writer)
+            writer.add_done_callback(state.writers.discard)
         await done
 
     async def _drain(self, state: _LoopState) -> None:
         """Write batches until nothing is pending (started by the request that found no
         batch being written; every request waits for its own future only)."""
-        try:
-            await self._write_pending(state)
-        finally:
-            state.writer = None
+        await self._write_pending(state)
 
     async def _write_pending(self, state: _LoopState) -> None:
         while state.pending:
