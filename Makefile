@@ -38,8 +38,9 @@ format: $(BIN)/.installed ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix src tests bench testkit
 	$(BIN)/ruff format src tests bench testkit
 
-bench: $(BIN)/.installed ## Run the benchmarks (results go to bench/README.md by hand)
-	$(BIN)/python bench/import_bench.py
+NAME ?= import_bench
+bench: $(BIN)/.installed ## Run one benchmark, bench/$(NAME).py (make bench NAME=floors); results go to bench/README.md by hand
+	$(BIN)/python bench/$(NAME).py $(ARGS)
 
 # The installed packages (ridercrm itself aside) as pinned requirements; --strict fails
 # when a package could not be checked, e.g. when the vulnerability database is out of

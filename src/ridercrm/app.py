@@ -15,6 +15,7 @@ from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web import docs_pages, handlers, metrics, openapi
+from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.middleware import AuditMiddleware
 from ridercrm.web.routes.audit import router as audit_router
 from ridercrm.web.routes.courses import router as courses_router
@@ -107,6 +108,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             **shared,
         ),
         match_thresholds=thresholds_of(settings),
+    )
+    app.state.context.audit_batcher = AuditBatcher(
+        app.state.context.sessions,
+        redact=settings.audit_redact,
+        max_batch=settings.audit_batch_max,
+        writers=1 if settings.is_sqlite else max(1, settings.db_pool_size // 2),
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.
     events_metrics.watch_queue(app.state.context.sessions)

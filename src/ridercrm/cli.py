@@ -155,9 +155,14 @@ def serve(
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
+    # The dashboard's weekly count deltas are folded into the counts here (reports.counts).
+    from ridercrm.reports.counts import start_folder
+
+    stop_folder = start_folder(settings)
     try:
         server.run(config, sock)
     finally:
+        stop_folder()
         if stop_rechecker is not None:
             stop_rechecker()
         if stop_deliverer is not None:
@@ -276,7 +281,7 @@ def reports_rebuild() -> None:
     from ridercrm.reports.counts import rebuild
 
     with session_scope(_sessions(), write=True) as session:
-        done = rebuild(session)
+        done = rebuild(session)  # the deltas too: what is stored after is the count
     console.print(
         f"course_week_counts: {done.rows} rows; {done.differed} differed from the courses"
     )

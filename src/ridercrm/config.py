@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
@@ -72,6 +73,23 @@ class Settings(BaseSettings):
             " [redacted]; a body that cannot be read is replaced by a note"
         ),
     )
+    counts_fold_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "How often `serve` folds the dashboard's weekly count deltas into the counts"
+            " (the figures are exact either way; folding keeps the deltas few)"
+        ),
+    )
+    audit_batch_max: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description=(
+            "Audit records of reads and refusals committed together at most (group"
+            " commit; each request is answered once its record is committed)"
+        ),
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
     sqlite_writer_queue: bool = Field(
         default=True,
@@ -79,6 +97,17 @@ class Settings(BaseSettings):
             "SQLite writers queue in arrival order on <database>.writelock instead of"
             " polling the write lock: far shorter latency tails, less peak throughput"
         ),
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL",
+        description=(
+            "SQLite's synchronous setting: FULL, every acknowledged commit survives a"
+            " power loss; NORMAL, it survives a crash of the process (SIGKILL) but the"
+            " last commits before a power loss or OS crash may be lost"
+        ),
+    )
+    sqlite_cache_mb: int = Field(
+        default=64, ge=1, description="SQLite page cache per connection, in MiB"
     )
     sqlite_mmap_mb: int = Field(
         default=2048,

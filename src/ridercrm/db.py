@@ -82,7 +82,7 @@ def build_engine(settings: Settings) -> Engine:
     url = settings.database_url
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
-        _tune_sqlite(engine, settings.sqlite_busy_timeout_ms, settings.sqlite_mmap_mb)
+        _tune_sqlite(engine, settings)
         if settings.sqlite_writer_queue:
             _queue_sqlite_writers(engine)
         return engine
@@ -94,7 +94,12 @@ def build_engine(settings: Settings) -> Engine:
     )
 
 
-def _tune_sqlite(engine: Engine, busy_timeout_ms: int, mmap_mb: int) -> None:
+def _tune_sqlite(engine: Engine, settings: Settings) -> None:
+    """The connection settings of a server's SQLite (README, "SQLite settings")."""
+    busy_timeout_ms, mmap_mb = settings.sqlite_busy_timeout_ms, settings.sqlite_mmap_mb
+    synchronous = "NORMAL" if settings.sqlite_synchronous == "NORMAL" else "FULL"
+    cache_kib = int(settings.sqlite_cache_mb) * 1024
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
@@ -105,8 +110,15 @@ def _tune_sqlite(engine: Engine, busy_timeout_ms: int, mmap_mb: int) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         # Reads of a large store go through the OS page cache without copying.
         cursor.execute(f"PRAGMA mmap_size={int(mmap_mb) * 1024 * 1024}")
-        # FULL: a commit that was acknowledged survives power loss, not only a crash.
-        cursor.execute("PRAGMA synchronous=FULL")
+        # FULL (the default): a commit that was acknowledged survives power loss, not
+        # only a crash; NORMAL: only a crash of the process (RIDERCRM_SQLITE_SYNCHRONOUS).
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        # Temporary tables, indexes and savepoint journals in memory: they never outlive
+        # the connection, so a file costs writes and durability gains nothing from it.
+        cursor.execute("PRAGMA temp_store=MEMORY")
+        # The page cache, in KiB (negative): the default 2 MB re-reads the indexes of a
+        # large store from the OS cache at every batch.
+        cursor.execute(f"PRAGMA cache_size=-{cache_kib}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

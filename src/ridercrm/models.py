@@ -13,7 +13,7 @@ from ridercrm.events.models import Delivery, Event, WebhookEndpoint, WebhookTota
 from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
-from ridercrm.reports.models import CourseWeekCount
+from ridercrm.reports.models import CourseWeekCount, CourseWeekDelta
 from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
@@ -26,6 +26,7 @@ __all__ = [
     "AuditSubject",
     "Base",
     "CourseWeekCount",
+    "CourseWeekDelta",
     "Delivery",
     "DuplicateCluster",
     "DuplicatePair",

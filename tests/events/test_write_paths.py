@@ -318,3 +318,48 @@ def test_an_id_kept_as_an_alias_by_import_is_announced_as_merged_into_its_person
             "audit_id": None,
         }
     assert len(got) == 4  # no person.created for an alias record
+
+
+def test_no_event_is_stored_that_no_endpoint_can_receive(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    deliverer: Deliverer,
+    tmp_path: Path,
+) -> None:
+    """docs/decisions.md, "Events only where they serve someone": without an endpoint
+    for a type, a write (an import included) stores none of its events; an endpoint
+    created later gets what is made from then on; a disabled endpoint's types are still
+    stored, for the replay that follows its enabling."""
+    before = create_person(client, admin_headers, kind="contacts", **person_body())
+    path = tmp_path / "contacts.csv"
+    path.write_text("first_name,last_name\nAnn,Ng\nBo,Li\n", encoding="utf-8")
+    assert import_csv(sessions, CONTACTS, path, workers=0).imported == 2
+    assert _counts(sessions) == (0, 0)
+
+    endpoint, _secret = register(client, admin_headers, receiver.url, "person.updated")
+    created = create_person(client, admin_headers, kind="contacts", **person_body(first_name="C"))
+    assert _counts(sessions) == (0, 0)  # person.created: still no one wants it
+    changed = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": before, "city": "Geelong"}]},
+        headers=admin_headers,
+    )
+    assert changed.json()["status"] is True, changed.text
+    deliverer.run_until_idle()
+    assert [(r.payload["type"], r.payload["data"]["person_id"]) for r in receiver.delivered()] == [
+        ("person.updated", before)
+    ]
+
+    disabled = client.post(f"/admin/webhooks/{endpoint}/disable", json={}, headers=admin_headers)
+    assert disabled.status_code == 200, disabled.text
+    again = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": created, "city": "Bendigo"}]},
+        headers=admin_headers,
+    )
+    assert again.json()["status"] is True, again.text
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(Event.type)).all()
+    assert stored == ["person.updated", "person.updated"]

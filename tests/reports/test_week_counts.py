@@ -4,6 +4,7 @@ whatever writes them (SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -163,6 +164,8 @@ def test_rebuild_repairs_counts_changed_by_hand(
         for day in ("2026-11-02", "2026-11-03", "2026-11-10"):
             builders.course(session, rider, lap, course_datetime=f"{day} 08:30:00")
     with session_scope(sessions, write=True) as session:
+        assert counts.fold(session) == 12  # 3 courses x 4 dimensions, now count rows
+    with session_scope(sessions, write=True) as session:
         session.execute(update(CourseWeekCount).values(courses=CourseWeekCount.courses + 5))
         session.add(CourseWeekCount(dimension="site", week="2026-01-05", label="x",
                                     status="booked", courses=1))  # fmt: skip
@@ -201,3 +204,76 @@ def test_the_migration_counts_the_courses_already_stored(
     _assert_in_step(sessions)
     with session_scope(sessions) as session:
         assert counts.stored_counts(session)[("site", "2026-11-02", "", "booked")] == 1
+
+
+def test_folding_moves_the_deltas_into_the_counts_and_changes_no_figure(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Writes leave deltas; a fold, between or after them, leaves every figure as it was."""
+    with session_scope(sessions, write=True) as session:
+        lap, rider = builders.product(session), builders.person(session)
+        first = builders.course(session, rider, lap, course_datetime="2026-11-02 08:30:00")
+        builders.course(session, rider, lap, course_datetime="2026-11-03 08:30:00")
+    period = service.Period(dt.date(2026, 11, 2), dt.date(2026, 11, 15))
+
+    def board() -> object:
+        with session_scope(sessions) as session:
+            return service.dashboard(session, period=period)
+
+    before = board()
+    with session_scope(sessions, write=True) as session:
+        assert counts.fold(session) == 8
+    assert board() == before
+    _assert_in_step(sessions)
+    with session_scope(sessions, write=True) as session:  # moved out of the period
+        session.execute(
+            update(Asset).where(Asset.id == first).values(course_datetime="2026-12-01 08:30:00")
+        )
+    moved = board()
+    assert moved != before
+    with session_scope(sessions, write=True) as session:
+        assert counts.fold(session) == 8  # 4 taken away, 4 added
+        assert counts.fold(session) == 0
+    assert board() == moved
+    _assert_in_step(sessions)
+    with session_scope(sessions) as session:
+        assert session.scalar(text("SELECT count(*) FROM course_week_deltas")) == 0
+
+
+@pytest.mark.postgresql
+def test_bookings_of_the_same_weeks_in_opposite_orders_never_deadlock(
+    sessions: sessionmaker[Session], db_url: str
+) -> None:
+    """Two transactions each book a course in week A and one in week B, in opposite
+    orders, both holding their first course while the other books: with shared count
+    rows that is a deadlock on PostgreSQL (one of them aborted); with delta rows both
+    commit and the counts are exact."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("the row locks in question are PostgreSQL's")
+    with session_scope(sessions, write=True) as session:
+        lap = builders.product(session)
+        riders = [builders.person(session), builders.person(session)]
+    weeks = ["2026-11-02 08:30:00", "2026-11-09 08:30:00"]
+    both_hold_one = threading.Barrier(2, timeout=30)
+    failures: list[BaseException] = []
+
+    def book(rider: str, order: list[str]) -> None:
+        try:
+            with session_scope(sessions, write=True) as session:
+                session.execute(text("SET LOCAL lock_timeout = '20s'"))
+                builders.course(session, rider, lap, course_datetime=order[0])
+                both_hold_one.wait()
+                builders.course(session, rider, lap, course_datetime=order[1])
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=book, args=(riders[0], weeks)),
+        threading.Thread(target=book, args=(riders[1], weeks[::-1])),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    _assert_in_step(sessions)

@@ -127,18 +127,37 @@ def _envelope(event_type: str, data: dict[str, Any], now: dt.datetime) -> str:
     return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
 
 
-def subscribers(session: Session, event_type: str) -> list[str]:
-    """Ids of the enabled endpoints that want this event type (read once per transaction)."""
+def _endpoints(session: Session) -> list[tuple[str, frozenset[str], bool]]:
+    """Every endpoint's id, types and whether it is enabled (read once per transaction)."""
     cached = session.info.get(_SUBSCRIBERS)
     if cached is None:
         rows = session.execute(
-            select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
-                WebhookEndpoint.enabled.is_(True)
-            )
+            select(WebhookEndpoint.id, WebhookEndpoint.event_types, WebhookEndpoint.enabled)
         ).all()
-        cached = [(row.id, frozenset(row.event_types)) for row in rows]
+        cached = [(row.id, frozenset(row.event_types), bool(row.enabled)) for row in rows]
         session.info[_SUBSCRIBERS] = cached
-    return [endpoint_id for endpoint_id, types in cached if event_type in types]
+    return cached
+
+
+def subscribers(session: Session, event_type: str) -> list[str]:
+    """Ids of the enabled endpoints that want this event type (read once per transaction)."""
+    return [
+        endpoint_id
+        for endpoint_id, types, enabled in _endpoints(session)
+        if enabled and event_type in types
+    ]
+
+
+def wanted(session: Session, event_type: str) -> bool:
+    """Whether any endpoint, enabled or disabled, wants this event type.
+
+    Only such events are stored (docs/decisions.md, "Events only where they serve
+    someone"): an event of a type no endpoint lists could reach no one, since an
+    endpoint created later receives what is made from its creation on, and a disabled
+    one can be enabled and replay ``--since`` its ``disabled_at``, so its types still
+    count.
+    """
+    return any(event_type in types for _id, types, _enabled in _endpoints(session))
 
 
 def forget_subscribers(session: Session) -> None:
@@ -210,7 +229,8 @@ def _insert_pending(session: Session) -> None:
 
 def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert events (id, type, subject, payload as JSON text, created_at) and their
-    deliveries now."""
+    deliveries now; events of a type no endpoint wants are left out (:func:`wanted`)."""
+    rows = [row for row in rows if wanted(session, row[1])]
     deliveries: list[tuple[Any, ...]] = []
     for event_id, event_type, subject, _payload, created_at in rows:
         deliveries.extend(
@@ -417,7 +437,10 @@ def person_unmerged(
 
 
 def people_imported(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
-    """person.created for each imported row, written in bulk beside the rows."""
+    """person.created for each imported row, written in bulk beside the rows, when an
+    endpoint wants person.created; else nothing at all (not even the payloads)."""
+    if not wanted(session, PERSON_CREATED):
+        return
     now = utcnow()
     write_events(
         session,

@@ -9,14 +9,21 @@ Python from the courses' own columns.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import delete, insert, select, text
 from sqlalchemy.orm import Session
 
+from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
-from ridercrm.reports.models import COLUMNS, DIMENSIONS, CourseWeekCount
+from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.reports.models import COLUMNS, DIMENSIONS, CourseWeekCount, CourseWeekDelta
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str, str]  # dimension, week (a Monday), label ("" not given), status
 
@@ -44,18 +51,101 @@ def count_courses(session: Session) -> Counter[Key]:
 
 
 def stored_counts(session: Session) -> Counter[Key]:
-    rows = session.execute(
-        select(
-            CourseWeekCount.dimension,
-            CourseWeekCount.week,
-            CourseWeekCount.label,
-            CourseWeekCount.status,
-            CourseWeekCount.courses,
+    """The counts as the dashboard reads them: the count rows plus the deltas not yet
+    folded into them (a key whose sum is 0 counts nothing and is left out)."""
+    counts: Counter[Key] = Counter()
+    for table in (CourseWeekCount, CourseWeekDelta):
+        rows = session.execute(
+            select(table.dimension, table.week, table.label, table.status, table.courses)
         )
-    )
-    return Counter(
-        {(dimension, week, label, status): n for dimension, week, label, status, n in rows}
-    )
+        for dimension, week, label, status, n in rows:
+            counts[(dimension, week, label, status)] += n
+    return +counts  # drops the keys that sum to 0
+
+
+def fold(session: Session) -> int:
+    """Move the deltas this transaction sees into the counts; return how many went.
+
+    Only this function (and ``rebuild``) writes ``course_week_counts`` now, so a course
+    write never waits on a count row. A delta inserted by a transaction not yet
+    committed is not seen and stays for the next fold: each delta is counted once,
+    either in a count row or as a delta, at every moment. Folds take turns (PostgreSQL:
+    a lock on the counts that writers of courses never take; SQLite: the write lock).
+    """
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    if postgresql:
+        session.execute(text("LOCK TABLE course_week_counts IN EXCLUSIVE MODE"))
+    seen = session.execute(
+        select(
+            CourseWeekDelta.id,
+            CourseWeekDelta.dimension,
+            CourseWeekDelta.week,
+            CourseWeekDelta.label,
+            CourseWeekDelta.status,
+            CourseWeekDelta.courses,
+        )
+    ).all()
+    if not seen:
+        return 0
+    change: Counter[Key] = Counter()
+    for _id, dimension, week, label, status, n in seen:
+        change[(dimension, week, label, status)] += n
+    ids = [row[0] for row in seen]
+    for start in range(0, len(ids), 5000):
+        session.execute(
+            delete(CourseWeekDelta).where(CourseWeekDelta.id.in_(ids[start : start + 5000]))
+        )
+    keys = [key for key, n in change.items() if n]
+    current = _current(session, keys)
+    updates = [
+        {
+            "d": d,
+            "w": w,
+            "label": label,
+            "s": s,
+            "n": current[(d, w, label, s)] + change[(d, w, label, s)],
+        }
+        for (d, w, label, s) in keys
+        if (d, w, label, s) in current
+    ]
+    inserts = [
+        {
+            "dimension": d,
+            "week": w,
+            "label": label,
+            "status": s,
+            "courses": change[(d, w, label, s)],
+        }
+        for (d, w, label, s) in keys
+        if (d, w, label, s) not in current
+    ]
+    if updates:
+        session.execute(
+            text(
+                "UPDATE course_week_counts SET courses = :n WHERE dimension = :d AND week = :w"
+                " AND label = :label AND status = :s"
+            ),
+            updates,
+        )
+    if inserts:
+        session.execute(insert(CourseWeekCount), inserts)
+    session.execute(delete(CourseWeekCount).where(CourseWeekCount.courses == 0))
+    return len(seen)
+
+
+def _current(session: Session, keys: list[Key]) -> dict[Key, int]:
+    """The stored count of each key that has a count row."""
+    found: dict[Key, int] = {}
+    weeks = sorted({(d, w) for d, w, _label, _s in keys})
+    for dimension, week in weeks:
+        rows = session.execute(
+            select(CourseWeekCount.label, CourseWeekCount.status, CourseWeekCount.courses).where(
+                CourseWeekCount.dimension == dimension, CourseWeekCount.week == week
+            )
+        )
+        for label, status, n in rows:
+            found[(dimension, week, label, status)] = n
+    return found
 
 
 @dataclass(frozen=True)
@@ -77,6 +167,7 @@ def rebuild(session: Session) -> Rebuilt:
     stored = stored_counts(session)
     differed = sum(1 for key in fresh.keys() | stored.keys() if fresh[key] != stored[key])
     session.execute(delete(CourseWeekCount))
+    session.execute(delete(CourseWeekDelta))
     if fresh:
         session.execute(
             insert(CourseWeekCount),
@@ -86,3 +177,36 @@ def rebuild(session: Session) -> Rebuilt:
             ],
         )
     return Rebuilt(rows=len(fresh), differed=differed)
+
+
+def start_folder(settings: Settings) -> Callable[[], None]:
+    """Fold the count deltas every ``RIDERCRM_COUNTS_FOLD_SECONDS`` in a background thread
+    of this process (``serve``); return its stop, which folds once more."""
+    engine = build_engine(settings)
+    sessions = session_factory(engine)
+    stop = threading.Event()
+
+    def fold_once() -> None:
+        try:
+            with session_scope(sessions) as session:  # a read first: most rounds find none
+                if session.scalar(select(CourseWeekDelta.id).limit(1)) is None:
+                    return
+            with session_scope(sessions, write=True) as session:
+                fold(session)
+        except Exception:  # the deltas stay and count as they are; the next round folds
+            log.exception("folding the weekly count deltas failed")
+
+    def run() -> None:
+        while not stop.wait(settings.counts_fold_seconds):
+            fold_once()
+
+    thread = threading.Thread(target=run, name="ridercrm-counts-fold", daemon=True)
+    thread.start()
+
+    def stop_it() -> None:
+        stop.set()
+        thread.join(timeout=30)
+        fold_once()
+        engine.dispose()
+
+    return stop_it

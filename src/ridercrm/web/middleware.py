@@ -25,7 +25,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridercrm.audit.call import Call
-from ridercrm.audit.service import record_call
+from ridercrm.audit.service import Finished, record_calls
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError
 from ridercrm.ratelimit import Refusal
@@ -85,7 +85,7 @@ class AuditMiddleware:
             return
         try:
             if not call.recorded:
-                await run_in_threadpool(_write_audit, services, call, status, body, elapsed)
+                await _write_audit(services, call, status, body, elapsed)
         except Exception:
             log.exception("audit record not stored", extra={"audit_id": call.audit_id})
             status = 503
@@ -200,13 +200,20 @@ def _message(status: int, rendered: Any) -> tuple[Message, list[bytes]]:
     return start, [body]
 
 
-def _write_audit(services: Any, call: Call, status: int, body: bytes, elapsed: float) -> None:
+async def _write_audit(services: Any, call: Call, status: int, body: bytes, elapsed: float) -> None:
+    """Store the record of a request that wrote nothing; return once it is committed.
+
+    Through the app's group commit (web.audit_batch) when it has one (``create_app``
+    makes it), else in a transaction of its own.
+    """
+    finished = Finished(call, status, body, elapsed * 1000)
+    batcher = getattr(services, "audit_batcher", None)
+    if batcher is not None:
+        await batcher.write(finished)
+        return
+    await run_in_threadpool(_write_alone, services, finished)
+
+
+def _write_alone(services: Any, finished: Finished) -> None:
     with session_scope(services.sessions, write=True) as session:
-        record_call(
-            session,
-            call=call,
-            status=status,
-            response_body=body,
-            duration_ms=elapsed * 1000,
-            redact=services.settings.audit_redact,
-        )
+        record_calls(session, [finished], redact=services.settings.audit_redact)

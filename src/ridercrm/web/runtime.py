@@ -34,6 +34,7 @@ from ridercrm.errors import ApiError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
 from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
+from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.idempotency import service as idempotency
 from ridercrm.wire import (
     BodyError,
@@ -60,6 +61,8 @@ class AppContext:
     explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
     refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
     match_thresholds: Thresholds = field(default_factory=Thresholds)  # RIDERCRM_MATCH_*
+    # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
+    audit_batcher: AuditBatcher | None = None
 
 
 @dataclass
@@ -234,10 +237,11 @@ Work = Callable[[Session, Any], Reply]
 
 # A PostgreSQL deadlock or serialisation failure ends the transaction; it is run again,
 # after a random pause that doubles with each attempt (up to 20, 40, ... 320 ms), so the
-# transactions that met stop meeting. Bookings of one week and site share their weekly
-# count rows (docs/decisions.md, "Dashboard: weekly counts"), so under a busy mixed load
-# a request can meet others several times in a row: 4 attempts ran out once in a 10 s
-# proof run (CI, 2026-11-23); 6 with doubling pauses give it about 0.6 s in all.
+# transactions that met stop meeting. Bookings of one week and site shared their weekly
+# count rows until issue 23 (now delta rows, docs/decisions.md, "Dashboard: weekly
+# counts"), so under a busy mixed load a request met others several times in a row: 4
+# attempts ran out once in a 10 s proof run (CI, 2026-11-23); 6 with doubling pauses
+# give it about 0.6 s in all. Kept: people's and courses' own rows can still meet.
 TRANSACTION_ATTEMPTS = 6
 
 

@@ -1,0 +1,154 @@
+"""The write path's floors (issue 23), each a ratio of two things measured interleaved.
+
+Run from the repository root (``make bench NAME=floors``):
+
+    .venv/bin/python bench/floors.py                          # SQLite and PostgreSQL
+    .venv/bin/python bench/floors.py --db sqlite --rounds 5
+    .venv/bin/python bench/floors.py --previous ../prev       # side by side with another
+                                                              # build: a checkout of the
+                                                              # previous commit
+
+``--variant NAME=VALUE`` adds this build with a setting changed (repeatable).
+
+Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput at
+concurrency 8 (``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's products
+(``ridercrm demo``). Each build gets its own fresh database and server; the rounds
+alternate builds and, within a round, healthz and products, so a noisy neighbour
+slows both sides of a ratio alike. Printed: per database and build, the medians of
+healthz and products requests per second and the median of the per-round ratios.
+
+``--previous DIR`` runs the ridercrm of ``DIR/src`` (a worktree of the previous
+commit, ``git worktree add DIR <commit>``) with this checkout's installed packages.
+PostgreSQL: ``--pg-url`` or ``$RIDERCRM_TEST_POSTGRES_URL`` (only 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from testkit.serve import free_port, run_cli, running_server
+
+from bench.harness import fresh_database
+
+CONCURRENCY = 8
+REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
+
+
+@dataclass
+class Build:
+    label: str
+    env: dict[str, str]
+    base: str = ""
+    key: str = ""
+    healthz: list[float] = field(default_factory=list)
+    products: list[float] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [p / h for h, p in zip(self.healthz, self.products, strict=True)]
+
+
+def wrk(url: str, seconds: float, headers: dict[str, str] | None = None) -> float:
+    """Requests per second ``wrk`` measured against ``url``; errors abort the run."""
+    command = ["wrk", "-t2", f"-c{CONCURRENCY}", f"-d{seconds:g}s"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
+    done = subprocess.run([*command, url], capture_output=True, text=True, check=True)
+    if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
+        raise SystemExit(f"wrk saw failed requests against {url}:\n{done.stdout}")
+    found = REQUESTS_PER_SECOND.search(done.stdout)
+    if found is None:
+        raise SystemExit(f"no throughput in wrk's output:\n{done.stdout}")
+    return float(found.group(1))
+
+
+@contextmanager
+def serving(build: Build, url: str, directory: Path) -> Iterator[None]:
+    env = {**build.env, "RIDERCRM_DATABASE_URL": url, "RIDERCRM_LOG_LEVEL": "WARNING"}
+    run_cli(["db", "upgrade"], env, timeout=300)
+    run_cli(["demo"], env, timeout=600)
+    out = run_cli(["keys", "create", "--name", "floors", "--scope", "products"], env, timeout=60)
+    build.key = out.strip().splitlines()[-1]
+    log = directory / f"{re.sub(r'[^A-Za-z0-9]+', '_', build.label)}.log"
+    with running_server(env, free_port(), log) as (base, _pid):
+        build.base = base
+        yield
+
+
+def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url: str | None):
+    with tempfile.TemporaryDirectory(prefix="ridercrm-floors-") as tmp, ExitStack() as stack:
+        for build in builds:
+            url = stack.enter_context(
+                fresh_database(kind, f"floors_{build.label}", Path(tmp), pg_url)
+            )
+            stack.enter_context(serving(build, url, Path(tmp)))
+        for build in builds:  # warm-up
+            wrk(f"{build.base}/crm/products", 1, {"Authorization": f"Bearer {build.key}"})
+        for _ in range(rounds):
+            for build in builds:
+                build.healthz.append(wrk(f"{build.base}/healthz", seconds))
+                build.products.append(
+                    wrk(
+                        f"{build.base}/crm/products",
+                        seconds,
+                        {"Authorization": f"Bearer {build.key}"},
+                    )
+                )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--previous", type=Path, help="a checkout of the previous commit")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also measure this build with a setting changed, e.g. RIDERCRM_SQLITE_SYNCHRONOUS=NORMAL",
+    )
+    parser.add_argument("--pg-url")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is needed (apt-get install wrk)")
+    kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    print(
+        f"| database | build | /healthz req/s | /crm/products req/s | products / healthz "
+        f"(median of {args.rounds} interleaved rounds, {args.seconds:g} s each, c={CONCURRENCY}) |"
+    )
+    print("|---|---|---|---|---|")
+    for kind in kinds:
+        builds = [Build("this", dict(os.environ))]
+        if args.previous is not None:
+            src = str((args.previous / "src").resolve())
+            previous_env = {**os.environ, "PYTHONPATH": src}
+            builds.append(Build("previous", previous_env))
+        for variant in args.variant:
+            name, _, value = variant.partition("=")
+            builds.append(Build(f"this, {name}={value}", {**os.environ, name: value}))
+        measure(kind, builds, args.rounds, args.seconds, args.pg_url)
+        for build in builds:
+            print(
+                f"| {kind} | {build.label} | {statistics.median(build.healthz):,.0f} | "
+                f"{statistics.median(build.products):,.0f} | "
+                f"{statistics.median(build.ratios()):.3f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
