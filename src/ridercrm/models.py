@@ -14,6 +14,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.reports.models import CourseWeekCount
+from ridercrm.sessions.models import CourseSession, WaitlistEntry
 from ridercrm.staff.models import StaffSession, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
@@ -25,6 +26,7 @@ __all__ = [
     "AuditRecord",
     "AuditSubject",
     "Base",
+    "CourseSession",
     "CourseWeekCount",
     "Delivery",
     "DuplicateCluster",
@@ -39,6 +41,7 @@ __all__ = [
     "Product",
     "StaffSession",
     "StaffUser",
+    "WaitlistEntry",
     "WebhookEndpoint",
     "WebhookTotal",
 ]

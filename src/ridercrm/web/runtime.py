@@ -181,8 +181,10 @@ def _authenticate(request: Request, scope: str) -> Caller:
         refusal = services.rate_limiter.check(caller.key_id)
         if refusal is not None:
             raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
-    if not keys.allows(caller.scopes, scope):
-        raise ApiError(403, f"API key lacks scope {scope!r}")
+    # "products|courses": any one of them will do.
+    wanted = scope.split("|")
+    if not any(keys.allows(caller.scopes, one) for one in wanted):
+        raise ApiError(403, "API key lacks scope " + " or ".join(map(repr, wanted)))
     return caller
 
 
