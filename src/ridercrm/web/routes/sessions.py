@@ -366,7 +366,7 @@ post(
     openapi_extra=openapi.request_body(SessionUpdate, example={"capacity": 14}),
     responses=openapi.responses(
         ok=(200, "The session as changed.", openapi.json_content(openapi.ref(SessionRead))),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        refused=(400, 401, 403, 404, 409, 413, 415, 429),
         notes={409: "Or fewer seats than are booked, or the session is cancelled."},
     ),
 )
