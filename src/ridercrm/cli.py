@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -9,7 +10,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,6 +26,7 @@ from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
+from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
 from ridercrm.transfer.commands import export_command, import_app
@@ -136,6 +138,8 @@ def serve(
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
     # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
+    # The waiting list's timer lives in the deliverer's process (lapsed offers pass on).
+    stop_timer = start_waitlist_timer(settings) if settings.webhook_deliverer else None
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
     try:
@@ -145,6 +149,8 @@ def serve(
             stop_rechecker()
         if stop_deliverer is not None:
             stop_deliverer()
+        if stop_timer is not None:
+            stop_timer()
 
 
 def _first_console_admin(sessions, sock, settings: Settings) -> None:  # type: ignore[no-untyped-def]
@@ -338,7 +344,20 @@ def demo_command(
 
 app.add_typer(import_app, name="import")
 app.add_typer(webhooks_app, name="webhooks")
-app.command("deliver")(deliver_command)
+
+
+@functools.wraps(deliver_command)
+def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
+    """Deliver webhooks until stopped (SIGINT or SIGTERM); run as many as you like. The
+    waiting list's timer runs beside it (lapsed offers pass to the next person)."""
+    stop_timer = start_waitlist_timer(Settings())
+    try:
+        deliver_command(*args, **kwargs)
+    finally:
+        stop_timer()
+
+
+app.command("deliver")(deliver_with_timer)
 app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
 app.command("export")(export_command)

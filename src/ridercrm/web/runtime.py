@@ -264,7 +264,8 @@ def _run_post(
     services = app_context(request)
     body = call.request_body or b""
     claim: idempotency.Claim | None = None
-    raw_key = request.headers.get("idempotency-key")
+    # Idempotency-Key is a POST's (DESIGN §10); a PATCH or DELETE says what it wants done.
+    raw_key = request.headers.get("idempotency-key") if request.method == "POST" else None
     try:
         if raw_key is not None:
             outcome_or_claim = _claim(services, call, raw_key, request, body)

@@ -363,7 +363,11 @@ post(
     method="PATCH",
     tags=["admin"],
     summary="Change a course session",
-    openapi_extra=openapi.request_body(SessionUpdate, example={"capacity": 14}),
+    # A PATCH takes no Idempotency-Key (only POSTs do).
+    openapi_extra={
+        **openapi.request_body(SessionUpdate, example={"capacity": 14}),
+        "parameters": [],
+    },
     responses=openapi.responses(
         ok=(200, "The session as changed.", openapi.json_content(openapi.ref(SessionRead))),
         refused=(400, 401, 403, 404, 409, 413, 415, 429),
