@@ -26,6 +26,7 @@ from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
+from ridercrm.rosters.commands import sessions_app
 from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
@@ -360,6 +361,7 @@ def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
 app.command("deliver")(deliver_with_timer)
 app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
+app.add_typer(sessions_app, name="sessions")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -48,7 +48,8 @@ def test_only_a_full_session_has_a_waiting_list(
     }
     assert seats.join(created["id"], b).json()["position"] == 2
     again = seats.join(created["id"], a)
-    assert again.status_code == 409 and "position 1" in again.json()["detail"]
+    assert again.status_code == 409
+    assert "position 1" in again.json()["detail"]
     assert [(e["person_id"], e["position"], e["state"]) for e in seats.waitlist(created["id"])] == [
         (a, 1, "waiting"),
         (b, 2, "waiting"),
