@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from ridercrm.courses import service as courses
@@ -124,34 +124,38 @@ def move_riders(
 
 def backfill(session: Session) -> list[CourseSession]:
     """Make a session, without capacity, for each product, site and start of the stored
-    courses that has none; return them."""
+    courses that has none (holding the seats of its booked and completed courses); return them."""
+    holding = func.sum(case((Asset.course_status.in_(SEAT_STATUSES), 1), else_=0))
     groups = session.execute(
-        select(Asset.product_id, Asset.course_location, Asset.course_datetime)
+        select(
+            Asset.product_id,
+            Asset.course_location,
+            Asset.course_datetime,
+            func.max(Asset.course_date_end),
+            holding,
+        )
         .where(Asset.course_location.is_not(None), Asset.course_datetime.is_not(None))
         .group_by(Asset.product_id, Asset.course_location, Asset.course_datetime)
         .order_by(Asset.course_datetime)
     ).all()
-    made = []
-    for product_id, location, start in groups:
-        if (
-            start is None
-            or location is None
-            or len(start) != 19
-            or seats.find(session, seats.Place(product_id, location, start))
-        ):
-            continue  # a date alone names no session
-        end = session.scalar(
-            select(func.max(Asset.course_date_end)).where(
-                Asset.product_id == product_id,
-                Asset.course_location == location,
-                Asset.course_datetime == start,
-            )
+    existing = {
+        (row.product_id, row.location, row.course_datetime)
+        for row in session.execute(
+            select(CourseSession.product_id, CourseSession.location, CourseSession.course_datetime)
         )
+    }
+    made = []
+    for product_id, location, start, end, booked in groups:
+        if len(start) != 19 or (product_id, location, start) in existing:
+            continue  # a date alone names no session
         data = SessionCreate(
             product_id=product_id,
             location=location,
             course_datetime=start,
             course_date_end=end if end and len(end) == 19 else None,
         )
-        made.append(create_session(session, data=data))
+        made.append(
+            sessions.create_session(session, data=data, booked=int(booked or 0), known_new=True)
+        )
+    session.flush()
     return made

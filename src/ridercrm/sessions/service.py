@@ -86,10 +86,16 @@ def find_session(session: Session, raw_id: str, *, lock: bool = False) -> Course
     return session.scalar(query.execution_options(populate_existing=True))
 
 
-def create_session(session: Session, *, data: SessionCreate, booked: int = 0) -> CourseSession:
-    """Store a new session; ``booked``: the courses it already holds (stored before it)."""
+def create_session(
+    session: Session, *, data: SessionCreate, booked: int = 0, known_new: bool = False
+) -> CourseSession:
+    """Store a new session; ``booked``: the courses it already holds (stored before it);
+    ``known_new``: the caller knows there is none at that product, site and start (a
+    backfill), so it is neither looked for nor flushed at once."""
     product = product_of(session, data.product_id)
-    taken = seats.find(session, seats.Place(product.id, data.location, data.course_datetime))
+    taken = None
+    if not known_new:
+        taken = seats.find(session, seats.Place(product.id, data.location, data.course_datetime))
     if taken is not None:
         raise SessionProblem(
             409,
@@ -111,7 +117,8 @@ def create_session(session: Session, *, data: SessionCreate, booked: int = 0) ->
         status=data.status,
     )
     session.add(row)
-    session.flush()
+    if not known_new:
+        session.flush()
     events.record(
         session,
         event_type=events.SESSION_CREATED,
