@@ -118,9 +118,13 @@ def serve(
     sessions = _sessions(settings, may_create=True)
     if demo:
         from ridercrm.demo import load_demo
+        from ridercrm.rosters.demo import load_demo_sessions
 
         loaded = load_demo(sessions, only_if_empty=True)
         console.print(f"demo data: {loaded}")
+        more = load_demo_sessions(sessions)
+        if more:
+            console.print(more)
         if not loaded.startswith("skipped"):
             from ridercrm.duplicates.commands import scan_demo
 
@@ -335,9 +339,13 @@ def demo_command(
 
     sessions = _sessions(may_create=True)
     try:
-        Console(highlight=False, soft_wrap=True).print(
-            load_demo(sessions, only_if_empty=not force), markup=False
-        )
+        from ridercrm.rosters.demo import load_demo_sessions
+
+        shown = Console(highlight=False, soft_wrap=True)
+        shown.print(load_demo(sessions, only_if_empty=not force), markup=False)
+        more = load_demo_sessions(sessions)
+        if more:
+            shown.print(more, markup=False)
     finally:
         engine = sessions.kw["bind"]
         engine.dispose()
