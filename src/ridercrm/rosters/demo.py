@@ -55,7 +55,11 @@ def load_demo_sessions(sessions: sessionmaker[Session], *, today: dt.date | None
         riders = list(
             session.scalars(
                 select(Person.id)
-                .where(Person.kind == CONTACT, Person.merged_into.is_(None))
+                .where(
+                    Person.kind == CONTACT,
+                    Person.merged_into.is_(None),
+                    Person.id.not_like("003DEMO%"),  # the README's people stay free
+                )
                 .order_by(Person.id)
                 .limit(40)
             )

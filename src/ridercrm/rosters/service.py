@@ -7,6 +7,7 @@ it keeps the status machine, the history, the events and the seat checks.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from ridercrm.courses.models import Asset
 from ridercrm.sessions import seats
 from ridercrm.sessions import service as sessions
 from ridercrm.sessions.models import CANCELLED, CourseSession
-from ridercrm.sessions.schemas import SessionCreate
+from ridercrm.sessions.schemas import SessionCreate, SessionRead
 
 SEAT_STATUSES = sorted(seats.SEAT_STATUSES)
 
@@ -159,3 +160,39 @@ def backfill(session: Session) -> list[CourseSession]:
         )
     session.flush()
     return made
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """A session the console warns about, and why."""
+
+    session: SessionRead
+    short_of_cover: bool
+    under_minimum: bool
+
+
+def short_of_cover(row: SessionRead) -> bool:
+    """Its instructors cannot take as many trainees as its capacity."""
+    if row.capacity is None or row.trainees_per_instructor is None:
+        return False
+    return (row.instructors or 0) * row.trainees_per_instructor < row.capacity
+
+
+def flag(row: SessionRead) -> Flagged:
+    return Flagged(
+        session=row,
+        short_of_cover=short_of_cover(row),
+        under_minimum=row.booked < row.minimum,
+    )
+
+
+def flagged(session: Session, *, today: dt.date, days: int) -> list[Flagged]:
+    """Sessions from today to ``days`` ahead, not cancelled, short of instructor cover or
+    under their minimum."""
+    window = sessions.Window(
+        start=f"{today} 00:00:00",
+        end=f"{today + dt.timedelta(days=days + 1)} 00:00:00",
+        include_cancelled=False,
+    )
+    found = [flag(row) for row in sessions.list_sessions(session, window)]
+    return [f for f in found if f.short_of_cover or f.under_minimum]
