@@ -10,9 +10,9 @@ from fastapi.responses import Response
 from markupsafe import Markup
 
 from ridercrm.reports import charts
-from ridercrm.rosters import service as rosters
 from ridercrm.reports import service as reports
 from ridercrm.reports.service import Dashboard, PassRate, PeriodError, WeeklySeries
+from ridercrm.rosters import service as rosters
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Visit
 
