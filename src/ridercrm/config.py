@@ -234,7 +234,7 @@ class Settings(BaseSettings):
         ),
     )
 
-    # --- course sessions (DESIGN §16, docs/decisions.md "Course sessions") ---
+    # --- course sessions (docs/decisions.md, "Course sessions") ---
     sessions_required: bool = Field(
         default=False,
         description="Operation 1: a booking that names no course session fails"

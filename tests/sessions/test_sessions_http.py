@@ -1,4 +1,4 @@
-"""Sessions over HTTP: the admin API, operation 1's seats, availability (DESIGN §16)."""
+"""Sessions over HTTP: the admin API, operation 1's seats, availability (docs/decisions.md, "Course sessions")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The waiting list (DESIGN §16): join a full session, a freed seat held for the first
+"""The waiting list (docs/decisions.md, "Course sessions"): join a full session, a freed seat held for the first
 in line, their booking takes it, an offer that lapses passes on by itself."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ridercrm import fields
+from ridercrm.products import values
 
 
 class ProductCreate(BaseModel):
@@ -18,13 +19,7 @@ class ProductCreate(BaseModel):
     code: fields.RequiredShortText = Field(description="Unique among products (409 if taken).")
     price: fields.RequiredPrice
     active: fields.Flag = True
-    trainees_per_instructor: int | None = Field(
-        default=None,
-        ge=1,
-        le=100,
-        description="Most trainees per instructor; a session's seats on sale are at most its"
-        " instructors times this (absent: no limit).",
-    )
+    trainees_per_instructor: values.TraineesPerInstructor = None
 
 
 PRODUCT_EXAMPLE: dict[str, Any] = {"name": "Learner course", "code": "L1", "price": "249.00"}

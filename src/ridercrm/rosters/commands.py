@@ -1,4 +1,4 @@
-"""`ridercrm sessions create|schedule|list|cancel|backfill` (DESIGN §16).
+"""`ridercrm sessions create|schedule|list|cancel|backfill` (docs/decisions.md, "Course sessions").
 
 Each command that writes is recorded in the audit trail as an admin API request is
 (method CLI, the command as its path), in the same transaction as its changes.

@@ -1,4 +1,4 @@
-"""Sessions and waiting-list entries in and out (DESIGN §16)."""
+"""Sessions and waiting-list entries in and out (docs/decisions.md, "Course sessions")."""
 
 from __future__ import annotations
 

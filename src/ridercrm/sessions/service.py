@@ -1,4 +1,4 @@
-"""Sessions: create, change, read, and list them for the booking website (DESIGN §16).
+"""Sessions: create, change, read, and list them for the booking website (docs/decisions.md, "Course sessions").
 
 Which courses sit in a session is the courses' business (``ridercrm.rosters`` counts and
 cancels them); this module keeps the session rows and their seat counts.

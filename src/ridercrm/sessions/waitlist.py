@@ -1,4 +1,4 @@
-"""A session's waiting list (DESIGN §16): join a full session, leave, be offered a seat.
+"""A session's waiting list (docs/decisions.md, "Course sessions"): join a full session, leave, be offered a seat.
 
 The line is the entries in state waiting or offered, ordered by ``rank``. A freed seat is
 held for the first waiting person at once (``seats.offer_free_seats``); the hold lapses

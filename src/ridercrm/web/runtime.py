@@ -264,7 +264,7 @@ def _run_post(
     services = app_context(request)
     body = call.request_body or b""
     claim: idempotency.Claim | None = None
-    # Idempotency-Key is a POST's (DESIGN §10); a PATCH or DELETE says what it wants done.
+    # Idempotency-Key is a POST's (docs/decisions.md); a PATCH or DELETE says what it wants done.
     raw_key = request.headers.get("idempotency-key") if request.method == "POST" else None
     try:
         if raw_key is not None:

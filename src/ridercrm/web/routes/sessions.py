@@ -1,4 +1,4 @@
-"""Course sessions: availability, the waiting list, and the admin API (DESIGN §16)."""
+"""Course sessions: availability, the waiting list, and the admin API (docs/decisions.md, "Course sessions")."""
 
 from __future__ import annotations
 
