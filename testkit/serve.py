@@ -66,15 +66,27 @@ def run_cli(
 
 @contextmanager
 def running_server(
-    env: dict[str, str], port: int, log_path: Path, command: str | None = None
+    env: dict[str, str],
+    port: int,
+    log_path: Path,
+    command: str | None = None,
+    workers: int = 1,
 ) -> Iterator[tuple[str, int]]:
-    """Start `ridercrm serve` (``command``: another build's ridercrm) on ``port`` with
-    exactly ``env``, its output in ``log_path``; wait for /healthz, yield its URL and pid,
-    stop it at the end."""
+    """Start `ridercrm serve` (``command``: another build's ridercrm; ``workers`` worker
+    processes) on ``port`` with exactly ``env``, its output in ``log_path``; wait for
+    /healthz, yield its URL and pid, stop it at the end."""
     base_url = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [command or ridercrm_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [
+                command or ridercrm_command(),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                *(["--workers", str(workers)] if workers > 1 else []),
+            ],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

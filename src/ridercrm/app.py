@@ -26,6 +26,7 @@ from ridercrm.web.routes.matching import router as matching_router
 from ridercrm.web.routes.people import crm_router as people_crm_router
 from ridercrm.web.routes.people import router as people_router
 from ridercrm.web.routes.products import router as products_router
+from ridercrm.web.routes.sessions import router as sessions_router
 from ridercrm.web.runtime import AppContext, app_context
 
 health = APIRouter(tags=["operations"])
@@ -127,6 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         audit_router,
         webhooks_router,
         duplicates_router,
+        sessions_router,
     ):
         api.include_router(router)
     app.include_router(api)

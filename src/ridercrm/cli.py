@@ -27,6 +27,8 @@ from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.people.index import keep_keys
+from ridercrm.rosters.commands import sessions_app
+from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import (
     StartupProblem,
@@ -132,9 +134,13 @@ def serve(
     sessions = _sessions(settings, may_create=True)
     if demo:
         from ridercrm.demo import load_demo
+        from ridercrm.rosters.demo import load_demo_sessions
 
         loaded = load_demo(sessions, only_if_empty=True)
         console.print(f"demo data: {loaded}")
+        more = load_demo_sessions(sessions)
+        if more:
+            console.print(more)
         if not loaded.startswith("skipped"):
             from ridercrm.duplicates.commands import scan_demo
 
@@ -153,6 +159,8 @@ def serve(
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
     # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
+    # The waiting list's timer lives in the deliverer's process (lapsed offers pass on).
+    stop_timer = start_waitlist_timer(settings) if settings.webhook_deliverer else None
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
     # The dashboard's weekly count deltas are folded into the counts here (reports.counts).
@@ -167,6 +175,8 @@ def serve(
             stop_rechecker()
         if stop_deliverer is not None:
             stop_deliverer()
+        if stop_timer is not None:
+            stop_timer()
 
 
 def _first_console_admin(sessions, sock, settings: Settings) -> None:  # type: ignore[no-untyped-def]
@@ -356,9 +366,13 @@ def demo_command(
 
     sessions = _sessions(may_create=True)
     try:
-        Console(highlight=False, soft_wrap=True).print(
-            load_demo(sessions, only_if_empty=not force), markup=False
-        )
+        from ridercrm.rosters.demo import load_demo_sessions
+
+        shown = Console(highlight=False, soft_wrap=True)
+        shown.print(load_demo(sessions, only_if_empty=not force), markup=False)
+        more = load_demo_sessions(sessions)
+        if more:
+            shown.print(more, markup=False)
     finally:
         engine = sessions.kw["bind"]
         engine.dispose()
@@ -366,9 +380,23 @@ def demo_command(
 
 app.add_typer(import_app, name="import")
 app.add_typer(webhooks_app, name="webhooks")
-app.command("deliver")(deliver_command)
+
+
+@functools.wraps(deliver_command)
+def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
+    """Deliver webhooks until stopped (SIGINT or SIGTERM); run as many as you like. The
+    waiting list's timer runs beside it (lapsed offers pass to the next person)."""
+    stop_timer = start_waitlist_timer(Settings())
+    try:
+        deliver_command(*args, **kwargs)
+    finally:
+        stop_timer()
+
+
+app.command("deliver")(deliver_with_timer)
 app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
+app.add_typer(sessions_app, name="sessions")
 app.command("export")(export_command)
 app.command("demo")(demo_command)
 

@@ -265,6 +265,33 @@ class Settings(BaseSettings):
         ),
     )
 
+    # --- course sessions (docs/decisions.md, "Course sessions") ---
+    sessions_required: bool = Field(
+        default=False,
+        description="Operation 1: a booking that names no course session fails"
+        " (`No such course session.`)",
+    )
+    waitlist_hold_hours: float = Field(
+        default=24.0,
+        gt=0,
+        le=24 * 30,
+        description="How long a freed seat is held for the first person waiting (fractions"
+        " allowed, e.g. 0.002)",
+    )
+    waitlist_timer_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="How often the deliverer's timer ends lapsed offers and passes them on",
+    )
+    sessions_flag_days: int = Field(
+        default=7,
+        ge=0,
+        le=365,
+        description="Console: flag sessions short of cover or under their minimum this many"
+        " days ahead",
+    )
+
     # --- staff console (src/ridercrm/web/console, docs/console.md) ---
     console_session_hours: float = Field(
         default=12.0, gt=0, le=24 * 30, description="Console: a sign-in lasts this long"

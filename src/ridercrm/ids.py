@@ -25,6 +25,7 @@ class RecordKind(enum.Enum):
     PRODUCT = "01t"
     ASSET = "02i"
     AUDIT = "a0A"
+    SESSION = "a0S"
 
     @property
     def prefix(self) -> str:

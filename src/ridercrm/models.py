@@ -14,6 +14,7 @@ from ridercrm.keys.models import ApiKey
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.reports.models import CourseWeekCount, CourseWeekDelta
+from ridercrm.sessions.models import CourseSession, WaitlistEntry
 from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 from ridercrm.transfer.models import ImportRun
 from ridercrm.web.idempotency.models import IdempotencyRecord
@@ -25,6 +26,7 @@ __all__ = [
     "AuditRecord",
     "AuditSubject",
     "Base",
+    "CourseSession",
     "CourseWeekCount",
     "CourseWeekDelta",
     "Delivery",
@@ -41,6 +43,7 @@ __all__ = [
     "StaffSession",
     "StaffSignInFailure",
     "StaffUser",
+    "WaitlistEntry",
     "WebhookEndpoint",
     "WebhookTotal",
 ]

@@ -27,6 +27,10 @@ ROUTES: list[tuple[str, str, str | None]] = [
     ("GET", "/daysheet", "viewer"),
     ("POST", "/daysheet", "staff"),
     ("GET", "/dashboard", "viewer"),
+    ("GET", "/sessions", "viewer"),
+    ("GET", "/sessions/a0SDEMO0000FULL2D4", "viewer"),
+    ("POST", "/sessions/a0SDEMO0000FULL2D4/move", "staff"),
+    ("POST", "/sessions/a0SDEMO0000FULL2D4/waitlist", "staff"),
     ("GET", "/audit", "viewer"),
     ("GET", "/audit/a0A000000000001AAA", "viewer"),
     ("GET", "/duplicates", "viewer"),
@@ -63,6 +67,7 @@ def _template(path: str) -> str:
         .replace("/users/someone/", "/users/{name}/")
         .replace("/merges/1", "/merges/{merge_id}")
         .replace("/duplicates/7", "/duplicates/{cluster_id}")
+        .replace("a0SDEMO0000FULL2D4", "{session_id}")
     )
 
 

@@ -26,6 +26,7 @@ from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
 from ridercrm.products.models import Product
+from ridercrm.sessions import seats
 
 COURSE_FIELDS = (
     "course_datetime",
@@ -117,6 +118,9 @@ def _change_status(session: Session, raw: dict[str, str], audit_id: str) -> Item
     except ItemRejected as rejected:
         result.receipt = _refusal(str(rejected), raw)
         return result
+    except seats.NoSeat as no_seat:
+        result.receipt = str(no_seat)
+        return result
     result.delivery = True
     return result
 
@@ -196,6 +200,10 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
                 return _carry_out(session, item, result, audit_id)
         except ItemRejected as rejected:
             result.receipt = _refusal(str(rejected), raw)
+            return result
+        except seats.NoSeat as no_seat:
+            # The fixed receipts ("Course is full.") go out exactly as written.
+            result.receipt = str(no_seat)
             return result
         except IntegrityError:
             # A concurrent request stored the same booking_number first; on the
@@ -324,6 +332,12 @@ def _book_new(
     problem = rules.feedback_error(item.course_status, item.course_feedback)
     if problem:
         raise ItemRejected(problem)
+    _take_seat(
+        session,
+        before=None,
+        after=_place(product.id, item.course_location, item.course_datetime, item.course_status),
+        person_ids={person.id},
+    )
     converted = person.kind == LEAD
     contact = (
         people.convert_lead(session, person)
@@ -380,6 +394,17 @@ def _update(
     problem = rules.feedback_error(target, feedback)
     if problem:
         raise ItemRejected(problem)
+    _take_seat(
+        session,
+        before=_place(asset.product_id, asset.course_location, asset.course_datetime, current),
+        after=_place(
+            asset.product_id,
+            item.course_location or asset.course_location,
+            item.course_datetime or asset.course_datetime,
+            target,
+        ),
+        person_ids={contact.id, *filter(None, [canonical_id(item.person_id)])},
+    )
     before = {name: getattr(asset, name) for name in events.COURSE_STATE_FIELDS}
     for name in COURSE_FIELDS:
         value = getattr(item, name)
@@ -421,3 +446,29 @@ def _fill(result: ItemResult, asset: Asset, contact: Person) -> None:
     result.asset_id = asset.id
     result.course_datetime = asset.course_datetime or ""
     result.course_date_end = asset.course_date_end or ""
+
+
+# --- Seats (issue 25) ------------------------------------------------------------------
+# The one step where booking meets sessions: a course created, moved, or changing status
+# takes or frees its session's seat here, before the item writes anything else (a full
+# session refuses the item with seats.NoSeat, nothing written). The rules are in
+# ridercrm.sessions.seats.
+
+
+def _place(
+    product_id: str, location: str | None, course_datetime: str | None, status: str | None
+) -> seats.Place | None:
+    """Where a course in ``status`` holds a seat; None when that status holds none."""
+    if not seats.holds_seat(status):
+        return None
+    return seats.Place(product_id, location, course_datetime)
+
+
+def _take_seat(
+    session: Session,
+    *,
+    before: seats.Place | None,
+    after: seats.Place | None,
+    person_ids: set[str],
+) -> None:
+    seats.move(session, before=before, after=after, person_ids=person_ids)

@@ -220,6 +220,56 @@ class PersonUnmergedData(BaseModel):
     audit_id: str | None = Field(description="The audit record of the request that undid it.")
 
 
+class SessionState(BaseModel):
+    """A course session's stored fields (issue 25); times are the site's local wall time."""
+
+    id: str = Field(description="The session (a0S...).")
+    product_id: str
+    location: str
+    course_datetime: str
+    course_date_end: str | None
+    capacity: int | None = Field(description="Seats; null: no limit.")
+    minimum: int
+    instructors: int | None
+    seats: int | None = Field(description="Seats on sale (capacity, limited by instructor cover).")
+    booked: int
+    held: int = Field(description="Seats held for waiting-list offers.")
+    status: Literal["scheduled", "confirmed", "cancelled"]
+
+
+class SessionCreatedData(BaseModel):
+    session: SessionState
+
+
+class SessionUpdatedData(BaseModel):
+    session: SessionState
+    fields: list[str] = Field(description="The names of the fields that changed.")
+
+
+class SessionCancelledData(BaseModel):
+    session: SessionState
+
+
+class SeatOfferedData(BaseModel):
+    session_id: str
+    person_id: str = Field(description="The first person waiting, who holds the seat.")
+    product_id: str
+    location: str
+    course_datetime: str = Field(description="Start, the site's local wall time.")
+    offered_until: str = Field(description="When the hold lapses (ISO 8601, UTC).")
+
+
+class WaitlistJoinedData(BaseModel):
+    session_id: str
+    person_id: str
+    position: int = Field(description="Place in line when joining (1 first).")
+
+
+class WaitlistLapsedData(BaseModel):
+    session_id: str
+    person_id: str = Field(description="Whose offer lapsed; the seat passes to the next.")
+
+
 class _Envelope(BaseModel):
     timestamp: str = Field(description="When the change was made (ISO 8601, UTC).")
 
@@ -281,6 +331,48 @@ class PersonUnmergedEvent(_Envelope):
     data: PersonUnmergedData
 
 
+class SessionCreatedEvent(_Envelope):
+    """A course session was created (admin API, CLI, backfill)."""
+
+    type: Literal["session.created"]
+    data: SessionCreatedData
+
+
+class SessionUpdatedEvent(_Envelope):
+    """A session's capacity, minimum, instructors, end or status changed."""
+
+    type: Literal["session.updated"]
+    data: SessionUpdatedData
+
+
+class SessionCancelledEvent(_Envelope):
+    """A session was cancelled; its bookings each have a course.status_changed."""
+
+    type: Literal["session.cancelled"]
+    data: SessionCancelledData
+
+
+class SeatOfferedEvent(_Envelope):
+    """A freed seat is held for the first person waiting until offered_until."""
+
+    type: Literal["session.seat_offered"]
+    data: SeatOfferedData
+
+
+class WaitlistJoinedEvent(_Envelope):
+    """A person joined a full session's waiting list."""
+
+    type: Literal["waitlist.joined"]
+    data: WaitlistJoinedData
+
+
+class WaitlistLapsedEvent(_Envelope):
+    """A held seat's offer lapsed unused; the seat passes to the next person waiting."""
+
+    type: Literal["waitlist.lapsed"]
+    data: WaitlistLapsedData
+
+
 EVENT_MODELS: dict[str, type[_Envelope]] = {
     "person.created": PersonCreatedEvent,
     "person.updated": PersonUpdatedEvent,
@@ -290,4 +382,10 @@ EVENT_MODELS: dict[str, type[_Envelope]] = {
     "course.status_changed": CourseStatusChangedEvent,
     "person.merged": PersonMergedEvent,
     "person.unmerged": PersonUnmergedEvent,
+    "session.created": SessionCreatedEvent,
+    "session.updated": SessionUpdatedEvent,
+    "session.cancelled": SessionCancelledEvent,
+    "session.seat_offered": SeatOfferedEvent,
+    "waitlist.joined": WaitlistJoinedEvent,
+    "waitlist.lapsed": WaitlistLapsedEvent,
 }

@@ -32,6 +32,12 @@ COURSE_UPDATED = "course.updated"
 COURSE_STATUS_CHANGED = "course.status_changed"
 PERSON_MERGED = "person.merged"
 PERSON_UNMERGED = "person.unmerged"
+SESSION_CREATED = "session.created"
+SESSION_UPDATED = "session.updated"
+SESSION_CANCELLED = "session.cancelled"
+SESSION_SEAT_OFFERED = "session.seat_offered"
+WAITLIST_JOINED = "waitlist.joined"
+WAITLIST_LAPSED = "waitlist.lapsed"
 EVENT_TYPES = (
     PERSON_CREATED,
     PERSON_UPDATED,
@@ -41,6 +47,12 @@ EVENT_TYPES = (
     COURSE_STATUS_CHANGED,
     PERSON_MERGED,
     PERSON_UNMERGED,
+    SESSION_CREATED,
+    SESSION_UPDATED,
+    SESSION_CANCELLED,
+    SESSION_SEAT_OFFERED,
+    WAITLIST_JOINED,
+    WAITLIST_LAPSED,
 )
 KNOWN_TYPES = EVENT_TYPES
 

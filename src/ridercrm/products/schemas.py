@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ridercrm import fields
+from ridercrm.products import values
 
 
 class ProductCreate(BaseModel):
@@ -18,6 +19,7 @@ class ProductCreate(BaseModel):
     code: fields.RequiredShortText = Field(description="Unique among products (409 if taken).")
     price: fields.RequiredPrice
     active: fields.Flag = True
+    trainees_per_instructor: values.TraineesPerInstructor = None
 
 
 PRODUCT_EXAMPLE: dict[str, Any] = {"name": "Learner course", "code": "L1", "price": "249.00"}

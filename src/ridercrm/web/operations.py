@@ -105,8 +105,10 @@ def post(
     openapi_extra: dict[str, Any] | None = None,
     responses: dict[int | str, dict[str, Any]] | None = None,
     tags: list[str] | None = None,
+    method: str = "POST",
 ) -> None:
-    """Register ``work`` as the POST operation ``name`` at ``path``.
+    """Register ``work`` as the POST operation ``name`` at ``path`` (``method``: PATCH or
+    DELETE instead, declared and run the same way).
 
     ``write=False`` is for POSTs that only read (matching): on SQLite they then do not
     queue behind writers for the write lock, and they store no audit record in the work's
@@ -144,7 +146,7 @@ def post(
     router.add_api_route(
         path,
         run,
-        methods=["POST"],
+        methods=[method],
         name=run.__name__,
         summary=summary,
         description=inspect.cleandoc(work.__doc__ or ""),

@@ -203,8 +203,10 @@ def _authenticate(request: Request, scope: str) -> Caller:
         refusal = services.rate_limiter.check(caller.key_id)
         if refusal is not None:
             raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
-    if not keys.allows(caller.scopes, scope):
-        raise ApiError(403, f"API key lacks scope {scope!r}")
+    # "products|courses": any one of them will do.
+    wanted = scope.split("|")
+    if not any(keys.allows(caller.scopes, one) for one in wanted):
+        raise ApiError(403, "API key lacks scope " + " or ".join(map(repr, wanted)))
     return caller
 
 
@@ -281,7 +283,8 @@ def _run_post(
     services = app_context(request)
     body = call.request_body or b""
     claim: idempotency.Claim | None = None
-    raw_key = request.headers.get("idempotency-key")
+    # Idempotency-Key is a POST's (docs/decisions.md); a PATCH or DELETE says what it wants done.
+    raw_key = request.headers.get("idempotency-key") if request.method == "POST" else None
     try:
         if raw_key is not None:
             outcome_or_claim = _claim(services, call, raw_key, request, body)

@@ -14,6 +14,7 @@ from ridercrm import fields
 from ridercrm.reports import charts
 from ridercrm.reports import service as reports
 from ridercrm.reports.service import Dashboard, PassRate, PeriodError, WeeklySeries
+from ridercrm.rosters import service as rosters
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Visit
 
@@ -103,6 +104,8 @@ async def dashboard(visit: Visit) -> Response:
     except PeriodError as problem:
         raise frame.ConsoleRefusal(400, f"{problem}.") from None
     board = await visit.read(lambda session: reports.dashboard(session, period=period))
+    days = frame.services_of(visit.request).settings.sessions_flag_days
+    watch = await visit.read(lambda session: len(rosters.flagged(session, today=today, days=days)))
     this_week = reports.monday(today)
     quick = [
         (weeks, this_week - dt.timedelta(weeks=weeks - 1), this_week + dt.timedelta(days=6))
@@ -120,5 +123,7 @@ async def dashboard(visit: Visit) -> Response:
             "booked": booked,
             "cancelled": cancelled,
             "cancelled_share": cancelled / booked if booked else 0.0,
+            "sessions_to_watch": watch,
+            "watch_days": days,
         },
     )

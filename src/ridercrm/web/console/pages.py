@@ -4,7 +4,16 @@ navigation, a NavItem to NAV (docs/console.md)."""
 
 from __future__ import annotations
 
-from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, duplicates, people
+from ridercrm.web.console import (
+    admin,
+    audit,
+    auth,
+    dashboard,
+    daysheet,
+    duplicates,
+    people,
+    sessions,
+)
 from ridercrm.web.console.frame import ConsoleRouter, NavItem
 
 ROUTERS: list[ConsoleRouter] = [
@@ -15,11 +24,13 @@ ROUTERS: list[ConsoleRouter] = [
     daysheet.router,
     dashboard.router,
     duplicates.router,
+    sessions.router,
 ]
 
 NAV: list[NavItem] = [
     NavItem("Find a person", "/people"),
     NavItem("Day sheet", "/daysheet"),
+    NavItem("Sessions", "/sessions"),
     NavItem("Dashboard", "/dashboard"),
     NavItem("Duplicates", "/duplicates"),
     NavItem("Audit", "/audit"),

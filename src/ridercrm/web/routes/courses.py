@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter
@@ -17,6 +17,7 @@ from ridercrm.courses.schemas import (
     RiderCoursesResponse,
 )
 from ridercrm.errors import ApiError
+from ridercrm.sessions.seats import SeatPolicy, use_policy
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, get, post
 from ridercrm.web.runtime import Reply
@@ -38,16 +39,22 @@ class Booking:
 
     items: list[Any]
     audit_id: str
+    seats: SeatPolicy = field(default_factory=SeatPolicy)
 
 
 def booking_of(body: Any, request: Requested) -> Booking:
     """The body's ``people_product`` items (at most RIDERCRM_MAX_ITEMS)."""
     limit = request.settings.max_items
-    return Booking(items_of(body, "people_product", limit=limit), request.audit_id)
+    policy = SeatPolicy(
+        required=request.settings.sessions_required,
+        hold_hours=request.settings.waitlist_hold_hours,
+    )
+    return Booking(items_of(body, "people_product", limit=limit), request.audit_id, policy)
 
 
 def rider_courses(session: Session, booking: Booking) -> Reply:
     """Book contacts or leads onto courses, or change the status of booked courses."""
+    use_policy(session, booking.seats)
     results = service.book_courses(session, items=booking.items, audit_id=booking.audit_id)
     answer = {"details": results, "audit_id": booking.audit_id}
     return Reply(

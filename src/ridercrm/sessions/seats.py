@@ -1,0 +1,348 @@
+"""Seats: what an operation-1 item takes and frees (docs/decisions.md, "Course sessions").
+
+A course that is booked or completed holds a seat of the session its product, location
+and ``course_datetime`` name. Taking one is a single conditional update of that
+session's own row (``booked = booked + 1 WHERE booked + held < seats``), run in the
+item's savepoint before the item writes anything else: the database decides, so two
+workers can never sell the last seat twice, and bookings of different sessions touch
+different rows. A seat held for a waiting-list offer is taken only by that person.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from ridercrm.db import utcnow
+from ridercrm.events import service as events
+from ridercrm.sessions.models import BOOKED as ENTRY_BOOKED
+from ridercrm.sessions.models import (
+    CANCELLED,
+    OFFERED,
+    WAITING,
+    CourseSession,
+    WaitlistEntry,
+)
+
+FULL = "Course is full."
+NO_SESSION = "No such course session."
+CANCELLED_SESSION = "The course session is cancelled."
+SEAT_STATUSES = frozenset({"booked", "completed - pass", "completed - fail"})
+
+SESSIONS = cast(Table, CourseSession.__table__)
+WAITLIST = cast(Table, WaitlistEntry.__table__)
+_POLICY = "ridercrm.seat_policy"
+
+
+@dataclass(frozen=True)
+class SeatPolicy:
+    """The settings seats follow: RIDERCRM_SESSIONS_REQUIRED, RIDERCRM_WAITLIST_HOLD_HOURS."""
+
+    required: bool = False
+    hold_hours: float = 24.0
+
+    @property
+    def hold(self) -> dt.timedelta:
+        return dt.timedelta(hours=self.hold_hours)
+
+
+class NoSeat(Exception):
+    """The item cannot have a seat; the message is its receipt, exactly."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a course sits: what names its session."""
+
+    product_id: str
+    location: str | None
+    course_datetime: str | None
+
+
+def _count(result: Any) -> int:
+    """Rows an UPDATE changed."""
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def use_policy(session: Session, policy: SeatPolicy) -> None:
+    """Make the seat rules of this transaction follow ``policy`` (the request's settings)."""
+    session.info[_POLICY] = policy
+
+
+def policy_of(session: Session) -> SeatPolicy:
+    policy = session.info.get(_POLICY)
+    return policy if isinstance(policy, SeatPolicy) else SeatPolicy()
+
+
+def holds_seat(status: str | None) -> bool:
+    return status in SEAT_STATUSES
+
+
+def find(session: Session, place: Place) -> CourseSession | None:
+    """The session a place names, or None."""
+    if place.location is None or place.course_datetime is None:
+        return None
+    return session.scalar(
+        select(CourseSession).where(
+            CourseSession.product_id == place.product_id,
+            CourseSession.location == place.location,
+            CourseSession.course_datetime == place.course_datetime,
+        )
+    )
+
+
+def move(
+    session: Session,
+    *,
+    before: Place | None,
+    after: Place | None,
+    person_ids: Collection[str],
+) -> None:
+    """A course leaves the seat of ``before`` and takes one at ``after`` (None: holds no
+    seat). The new seat is taken first; NoSeat leaves everything as it was."""
+    if before == after:
+        return
+    if after is not None:
+        take(session, after, person_ids=person_ids)
+    if before is not None:
+        release(session, before)
+
+
+def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None:
+    """Take a seat at ``place``, or raise NoSeat. No session there: nothing to take,
+    unless sessions are required."""
+    found = _session_id(session, place)
+    if found is None:
+        if policy_of(session).required:
+            raise NoSeat(NO_SESSION)
+        return
+    session_id, status = found
+    if status == CANCELLED:
+        raise NoSeat(CANCELLED_SESSION)
+    now = utcnow()
+    offer = session.execute(
+        update(WAITLIST)
+        .where(
+            WAITLIST.c.session_id == session_id,
+            WAITLIST.c.person_id.in_(list(person_ids)),
+            WAITLIST.c.state == OFFERED,
+            WAITLIST.c.offered_until > now,
+        )
+        .values(state=ENTRY_BOOKED, offered_until=None, updated_at=now)
+    )
+    if _count(offer):
+        # Their held seat becomes a booked one.
+        _counts(session, session_id, booked=1, held=-1)
+        return
+    taken = session.execute(
+        update(SESSIONS)
+        .where(
+            SESSIONS.c.id == session_id,
+            SESSIONS.c.status != CANCELLED,
+            or_(
+                SESSIONS.c.seats.is_(None),
+                SESSIONS.c.booked + SESSIONS.c.held < SESSIONS.c.seats,
+            ),
+        )
+        .values(booked=SESSIONS.c.booked + 1, updated_at=now)
+    )
+    if not _count(taken):
+        raise NoSeat(FULL)
+    # Someone waiting who books a free seat themselves leaves the line.
+    session.execute(
+        update(WAITLIST)
+        .where(
+            WAITLIST.c.session_id == session_id,
+            WAITLIST.c.person_id.in_(list(person_ids)),
+            WAITLIST.c.state == WAITING,
+        )
+        .values(state=ENTRY_BOOKED, updated_at=now)
+    )
+
+
+def release(session: Session, place: Place) -> None:
+    """Free a seat at ``place`` and hold it for the first person waiting."""
+    found = _session_id(session, place)
+    if found is None:
+        return
+    session_id, _status = found
+    session.execute(
+        update(SESSIONS)
+        .where(SESSIONS.c.id == session_id, SESSIONS.c.booked > 0)
+        .values(booked=SESSIONS.c.booked - 1, updated_at=utcnow())
+    )
+    offer_free_seats(session, session_id)
+
+
+def _session_id(session: Session, place: Place) -> tuple[str, str] | None:
+    if place.location is None or place.course_datetime is None:
+        return None
+    row = session.execute(
+        select(SESSIONS.c.id, SESSIONS.c.status).where(
+            SESSIONS.c.product_id == place.product_id,
+            SESSIONS.c.location == place.location,
+            SESSIONS.c.course_datetime == place.course_datetime,
+        )
+    ).first()
+    return (row.id, row.status) if row is not None else None
+
+
+def _counts(session: Session, session_id: str, *, booked: int = 0, held: int = 0) -> None:
+    session.execute(
+        update(SESSIONS)
+        .where(SESSIONS.c.id == session_id)
+        .values(
+            booked=SESSIONS.c.booked + booked,
+            held=SESSIONS.c.held + held,
+            updated_at=utcnow(),
+        )
+    )
+
+
+def offer_free_seats(session: Session, session_id: str) -> list[str]:
+    """Hold each free seat of the session for the next person waiting; return who.
+
+    Each hold is a conditional update of the session's row (``held + 1`` only while a
+    seat is free), so concurrent releases never hold one seat twice.
+    """
+    policy = policy_of(session)
+    offered: list[str] = []
+    while True:
+        entry = session.execute(
+            select(WAITLIST.c.id, WAITLIST.c.person_id)
+            .where(WAITLIST.c.session_id == session_id, WAITLIST.c.state == WAITING)
+            .order_by(WAITLIST.c.rank, WAITLIST.c.id)
+            .limit(1)
+        ).first()
+        if entry is None:
+            return offered
+        now = utcnow()
+        held = session.execute(
+            update(SESSIONS)
+            .where(
+                SESSIONS.c.id == session_id,
+                SESSIONS.c.status != CANCELLED,
+                SESSIONS.c.seats.is_not(None),
+                SESSIONS.c.booked + SESSIONS.c.held < SESSIONS.c.seats,
+            )
+            .values(held=SESSIONS.c.held + 1, updated_at=now)
+        )
+        if not _count(held):
+            return offered
+        until = now + policy.hold
+        session.execute(
+            update(WAITLIST)
+            .where(WAITLIST.c.id == entry.id)
+            .values(state=OFFERED, offered_until=until, updated_at=now)
+        )
+        _seat_offered(session, session_id, entry.person_id, until)
+        offered.append(entry.person_id)
+
+
+def offer_to(session: Session, entry_id: int) -> bool:
+    """Staff offer a free seat to this entry by hand (out of turn); False if none is free."""
+    row = session.execute(
+        select(WAITLIST.c.session_id, WAITLIST.c.person_id, WAITLIST.c.state).where(
+            WAITLIST.c.id == entry_id
+        )
+    ).first()
+    if row is None or row.state != WAITING:
+        return False
+    now = utcnow()
+    held = session.execute(
+        update(SESSIONS)
+        .where(
+            SESSIONS.c.id == row.session_id,
+            SESSIONS.c.status != CANCELLED,
+            or_(
+                SESSIONS.c.seats.is_(None),
+                SESSIONS.c.booked + SESSIONS.c.held < SESSIONS.c.seats,
+            ),
+        )
+        .values(held=SESSIONS.c.held + 1, updated_at=now)
+    )
+    if not _count(held):
+        return False
+    until = now + policy_of(session).hold
+    session.execute(
+        update(WAITLIST)
+        .where(WAITLIST.c.id == entry_id)
+        .values(state=OFFERED, offered_until=until, updated_at=now)
+    )
+    _seat_offered(session, row.session_id, row.person_id, until)
+    return True
+
+
+def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.datetime) -> None:
+    row = session.execute(
+        select(SESSIONS.c.product_id, SESSIONS.c.location, SESSIONS.c.course_datetime).where(
+            SESSIONS.c.id == session_id
+        )
+    ).one()
+    events.record(
+        session,
+        event_type=events.SESSION_SEAT_OFFERED,
+        subject=subject_of(session_id),
+        data={
+            "session_id": session_id,
+            "person_id": person_id,
+            "product_id": row.product_id,
+            "location": row.location,
+            "course_datetime": row.course_datetime,
+            "offered_until": until.isoformat(),
+        },
+    )
+
+
+def subject_of(session_id: str) -> str:
+    """The subject a session's events are delivered in order under."""
+    return f"session:{session_id}"
+
+
+def lapse_offers(session: Session, *, now: dt.datetime | None = None) -> list[tuple[str, str]]:
+    """End the offers past their time and pass each seat to the next person waiting;
+    return the (session, person) pairs that lapsed."""
+    now = now or utcnow()
+    due = session.execute(
+        select(WAITLIST.c.id, WAITLIST.c.session_id, WAITLIST.c.person_id)
+        .where(WAITLIST.c.state == OFFERED, WAITLIST.c.offered_until <= now)
+        .order_by(WAITLIST.c.offered_until)
+        .limit(500)
+    ).all()
+    lapsed: list[tuple[str, str]] = []
+    for entry in due:
+        ended = session.execute(
+            update(WAITLIST)
+            .where(
+                and_(
+                    WAITLIST.c.id == entry.id,
+                    WAITLIST.c.state == OFFERED,
+                    WAITLIST.c.offered_until <= now,
+                )
+            )
+            .values(state="lapsed", offered_until=None, updated_at=now)
+        )
+        if not _count(ended):
+            continue  # taken or withdrawn meanwhile
+        _counts(session, entry.session_id, held=-1)
+        events.record(
+            session,
+            event_type=events.WAITLIST_LAPSED,
+            subject=subject_of(entry.session_id),
+            data={"session_id": entry.session_id, "person_id": entry.person_id},
+        )
+        lapsed.append((entry.session_id, entry.person_id))
+        offer_free_seats(session, entry.session_id)
+    return lapsed
+
+
+def seats_left(row: Any) -> int | None:
+    """Seats still on sale (null: no limit)."""
+    if row.seats is None:
+        return None
+    return max(0, int(row.seats) - int(row.booked) - int(row.held))

@@ -1,0 +1,255 @@
+"""Sessions: create, change, read, and list them for the booking website (docs/decisions.md, "Course sessions").
+
+Which courses sit in a session is the courses' business (``ridercrm.rosters`` counts and
+cancels them); this module keeps the session rows and their seat counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.orm import Session
+
+from ridercrm.events import service as events
+from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.products.models import Product
+from ridercrm.sessions import seats
+from ridercrm.sessions.models import CANCELLED, IN_LINE, CourseSession, WaitlistEntry
+from ridercrm.sessions.schemas import SessionCreate, SessionRead, SessionUpdate
+
+STATE_FIELDS = (
+    "product_id",
+    "location",
+    "course_datetime",
+    "course_date_end",
+    "capacity",
+    "minimum",
+    "instructors",
+    "seats",
+    "booked",
+    "held",
+    "status",
+)
+
+
+class SessionProblem(ValueError):
+    """A session request that cannot be carried out; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Window:
+    """Availability's filters: a product, a site, and a period of start times."""
+
+    product_id: str | None = None
+    location: str | None = None
+    start: str | None = None  # first course_datetime included
+    end: str | None = None  # first course_datetime excluded
+    include_cancelled: bool = True
+    limit: int = 1000
+
+
+def seats_on_sale(
+    capacity: int | None, instructors: int | None, per_instructor: int | None
+) -> int | None:
+    """The capacity, or fewer where the product sets trainees per instructor."""
+    if capacity is None:
+        return None
+    if per_instructor is None or instructors is None:
+        return capacity
+    return min(capacity, instructors * per_instructor)
+
+
+def product_of(session: Session, raw_id: str) -> Product:
+    product_id = canonical_id(raw_id, RecordKind.PRODUCT)
+    product = session.get(Product, product_id) if product_id else None
+    if product is None:
+        raise SessionProblem(422, f"product_id: no product with id {raw_id}")
+    return product
+
+
+def find_session(session: Session, raw_id: str, *, lock: bool = False) -> CourseSession | None:
+    """The session with this id (15 or 18 characters), or None."""
+    session_id = canonical_id(raw_id, RecordKind.SESSION)
+    if session_id is None:
+        return None
+    query = select(CourseSession).where(CourseSession.id == session_id)
+    if lock:
+        query = query.with_for_update()
+    return session.scalar(query.execution_options(populate_existing=True))
+
+
+def create_session(
+    session: Session, *, data: SessionCreate, booked: int = 0, known_new: bool = False
+) -> CourseSession:
+    """Store a new session; ``booked``: the courses it already holds (stored before it);
+    ``known_new``: the caller knows there is none at that product, site and start (a
+    backfill), so it is neither looked for nor flushed at once."""
+    product = product_of(session, data.product_id)
+    taken = None
+    if not known_new:
+        taken = seats.find(session, seats.Place(product.id, data.location, data.course_datetime))
+    if taken is not None:
+        raise SessionProblem(
+            409,
+            f"course_datetime: product {product.id} already has session {taken.id} at"
+            f" {data.location} {data.course_datetime}",
+        )
+    row = CourseSession(
+        id=new_id(RecordKind.SESSION),
+        product_id=product.id,
+        location=data.location,
+        course_datetime=data.course_datetime,
+        course_date_end=data.course_date_end,
+        capacity=data.capacity,
+        minimum=data.minimum,
+        instructors=data.instructors,
+        seats=seats_on_sale(data.capacity, data.instructors, product.trainees_per_instructor),
+        booked=booked,
+        held=0,
+        status=data.status,
+    )
+    session.add(row)
+    if not known_new:
+        session.flush()
+    events.record(
+        session,
+        event_type=events.SESSION_CREATED,
+        subject=seats.subject_of(row.id),
+        data={"session": state(row)},
+    )
+    return row
+
+
+def update_session(session: Session, row: CourseSession, *, data: SessionUpdate) -> list[str]:
+    """Apply the fields sent (not a cancellation: ``rosters.cancel_session``); return the
+    names that changed. More seats on sale are offered to the people waiting at once."""
+    sent = data.model_dump(exclude_unset=True)
+    if sent.get("status") == CANCELLED:
+        raise ValueError("cancel a session with rosters.cancel_session")
+    if row.status == CANCELLED and sent:
+        raise SessionProblem(409, f"status: session {row.id} is cancelled")
+    for name in ("capacity", "minimum", "status"):
+        if name in sent and sent[name] is None and name != "capacity":
+            raise SessionProblem(400, f"{name}: cannot be null")
+    if "capacity" in sent and sent["capacity"] is not None and sent["capacity"] < row.booked:
+        raise SessionProblem(
+            409,
+            f"capacity: {row.booked} courses are booked in session {row.id}; move or cancel"
+            " some first",
+        )
+    before = {name: getattr(row, name) for name in STATE_FIELDS}
+    for name, value in sent.items():
+        setattr(row, name, value)
+    product = session.get(Product, row.product_id)
+    assert product is not None
+    row.seats = seats_on_sale(row.capacity, row.instructors, product.trainees_per_instructor)
+    session.flush()
+    changed = [name for name in STATE_FIELDS if getattr(row, name) != before[name]]
+    if changed:
+        events.record(
+            session,
+            event_type=events.SESSION_UPDATED,
+            subject=seats.subject_of(row.id),
+            data={"session": state(row), "fields": changed},
+        )
+    if "seats" in changed:
+        seats.offer_free_seats(session, row.id)
+        session.refresh(row)
+    return changed
+
+
+def mark_cancelled(session: Session, row: CourseSession) -> None:
+    """Mark a session cancelled (its courses were cancelled by the caller first); the
+    people waiting leave the line."""
+    row.status = CANCELLED
+    row.held = 0
+    session.execute(
+        update(seats.WAITLIST)
+        .where(seats.WAITLIST.c.session_id == row.id, seats.WAITLIST.c.state.in_(IN_LINE))
+        .values(state="removed", offered_until=None)
+    )
+    session.flush()
+    events.record(
+        session,
+        event_type=events.SESSION_CANCELLED,
+        subject=seats.subject_of(row.id),
+        data={"session": state(row)},
+    )
+
+
+def state(row: CourseSession) -> dict[str, Any]:
+    """A session's stored fields, as its events carry them."""
+    return {"id": row.id, **{name: getattr(row, name) for name in STATE_FIELDS}}
+
+
+def _read_query() -> Select[Any]:
+    line = (
+        select(func.count())
+        .where(WaitlistEntry.session_id == CourseSession.id, WaitlistEntry.state.in_(IN_LINE))
+        .correlate(CourseSession)
+        .scalar_subquery()
+    )
+    return select(CourseSession, Product.trainees_per_instructor, line.label("waitlist")).join(
+        Product, Product.id == CourseSession.product_id
+    )
+
+
+def _read(row: CourseSession, per_instructor: int | None, waitlist: int) -> SessionRead:
+    return SessionRead(
+        id=row.id,
+        product_id=row.product_id,
+        location=row.location,
+        course_datetime=row.course_datetime,
+        course_date_end=row.course_date_end,
+        capacity=row.capacity,
+        minimum=row.minimum,
+        instructors=row.instructors,
+        trainees_per_instructor=per_instructor,
+        seats=row.seats,
+        booked=row.booked,
+        held=row.held,
+        seats_left=seats.seats_left(row),
+        waitlist=waitlist,
+        status=row.status,
+    )
+
+
+def read_session(session: Session, session_id: str) -> SessionRead | None:
+    """One session with its seats and waiting list."""
+    canonical = canonical_id(session_id, RecordKind.SESSION)
+    if canonical is None:
+        return None
+    found = session.execute(
+        _read_query().where(CourseSession.id == canonical).execution_options(populate_existing=True)
+    ).first()
+    return _read(*found) if found is not None else None
+
+
+def list_sessions(session: Session, window: Window) -> list[SessionRead]:
+    """Sessions by start time, filtered by product, site and period (availability)."""
+    query = _read_query()
+    if window.location is not None:
+        query = query.where(CourseSession.location == window.location)
+    if window.product_id is not None:
+        query = query.where(CourseSession.product_id == window.product_id)
+    if window.start is not None:
+        query = query.where(CourseSession.course_datetime >= window.start)
+    if window.end is not None:
+        query = query.where(CourseSession.course_datetime < window.end)
+    if not window.include_cancelled:
+        query = query.where(CourseSession.status != CANCELLED)
+    query = query.order_by(CourseSession.course_datetime, CourseSession.location, CourseSession.id)
+    rows = session.execute(query.limit(window.limit)).all()
+    return [_read(*row) for row in rows]
+
+
+def sessions_of(session: Session, ids: Iterable[str]) -> Sequence[CourseSession]:
+    return session.scalars(select(CourseSession).where(CourseSession.id.in_(list(ids)))).all()

@@ -1,0 +1,376 @@
+"""Course sessions: availability, the waiting list, and the admin API (docs/decisions.md, "Course sessions")."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
+
+from ridercrm import fields
+from ridercrm.errors import ApiError
+from ridercrm.ids import RecordKind, canonical_id
+from ridercrm.rosters import service as rosters
+from ridercrm.sessions import seats, waitlist
+from ridercrm.sessions import service as sessions
+from ridercrm.sessions.models import CANCELLED, CourseSession
+from ridercrm.sessions.schemas import (
+    SESSION_EXAMPLE,
+    SessionCreate,
+    SessionRead,
+    SessionUpdate,
+    WaitlistJoin,
+    WaitlistRead,
+)
+from ridercrm.web import openapi
+from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.runtime import Reply
+from ridercrm.web.validation import parse_model
+
+router = APIRouter(tags=["sessions"])
+
+
+def policy_of(request: Requested) -> seats.SeatPolicy:
+    """The seat rules the settings set."""
+    settings = request.settings
+    return seats.SeatPolicy(
+        required=settings.sessions_required, hold_hours=settings.waitlist_hold_hours
+    )
+
+
+def _found(session: Session, session_id: str, *, lock: bool = False) -> CourseSession:
+    row = sessions.find_session(session, session_id, lock=lock)
+    if row is None:
+        raise ApiError(404, f"no course session with id {session_id}")
+    return row
+
+
+def _read(session: Session, row: CourseSession) -> dict[str, Any]:
+    found = sessions.read_session(session, row.id)
+    assert found is not None
+    return found.model_dump(mode="json")
+
+
+def _refused(problem: sessions.SessionProblem) -> ApiError:
+    return ApiError(problem.status, problem.reason, errors=[problem.reason])
+
+
+# --- Availability ---------------------------------------------------------------------
+
+
+def _bound(name: str, value: str | None, *, end: bool) -> str | None:
+    """A from/to bound as a course_datetime to compare with (``to``: the first excluded)."""
+    if value is None or value == "":
+        return None
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = dt.date.fromisoformat(text)
+            return f"{day + dt.timedelta(days=1) if end else day} 00:00:00"
+        moment = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        reason = f"{name}: must be a date YYYY-MM-DD or a date-time YYYY-MM-DD HH:MM:SS (the site's local time)"
+        raise ApiError(400, reason, errors=[reason]) from None
+    if end:
+        moment += dt.timedelta(seconds=1)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def sessions_asked(
+    product_id: str | None = Query(None, max_length=18, description="Only this product's."),
+    location: str | None = Query(None, max_length=40, description="Only this site's."),
+    from_: str | None = Query(
+        None,
+        alias="from",
+        max_length=19,
+        description="First day (YYYY-MM-DD) or start (YYYY-MM-DD HH:MM:SS), local time.",
+    ),
+    to: str | None = Query(
+        None,
+        max_length=19,
+        description="Last day (YYYY-MM-DD, included) or start (included), local time.",
+    ),
+    limit: int = Query(1000, ge=1, le=5000, description="Most sessions answered."),
+) -> sessions.Window:
+    """The filters; an unknown site or a malformed id is refused, an unknown product is
+    simply one without sessions."""
+    problems = []
+    product = None
+    if product_id:
+        product = canonical_id(product_id, RecordKind.PRODUCT)
+        if product is None:
+            problems.append(f"product_id: {product_id} is not a valid product id")
+    site = None
+    if location:
+        try:
+            site = fields.enumeration(fields.COURSE_LOCATIONS)(location)
+        except ValueError as exc:
+            problems.append(f"location: {exc}")
+    if problems:
+        raise ApiError(400, "; ".join(problems), errors=problems)
+    start, end = _bound("from", from_, end=False), _bound("to", to, end=True)
+    return sessions.Window(product_id=product, location=site, start=start, end=end, limit=limit)
+
+
+def list_sessions(session: Session, window: sessions.Window) -> list[SessionRead]:
+    """List sessions with their seats left and waiting list, by start time (local)."""
+    return sessions.list_sessions(session, window)
+
+
+get(
+    router,
+    "/crm/sessions",
+    list_sessions,
+    ask=sessions_asked,
+    name="crm.sessions",
+    scope="products|courses",
+    response=list[SessionRead],
+    ok="The sessions, earliest first.",
+    summary="Course sessions and their seats left (scope products or courses)",
+)
+
+# --- Waiting list -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WaitlistAsk:
+    session_id: str
+    person_id: str
+    policy: seats.SeatPolicy
+
+
+def join_of(body: Any, request: Requested) -> WaitlistAsk:
+    """The person who joins, and the session from the path."""
+    data = parse_model(WaitlistJoin, body)
+    return WaitlistAsk(request.path["session_id"], data.person_id, policy_of(request))
+
+
+def join_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
+    """Put a person on a full session's waiting list; answer their position."""
+    seats.use_policy(session, ask.policy)
+    row = _found(session, ask.session_id)
+    try:
+        entry = waitlist.join(session, row, raw_person_id=ask.person_id)
+    except sessions.SessionProblem as problem:
+        raise _refused(problem) from None
+    return Reply(entry.model_dump(mode="json"), status=201)
+
+
+post(
+    router,
+    "/crm/sessions/{session_id}/waitlist",
+    join_waitlist,
+    decode=join_of,
+    name="crm.join_waitlist",
+    scope="courses",
+    status_code=201,
+    summary="Join a full session's waiting list (scope courses)",
+    openapi_extra=openapi.request_body(WaitlistJoin, example={"person_id": "003Ab000000Xyz1AAA"}),
+    responses=openapi.responses(
+        ok=(201, "On the list.", openapi.json_content(openapi.ref(WaitlistRead))),
+        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
+        notes={
+            409: "Or the session has seats left (the reason names seats_left), or the"
+            " person is already on its list."
+        },
+    ),
+)
+
+
+def read_waitlist(session: Session, session_id: str) -> list[WaitlistRead]:
+    """List a session's waiting list: the line in order, then those who left it."""
+    row = _found(session, session_id)
+    return waitlist.entries(session, row.id)
+
+
+get(
+    router,
+    "/crm/sessions/{session_id}/waitlist",
+    read_waitlist,
+    name="crm.read_waitlist",
+    scope="courses",
+    response=list[WaitlistRead],
+    ok="The entries.",
+    summary="A session's waiting list (scope courses)",
+)
+
+
+def leave_of(_body: Any, request: Requested) -> WaitlistAsk:
+    """The session and person from the path."""
+    return WaitlistAsk(request.path["session_id"], request.path["person_id"], policy_of(request))
+
+
+def leave_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
+    """Take a person off a session's waiting list; a seat held for them passes on."""
+    seats.use_policy(session, ask.policy)
+    row = _found(session, ask.session_id)
+    try:
+        entry = waitlist.remove(session, row, raw_person_id=ask.person_id)
+    except sessions.SessionProblem as problem:
+        raise _refused(problem) from None
+    return Reply(entry.model_dump(mode="json"))
+
+
+post(
+    router,
+    "/crm/sessions/{session_id}/waitlist/{person_id}",
+    leave_waitlist,
+    decode=leave_of,
+    name="crm.leave_waitlist",
+    scope="courses",
+    method="DELETE",
+    empty_body_is_object=True,
+    endpoint="leave_waitlist",
+    summary="Leave a session's waiting list (scope courses)",
+    responses=openapi.responses(
+        ok=(200, "Off the list.", openapi.json_content(openapi.ref(WaitlistRead))),
+        refused=(400, 401, 403, 404, 429),
+    ),
+)
+
+# --- Admin ----------------------------------------------------------------------------
+
+
+def session_of(body: Any, _request: Requested) -> SessionCreate:
+    """The body as a new session's fields."""
+    return parse_model(SessionCreate, body)
+
+
+def create_session(session: Session, data: SessionCreate) -> Reply:
+    """Create a session: product, site, start and end (local time), capacity, minimum, instructors."""
+    try:
+        row = rosters.create_session(session, data=data)
+    except sessions.SessionProblem as problem:
+        raise _refused(problem) from None
+    return Reply(_read(session, row), status=201)
+
+
+post(
+    router,
+    "/admin/sessions",
+    create_session,
+    decode=session_of,
+    name="admin.create_session",
+    scope="admin",
+    status_code=201,
+    tags=["admin"],
+    summary="Create a course session",
+    openapi_extra=openapi.request_body(SessionCreate, example=SESSION_EXAMPLE),
+    responses=openapi.responses(
+        ok=(201, "Created.", openapi.json_content(openapi.ref(SessionRead))),
+        refused=openapi.ADMIN_POST_REFUSALS,
+        notes={409: "Or the product already has a session at that site and start."},
+    ),
+)
+
+
+def admin_sessions_asked(
+    product_id: str | None = Query(None, max_length=18, description="Only this product's."),
+    location: str | None = Query(None, max_length=40, description="Only this site's."),
+    from_: str | None = Query(None, alias="from", max_length=19, description="First day or start."),
+    to: str | None = Query(None, max_length=19, description="Last day or start (included)."),
+    limit: int = Query(1000, ge=1, le=5000, description="Most sessions answered."),
+) -> sessions.Window:
+    """The same filters as availability."""
+    return sessions_asked(product_id, location, from_, to, limit)
+
+
+def admin_list_sessions(session: Session, window: sessions.Window) -> list[SessionRead]:
+    """List sessions (cancelled ones included) with their seats, by start time."""
+    return sessions.list_sessions(session, window)
+
+
+get(
+    router,
+    "/admin/sessions",
+    admin_list_sessions,
+    ask=admin_sessions_asked,
+    name="admin.list_sessions",
+    scope="admin",
+    response=list[SessionRead],
+    ok="The sessions, earliest first.",
+    summary="List course sessions",
+    tags=["admin"],
+)
+
+
+def admin_read_session(session: Session, session_id: str) -> SessionRead:
+    """Return one session with its seats and waiting list."""
+    found = sessions.read_session(session, session_id)
+    if found is None:
+        raise ApiError(404, f"no course session with id {session_id}")
+    return found
+
+
+get(
+    router,
+    "/admin/sessions/{session_id}",
+    admin_read_session,
+    name="admin.read_session",
+    scope="admin",
+    response=SessionRead,
+    ok="The session.",
+    summary="Read a course session",
+    tags=["admin"],
+)
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    session_id: str
+    data: SessionUpdate
+    audit_id: str
+    policy: seats.SeatPolicy
+
+
+def change_of(body: Any, request: Requested) -> SessionChange:
+    """The fields to change, and the session from the path."""
+    data = parse_model(SessionUpdate, body)
+    return SessionChange(request.path["session_id"], data, request.audit_id, policy_of(request))
+
+
+def update_session(session: Session, change: SessionChange) -> Reply:
+    """Change a session's capacity, minimum, instructors, end or status; status cancelled
+    cancels its bookings, more seats are offered to the waiting list at once."""
+    seats.use_policy(session, change.policy)
+    row = _found(session, change.session_id, lock=True)
+    data = change.data
+    try:
+        if data.status == CANCELLED:
+            rest = data.model_copy(update={"status": None})
+            sent = data.model_fields_set - {"status"}
+            if sent:
+                sessions.update_session(
+                    session, row, data=SessionUpdate.model_validate(rest.model_dump(include=sent))
+                )
+            rosters.cancel_session(session, row, audit_id=change.audit_id)
+        else:
+            sessions.update_session(session, row, data=data)
+    except sessions.SessionProblem as problem:
+        raise _refused(problem) from None
+    return Reply(_read(session, row))
+
+
+post(
+    router,
+    "/admin/sessions/{session_id}",
+    update_session,
+    decode=change_of,
+    name="admin.update_session",
+    scope="admin",
+    method="PATCH",
+    tags=["admin"],
+    summary="Change a course session",
+    # A PATCH takes no Idempotency-Key (only POSTs do).
+    openapi_extra={
+        **openapi.request_body(SessionUpdate, example={"capacity": 14}),
+        "parameters": [],
+    },
+    responses=openapi.responses(
+        ok=(200, "The session as changed.", openapi.json_content(openapi.ref(SessionRead))),
+        refused=(400, 401, 403, 404, 409, 413, 415, 429),
+        notes={409: "Or fewer seats than are booked, or the session is cancelled."},
+    ),
+)

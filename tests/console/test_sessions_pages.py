@@ -1,0 +1,96 @@
+"""Console: sessions per site and week, a session's roster and waiting list, moving riders,
+staff actions on the line, and the sessions to watch counted on the dashboard (issue 25)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+from tests.console.conftest import csrf
+from tests.sessions.helpers import START, Seats
+
+
+def test_week_page_shows_seats_waiting_list_and_cover(
+    client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
+) -> None:
+    seats = Seats(client, admin_headers, code="CBT", trainees_per_instructor=4)
+    full = seats.create(capacity=8, instructors=1, minimum=3)
+    seats.book()
+    viewer = console_as("viewer")
+    page = viewer.get("/console/sessions", params={"site": "somerton", "week": START[:10]})
+    assert page.status_code == 200, page.text
+    assert full["id"] in page.text
+    assert "short of cover" in page.text
+    assert "under minimum (3)" in page.text
+    roster = viewer.get(f"/console/sessions/{full['id']}")
+    assert roster.status_code == 200
+    assert "Roster: 1 course" in roster.text
+    assert 'name="asset"' not in roster.text  # a viewer cannot move anyone
+    assert viewer.get("/console/sessions", params={"site": "mars"}).status_code == 400
+    assert viewer.get("/console/sessions/a0S000000000000AAA").status_code == 404
+
+
+def test_staff_move_a_roster_in_one_step_with_seats_checked(
+    client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
+) -> None:
+    seats = Seats(client, admin_headers)
+    here = seats.create(capacity=3)
+    there = seats.create(capacity=1, course_datetime="2026-12-12 08:30:00")
+    one, two = seats.book(), seats.book()
+    staff = console_as("staff")
+    token = csrf(staff)
+    refused = staff.post(
+        f"/console/sessions/{here['id']}/move", data={"csrf": token, "target": there["id"]}
+    )
+    assert "nobody was moved" in refused.text
+    assert "Course is full." in refused.text
+    assert seats.read(here["id"])["booked"] == 2
+    moved = staff.post(
+        f"/console/sessions/{here['id']}/move",
+        data={"csrf": token, "target": there["id"], "asset": one["asset_id"]},
+    )
+    assert moved.status_code == 200
+    assert "Done." in moved.text
+    assert (seats.read(here["id"])["booked"], seats.read(there["id"])["booked"]) == (1, 1)
+    asset = client.get(f"/admin/assets/{one['asset_id']}", headers=admin_headers).json()
+    assert asset["course_datetime"] == "2026-12-12 08:30:00"
+    assert two["delivery"] == "true"
+
+
+def test_staff_reorder_offer_and_remove_on_the_waiting_list(
+    client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
+) -> None:
+    seats = Seats(client, admin_headers)
+    session = seats.create(capacity=1)
+    booked = seats.book()
+    a, b = seats.person(), seats.person()
+    seats.join(session["id"], a)
+    seats.join(session["id"], b)
+    staff = console_as("staff")
+    token = csrf(staff)
+    url = f"/console/sessions/{session['id']}/waitlist"
+    staff.post(url, data={"csrf": token, "action": "move", "person": b, "position": "1"})
+    assert [e["person_id"] for e in seats.waitlist(session["id"])] == [b, a]
+    full = staff.post(url, data={"csrf": token, "action": "offer", "person": a})
+    assert "no seat is free" in full.text
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert seats.waitlist(session["id"])[0]["state"] == "offered"  # b, first after the reorder
+    staff.post(url, data={"csrf": token, "action": "remove", "person": b})
+    assert {e["person_id"]: e["state"] for e in seats.waitlist(session["id"])} == {
+        a: "offered",
+        b: "removed",
+    }
+
+
+def test_dashboard_counts_the_sessions_to_watch(
+    client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
+) -> None:
+    seats = Seats(client, admin_headers)
+    soon = (dt.date.today() + dt.timedelta(days=2)).isoformat()
+    seats.create(course_datetime=f"{soon} 08:30:00", minimum=4)
+    seats.create(course_datetime=f"{soon} 13:00:00", minimum=0)
+    page = console_as("viewer").get("/console/dashboard")
+    assert page.status_code == 200
+    assert "1 session in the next 7 days" in page.text

@@ -1,0 +1,102 @@
+"""`ridercrm sessions create|schedule|list|cancel|backfill` on the real database."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import Result
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from ridercrm.cli import app
+from tests.sessions.helpers import START, Seats
+
+runner = CliRunner()
+
+
+def ridercrm(db_url: str, *args: str) -> Result:
+    return runner.invoke(app, list(args), env={"RIDERCRM_DATABASE_URL": db_url})
+
+
+def test_create_list_and_cancel_with_its_bookings(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created = ridercrm(
+        db_url, "sessions", "create", "--product", seats.product, "--location", "Kilsyth",
+        "--start", "2026-12-07 09:00:00", "--hours", "3", "--capacity", "6", "--instructors", "2",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.output
+    made = json.loads(created.stdout)
+    assert (made["location"], made["course_date_end"], made["seats_left"]) == (
+        "kilsyth",
+        "2026-12-07 12:00:00",
+        6,
+    )
+    booked = seats.book(course_location="kilsyth", course_datetime="2026-12-07 09:00:00")
+    assert booked["delivery"] == "true"
+    listed = ridercrm(db_url, "sessions", "list", "--location", "kilsyth")
+    assert listed.exit_code == 0
+    assert made["id"] in listed.stdout
+    cancelled = ridercrm(db_url, "sessions", "cancel", made["id"])
+    assert cancelled.exit_code == 0, cancelled.output
+    assert "1 booking(s)" in cancelled.stdout
+    asset = client.get(f"/admin/assets/{booked['asset_id']}", headers=admin_headers).json()
+    assert asset["course_status"] == "cancelled"
+    audit = client.get(
+        "/admin/audit", params={"operation": "cli.sessions_cancel"}, headers=admin_headers
+    )
+    assert audit.status_code == 200
+    refused = ridercrm(
+        db_url,
+        "sessions",
+        "create",
+        "--product",
+        seats.product,
+        "--location",
+        "mars",
+        "--start",
+        START,
+    )
+    assert refused.exit_code == 1
+    assert "location" in refused.output
+
+
+def test_schedule_makes_a_weekly_pattern_and_skips_what_exists(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    args = ("sessions", "schedule", "--product", seats.product, "--location", "somerton",
+            "--first", "2026-12-05 08:30:00", "--weeks", "3", "--days", "sat,sun", "--capacity", "8")  # fmt: skip
+    first = ridercrm(db_url, *args)
+    assert first.exit_code == 0, first.output
+    assert "created 6 session(s); skipped 0" in first.stdout
+    again = ridercrm(db_url, *args)
+    assert "created 0 session(s); skipped 6" in again.stdout
+    listed = client.get(
+        "/crm/sessions", params={"location": "somerton"}, headers=admin_headers
+    ).json()
+    assert [s["course_datetime"][:10] for s in listed] == [
+        "2026-12-05", "2026-12-06", "2026-12-12", "2026-12-13", "2026-12-19", "2026-12-20",
+    ]  # fmt: skip
+    assert {s["capacity"] for s in listed} == {8}
+
+
+def test_backfill_makes_sessions_without_capacity_from_the_courses(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    seats.book()
+    seats.book()
+    seats.book(course_datetime="2026-12-06 08:30:00")
+    done = ridercrm(db_url, "sessions", "backfill")
+    assert done.exit_code == 0, done.output
+    assert "created 2 session(s)" in done.stdout
+    listed = client.get("/crm/sessions", headers=admin_headers).json()
+    assert [
+        (s["course_datetime"], s["booked"], s["capacity"], s["seats_left"]) for s in listed
+    ] == [
+        (START, 2, None, None),
+        ("2026-12-06 08:30:00", 1, None, None),
+    ]
+    assert "created 0 session(s)" in ridercrm(db_url, "sessions", "backfill").stdout

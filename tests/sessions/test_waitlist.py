@@ -1,0 +1,218 @@
+"""The waiting list (docs/decisions.md, "Course sessions"): join a full session, a freed seat held for the first
+in line, their booking takes it, an offer that lapses passes on by itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+from testkit.receiver import Receiver
+
+from ridercrm.config import Settings
+from ridercrm.events.delivery import Deliverer
+from ridercrm.events.models import Event
+from ridercrm.events.schemas import EVENT_MODELS
+from ridercrm.events.service import EVENT_TYPES
+from ridercrm.sessions.timer import start_waitlist_timer
+from tests.events.conftest import register
+from tests.sessions.helpers import START, Seats
+
+
+def full_session(seats: Seats, capacity: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    created = seats.create(capacity=capacity)
+    booked = [seats.book() for _ in range(capacity)]
+    assert all(b["delivery"] == "true" for b in booked)
+    return created, booked
+
+
+def test_only_a_full_session_has_a_waiting_list(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=2)
+    seats.book()
+    refused = seats.join(created["id"], seats.person())
+    assert refused.status_code == 409
+    assert "seats_left: 1" in refused.json()["detail"]
+    seats.book()
+    a, b = seats.person(), seats.person()
+    first = seats.join(created["id"], a)
+    assert first.status_code == 201, first.text
+    assert first.json() == {
+        "session_id": created["id"],
+        "person_id": a,
+        "position": 1,
+        "state": "waiting",
+        "offered_until": None,
+    }
+    assert seats.join(created["id"], b).json()["position"] == 2
+    again = seats.join(created["id"], a)
+    assert again.status_code == 409
+    assert "position 1" in again.json()["detail"]
+    assert [(e["person_id"], e["position"], e["state"]) for e in seats.waitlist(created["id"])] == [
+        (a, 1, "waiting"),
+        (b, 2, "waiting"),
+    ]
+    assert seats.read(created["id"])["waitlist"] == 2
+    unknown_person = seats.join(created["id"], "003000000000000AAA")
+    assert unknown_person.status_code == 422
+    assert seats.join("a0S000000000000AAA", a).status_code == 404
+    bad_body = client.post(
+        f"/crm/sessions/{created['id']}/waitlist", json={"who": a}, headers=admin_headers
+    )
+    assert bad_body.status_code == 400
+
+
+def test_a_freed_seat_is_held_for_the_first_in_line(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a, b = seats.person(), seats.person()
+    seats.join(created["id"], a)
+    seats.join(created["id"], b)
+    cancelled = seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})[0]
+    assert cancelled["delivery"] == "true"
+    line = seats.waitlist(created["id"])
+    assert (line[0]["person_id"], line[0]["state"]) == (a, "offered")
+    assert line[0]["offered_until"] is not None
+    assert (line[1]["person_id"], line[1]["state"]) == (b, "waiting")
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats_left"]) == (0, 1, 0)
+    # Anyone else sees the seat as taken; the person it is held for takes it.
+    assert seats.book(b)["receipt"] == "Course is full."
+    assert seats.book()["receipt"] == "Course is full."
+    taken = seats.book(a)
+    assert taken["delivery"] == "true", taken
+    assert [e["state"] for e in seats.waitlist(created["id"])] == ["waiting", "booked"]
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats_left"], read["waitlist"]) == (1, 0, 0, 1)
+
+
+def test_leaving_the_line_passes_a_held_seat_on(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a, b = seats.person(), seats.person()
+    seats.join(created["id"], a)
+    seats.join(created["id"], b)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    left = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
+    assert left.status_code == 200, left.text
+    assert left.json()["state"] == "removed"
+    states = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert states == {a: "removed", b: "offered"}
+    gone = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
+    assert gone.status_code == 404
+
+
+def test_more_capacity_is_offered_at_once(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created, _ = full_session(seats)
+    a = seats.person()
+    seats.join(created["id"], a)
+    grown = client.patch(
+        f"/admin/sessions/{created['id']}", json={"capacity": 3}, headers=admin_headers
+    )
+    assert grown.status_code == 200, grown.text
+    assert (grown.json()["held"], grown.json()["seats_left"]) == (1, 1)
+    assert seats.waitlist(created["id"])[0]["state"] == "offered"
+
+
+def _wait_for(check: Callable[[], bool], limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not check():
+        assert time.monotonic() < deadline, "the timer never acted"
+        time.sleep(0.05)
+
+
+def test_a_lapsed_offer_passes_to_the_next_without_anyone_acting(
+    make_client: Callable[..., TestClient],
+    admin_headers: dict[str, str],
+    settings: Settings,
+    sessions: sessionmaker[Session],
+) -> None:
+    quick = {"waitlist_hold_hours": 0.0002, "waitlist_timer_seconds": 0.05}  # 0.72 s holds
+    client = make_client(**quick)
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a, b = seats.person(), seats.person()
+    seats.join(created["id"], a)
+    seats.join(created["id"], b)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    stop = start_waitlist_timer(Settings(**{**settings.model_dump(), **quick}))
+    try:
+
+        def lapsed() -> bool:
+            return {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}[
+                a
+            ] == "lapsed"
+
+        _wait_for(lapsed)
+    finally:
+        stop()
+    # B's own hold may have lapsed too by now (a loaded machine polls slowly): the trail
+    # says what happened, in order.
+    with sessions() as session:
+        trail = [
+            (row.type, row.payload["data"]["person_id"])
+            for row in session.scalars(
+                select(Event)
+                .where(Event.type.in_(("session.seat_offered", "waitlist.lapsed")))
+                .order_by(Event.id)
+            )
+        ]
+    assert trail[:3] == [
+        ("session.seat_offered", a),
+        ("waitlist.lapsed", a),
+        ("session.seat_offered", b),
+    ]
+
+
+def test_session_and_waitlist_events_are_delivered_with_their_schemas(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    deliverer: Deliverer,
+) -> None:
+    _endpoint, secret = register(client, admin_headers, receiver.url, *EVENT_TYPES)
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a = seats.person()
+    seats.join(created["id"], a)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    client.patch(f"/admin/sessions/{created['id']}", json={"minimum": 2}, headers=admin_headers)
+    client.patch(
+        f"/admin/sessions/{created['id']}", json={"status": "cancelled"}, headers=admin_headers
+    )
+    deliverer.run_until_idle()
+    got = [r for r in receiver.delivered() if r.type.startswith(("session.", "waitlist."))]
+    assert all(r.verifies_with(secret) for r in got)
+    for request in got:
+        EVENT_MODELS[request.type].model_validate(request.payload)
+    assert [r.type for r in got] == [
+        "session.created",
+        "waitlist.joined",
+        "session.seat_offered",
+        "session.updated",
+        "session.cancelled",
+    ]
+    offered = got[2].payload["data"]
+    assert {
+        k: offered[k]
+        for k in ("session_id", "person_id", "product_id", "location", "course_datetime")
+    } == {
+        "session_id": created["id"],
+        "person_id": a,
+        "product_id": seats.product,
+        "location": "somerton",
+        "course_datetime": START,
+    }
+    assert offered["offered_until"]
