@@ -265,7 +265,7 @@ STREETS = (
 )  # fmt: skip
 
 # Street names: a word and a type (a suburb has hundreds of streets, not fifty).
-STREET_WORDS = tuple(
+_STREET_WORDS = (
     "Acacia Albert Alexander Anderson Arthur Ash Banksia Barkly Bay Beach Bell Birch Bluegum"
     " Boronia Bourke Bridge Brunswick Burke Cambridge Camden Canning Carrington Cedar Charles"
     " Chapel Church Clarendon Coral Crown Cypress Dalton Darling Derby Dorset Douglas Duke"
@@ -277,8 +277,9 @@ STREET_WORDS = tuple(
     " Queen Railway Regent River Robert Rose Russell Salisbury Sandy Scott Shepherd Smith"
     " Spring Station Stirling Sturt Sunset Sydney Tasman Thomas Union Victoria Vine Wade"
     " Walker Waratah Warrigal Water Waterloo Wattle Wellington Wentworth William Willow Wilson"
-    " Windsor Woodland York Yarra".split()  # noqa: SIM905 (a list of words, kept short)
+    " Windsor Woodland York Yarra"
 )
+STREET_WORDS = tuple(_STREET_WORDS.split())
 STREET_TYPES = ("Street", "Street", "Road", "Avenue", "Court", "Crescent", "Drive", "Place",
                 "Parade", "Grove", "Close", "Way", "Lane", "Terrace", "Circuit")  # fmt: skip
 
