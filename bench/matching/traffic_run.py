@@ -161,7 +161,8 @@ def splink_answers(data: traffic.Traffic, threshold: float = 0.9) -> Answers:
         ],
         retain_intermediate_calculation_columns=False,
     )
-    linker = Linker([stored, asked], settings, db_api=DuckDBAPI())
+    db = DuckDBAPI()  # Splink 5: tables are registered with the backend first
+    linker = Linker([db.register(stored), db.register(asked)], settings)
     linker.training.estimate_probability_two_random_records_match(
         [block_on("email"), block_on("first_name", "surname", "dob")], recall=0.8
     )
