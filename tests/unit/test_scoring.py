@@ -560,7 +560,7 @@ def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
 # What a verdict refused for, other than its total: the rules refusal() answers for.
 EARLY = (
     score.GUARD_OUTRIGHT, score.GUARD_NEAR, score.GUARD_GENERATION, score.TOO_LITTLE,
-    score.GUARD_TYPO, score.GUARD_LICENCE, score.GUARD_GENERATION_ADDRESS,
+    score.GUARD_TYPO, score.GUARD_LICENCE, score.GUARD_BIRTH_ADDRESS, score.GUARD_RELATIVE,
 )  # fmt: skip
 
 

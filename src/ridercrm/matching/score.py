@@ -43,9 +43,13 @@ GUARD_TYPO = (
     " agrees (household guard)"
 )
 GUARD_LICENCE = "licences on both sides differ at the household's address (household guard)"
-GUARD_GENERATION_ADDRESS = (
-    "birth dates a generation apart at the household's address, with other contact details,"
-    " and no licence agrees (household guard)"
+GUARD_BIRTH_ADDRESS = (
+    "birth dates that differ beyond a slip at the household's address, with other contact"
+    " details, and no licence agrees (household guard)"
+)
+GUARD_RELATIVE = (
+    "the given name only nearly agrees and the birth date differs in the household, and no"
+    " licence agrees (household guard)"
 )
 TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
 UNDER_THRESHOLD = "the total weight is under the match threshold"
@@ -357,17 +361,22 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
        Mei/Wei; or it is the stored family name while the family names do not swap)
        needs an agreeing licence, unless ``_not_a_relative``.
     2. A given name that only nearly agrees, with a differing licence: another person.
-    3. A given name that agrees only as a keyboard or scanner slip or a truncation needs
-       the e-mail, a phone or the licence to agree: with only the household's surname
-       and address it is the twin (Minh/Binh, Hui/Nui) or the sibling.
+    3. A given name that agrees only as a keyboard or scanner slip or a truncation (or,
+       at the household's address, only as ``close``: Huong/Phuong) needs the e-mail, a
+       phone or the licence to agree: with only the household's surname and address it
+       is the twin (Minh/Binh, Hui/Nui) or the sibling.
+    3b. A given name that only nearly agrees and a birth date that differs (or by two
+       digits) in the household (its e-mail, phone or address), no licence agreeing: two
+       personal fields off at once is another member (Anastasia/Anastasios).
     4. Licences on both sides that differ beyond a slip at the household's address: two
        people, whatever the household shares, unless the person's own fields agree (the
        given name, or both names crosswise, and the very birth date: a relative has
        another name or date; the licence was re-issued). A licence that changed with an
        interstate move comes with another address, and is left to the weights.
     5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
-       with no agreeing licence: another person under the household's e-mail or phone,
-       and at the household's address when the query carries contact details of its own.
+       with no agreeing licence: another person under the household's e-mail or phone;
+       birth dates that differ beyond a slip at the household's address, when the query
+       carries contact details of its own (each member their own mailbox and mobile).
     """
     given, licence = found["given_name"], found["licence"]
     licence_agrees = licence in _LICENCE_AGREES
@@ -381,36 +390,47 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
     ):
         return GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
-    names_agree = given in _GIVEN_AGREES or (
-        given == "swapped" and found["family_name"] == "swapped"
-    )
+    names_agree_crosswise = given == "swapped" and found["family_name"] == "swapped"
+    names_agree = given in _GIVEN_AGREES or names_agree_crosswise
     if licence == compare.DIFFERENT and not names_agree:
         return GUARD_NEAR
-    if (
-        given in compare.GIVEN_TYPO
-        and not licence_agrees
-        and found["email"] != "exact"
-        and found["phone"] != "exact"
+    contact_agrees = licence_agrees or found["email"] == "exact" or found["phone"] == "exact"
+    if not contact_agrees and (
+        given in compare.GIVEN_TYPO or (given == "close" and _same_address(found))
     ):
         return GUARD_TYPO
+    if (
+        not licence_agrees
+        and given not in ("exact", "nickname")
+        and not names_agree_crosswise
+        and found["date_of_birth"] in (compare.DIFFERENT, "two_digits")
+        and (found["email"] == "exact" or found["phone"] == "exact" or _same_address(found))
+    ):
+        return GUARD_RELATIVE
     if (
         licence == compare.DIFFERENT
         and not (names_agree and found["date_of_birth"] == "exact")
         and _same_address(found)
     ):
         return GUARD_LICENCE
-    if generation and not licence_agrees:
-        # A parent and a child of one name share the household's e-mail and phone, and
-        # the birth date alone tells them apart: a date a generation off is not a slip.
-        if found["email"] == "exact" or found["phone"] == "exact":
-            return GUARD_GENERATION
-        # Each with their own mailbox and mobile at the household's address. Without
-        # any e-mail or phone to compare (FEBRL's records) the rule stays out: there a
-        # date replaced outright is the commonest damage (docs/decisions.md).
-        if (found["email"] != compare.MISSING or found["phone"] != compare.MISSING) and (
-            _same_address(found)
-        ):
-            return GUARD_GENERATION_ADDRESS
+    if licence_agrees:
+        return None
+    # A parent and a child of one name share the household's e-mail and phone, and the
+    # birth date alone tells them apart: a date a generation off is not a slip.
+    if generation and (found["email"] == "exact" or found["phone"] == "exact"):
+        return GUARD_GENERATION
+    # Each with their own mailbox and mobile at the household's address: a birth date
+    # that differs beyond a slip is another member's. Without any e-mail or phone to
+    # compare (FEBRL's records) the rule stays out: there a date replaced outright is
+    # the commonest damage (docs/decisions.md, "Matching on real CRM traffic").
+    if (
+        (generation or found["date_of_birth"] == compare.DIFFERENT)
+        and found["email"] != "exact"
+        and found["phone"] != "exact"
+        and (found["email"] != compare.MISSING or found["phone"] != compare.MISSING)
+        and _same_address(found)
+    ):
+        return GUARD_BIRTH_ADDRESS
     return None
 
 
