@@ -361,13 +361,19 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
        Mei/Wei; or it is the stored family name while the family names do not swap)
        needs an agreeing licence, unless ``_not_a_relative``.
     2. A given name that only nearly agrees, with a differing licence: another person.
-    3. A given name that agrees only as a keyboard or scanner slip or a truncation (or,
-       at the household's address, only as ``close``: Huong/Phuong) needs the e-mail, a
-       phone or the licence to agree: with only the household's surname and address it
-       is the twin (Minh/Binh, Hui/Nui) or the sibling.
+    3. A given name that agrees only as a keyboard or scanner slip (or, at the
+       household's address, only as ``close``: Huong/Phuong) while the query brings an
+       e-mail or phone of its own that does not agree, and no licence agrees: the twin
+       (Hui/Nui) or the sibling. A truncation (Sukh/Sukhdeep) needs the e-mail, a phone
+       or the licence to agree, always.
     3b. A given name that only nearly agrees and a birth date that differs (or by two
        digits) in the household (its e-mail, phone or address), no licence agreeing: two
        personal fields off at once is another member (Anastasia/Anastasios).
+
+    Rules 3-5 read the query's e-mail and phones: a query and a stored person with
+    neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
+    and rules 1-2, because there a given name, birth date or licence damaged outright is
+    the data set's commonest damage, not a relative.
     4. Licences on both sides that differ beyond a slip at the household's address: two
        people, whatever the household shares, unless the person's own fields agree (the
        given name, or both names crosswise, and the very birth date: a relative has
@@ -394,22 +400,28 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
     names_agree = given in _GIVEN_AGREES or names_agree_crosswise
     if licence == compare.DIFFERENT and not names_agree:
         return GUARD_NEAR
-    contact_agrees = licence_agrees or found["email"] == "exact" or found["phone"] == "exact"
-    if not contact_agrees and (
-        given in compare.GIVEN_TYPO or (given == "close" and _same_address(found))
-    ):
-        return GUARD_TYPO
+    if given in compare.GIVEN_TYPO or given == "close":
+        contact = _contact(found)
+        if not licence_agrees and contact != "agrees":
+            if given == "truncated":  # only where the rest of the evidence is strong
+                return GUARD_TYPO
+            # a slip in a given name is a typo unless the query brings contact details of
+            # its own (without any, FEBRL's records, the weights decide)
+            if contact == "differs" and (given != "close" or _same_address(found)):
+                return GUARD_TYPO
     if (
         not licence_agrees
         and given not in ("exact", "nickname")
         and not names_agree_crosswise
         and found["date_of_birth"] in (compare.DIFFERENT, "two_digits")
-        and (found["email"] == "exact" or found["phone"] == "exact" or _same_address(found))
+        and _contact(found) != "missing"
+        and (_contact(found) == "agrees" or _same_address(found))
     ):
         return GUARD_RELATIVE
     if (
         licence == compare.DIFFERENT
         and not (names_agree and found["date_of_birth"] == "exact")
+        and _contact(found) != "missing"
         and _same_address(found)
     ):
         return GUARD_LICENCE
@@ -432,6 +444,15 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
     ):
         return GUARD_BIRTH_ADDRESS
     return None
+
+
+def _contact(found: Mapping[str, str]) -> str:
+    """The e-mail and phones together: ``agrees`` (either exact), ``differs`` (compared,
+    neither exact) or ``missing`` (nothing to compare)."""
+    email, phone = found["email"], found["phone"]
+    if email == "exact" or phone == "exact":
+        return "agrees"
+    return "missing" if email == compare.MISSING and phone == compare.MISSING else "differs"
 
 
 def _same_address(found: Mapping[str, str]) -> bool:
