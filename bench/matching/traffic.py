@@ -261,7 +261,7 @@ class _Maker:
             mobile_phone=self.mobile() if rng.random() < 0.93 else None,
             home_phone=None,
             drivers_license=self.licence(state) if rng.random() < 0.8 else None,
-            license_type=rng.choice(("Learner", "Probationary", "Full", None)),
+            license_type=rng.choice(("CYL", "CYP", None)),
             country="Australia",
             lead_source=rng.choice(("Web", "Phone Inquiry", "Other")) if kind == LEAD else None,
             opt_in=rng.random() < 0.5,

@@ -49,6 +49,7 @@ def _identity(data: dict[str, Any]) -> Any:
 
 
 EXPLAINED: dict[int, list[Any]] = {}
+NOT_CANDIDATES: list[int] = []  # stored riders the keys did not find (in-process only)
 
 
 def in_process(data: traffic.Traffic, train: bool) -> Answers:
@@ -76,6 +77,8 @@ def in_process(data: traffic.Traffic, train: bool) -> Answers:
         query = _identity(q.person_data)
         ids = lookup(query, index, stored, kinds, model, thresholds)
         answers[q.number], ranked, _ambiguous = decide(query, ids, stored, kinds, model, thresholds)
+        if q.expected is not None and q.expected not in ids:
+            NOT_CANDIDATES.append(q.number)
         if answers[q.number] != q.expected:
             EXPLAINED[q.number] = [
                 (i == q.expected, v.total, v.accepted, v.rule, v.levels) for i, v in ranked[:3]
@@ -318,6 +321,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"{anchor}: {time.perf_counter() - started:.0f} s", flush=True)
     print(table(results))
+    if args.in_process:
+        print(f"stored riders not found by the blocking keys: {len(NOT_CANDIDATES)}")
     if args.misses:
         shown: Counter[str] = Counter()
         for q in data.queries:

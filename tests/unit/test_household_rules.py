@@ -1,4 +1,4 @@
-"""The household rules of DESIGN §8 as amended (issue 24), one by one, without a database.
+"""The household rules of issue 24, one by one, without a database.
 
 A household shares surname, address, e-mail and phone; its members differ in given name,
 date of birth and licence. Each test builds the stored member and the query a relative

@@ -353,7 +353,7 @@ def _decide(
 
 
 def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
-    """The household guard (DESIGN §8): the rule that refuses the pair whatever its
+    """The household guard (the product decisions on households; docs/decisions.md, "Matching on real CRM traffic"): the rule that refuses the pair whatever its
     total, or None. ``found`` is read lazily by ``Scorer.refusal``: only the levels a
     rule needs are asked for, in this order.
 

@@ -69,7 +69,7 @@ def train(
     return Model(levels=levels, tf=_term_frequencies(identities), people=len(identities))
 
 
-# The household's tells (DESIGN §8): a birth date or a licence that differs. A store full
+# The household's tells (the product decisions on households; docs/decisions.md, "Matching on real CRM traffic"): a birth date or a licence that differs. A store full
 # of households teaches EM that these are cheap (its blocked pairs are mostly relatives
 # sharing address and e-mail, which EM reads as duplicates), so a trained model never
 # weighs them lighter than the shipped default does (docs/decisions.md, "Matching on real
