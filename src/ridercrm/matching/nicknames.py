@@ -7,8 +7,8 @@ Two sources, read on first use (not at import):
 - ``name_variants.csv`` beside this module: short and anglicised forms of the names of
   the communities the business serves (Greek, Italian, Arabic, Indian, Chinese,
   Filipino) and Australian diminutives, which the package lacks, each pair with its
-  source. No maintained package of these exists on PyPI (docs/decisions.md, "Matching on
-  real CRM traffic").
+  source. No maintained package of these exists on PyPI
+  (docs/decisions.md, "Matching on real CRM traffic").
 
 Truncations (Sukh/Sukhdeep, Sid/Siddharth) are not listed: ``compare`` has a level for
 them. Names are lower-case ASCII, as ``normalize.name`` makes them.

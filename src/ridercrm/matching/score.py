@@ -353,9 +353,9 @@ def _decide(
 
 
 def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
-    """The household guard (the product decisions on households; docs/decisions.md, "Matching on real CRM traffic"): the rule that refuses the pair whatever its
-    total, or None. ``found`` is read lazily by ``Scorer.refusal``: only the levels a
-    rule needs are asked for, in this order.
+    """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
+    that refuses the pair whatever its total, or None. ``found`` is read lazily by
+    ``Scorer.refusal``: only the levels a rule needs are asked for, in this order.
 
     1. A given name that differs outright (or a short slip no keyboard or scanner makes,
        Mei/Wei; or it is the stored family name while the family names do not swap)

@@ -69,11 +69,11 @@ def train(
     return Model(levels=levels, tf=_term_frequencies(identities), people=len(identities))
 
 
-# The household's tells (the product decisions on households; docs/decisions.md, "Matching on real CRM traffic"): a birth date or a licence that differs. A store full
-# of households teaches EM that these are cheap (its blocked pairs are mostly relatives
+# The household's tells: a birth date or a licence that differs. A store full of
+# households teaches EM that these are cheap (its blocked pairs are mostly relatives
 # sharing address and e-mail, which EM reads as duplicates), so a trained model never
-# weighs them lighter than the shipped default does (docs/decisions.md, "Matching on real
-# CRM traffic"). Heavier is allowed: a store may show them rarer among duplicates.
+# weighs them lighter than the shipped default does. Heavier is allowed: a store may
+# show them rarer among duplicates (docs/decisions.md, "Matching on real CRM traffic").
 FLOORED = (
     ("date_of_birth", "different"),
     ("date_of_birth", "two_digits"),
