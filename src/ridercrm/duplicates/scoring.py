@@ -203,6 +203,14 @@ class _Candidate:
     def phones(self) -> frozenset[str]:
         return self.identity.phones
 
+    @property
+    def postcode(self) -> str | None:
+        return self.identity.postcode
+
+    @property
+    def city(self) -> str | None:
+        return self.identity.city
+
 
 def _proposal(scorer: score.Scorer, other: _Candidate, review_threshold: float) -> Proposal | None:
     # The matcher's own refusals stand (household guard, too little personal evidence):

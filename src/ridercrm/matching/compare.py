@@ -23,12 +23,13 @@ DIFFERENT = "different"
 
 LEVELS: dict[str, tuple[str, ...]] = {
     "given_name": (
-        "exact", "nickname", "close", "phonetic", "near", "initial", "swapped", "short_slip",
-        DIFFERENT, MISSING,
+        "exact", "nickname", "close", "ocr_slip", "keyboard_slip", "truncated", "phonetic",
+        "near", "initial", "swapped", "short_slip", DIFFERENT, MISSING,
     ),
     "family_name": ("exact", "close", "part", "phonetic", "near", "swapped", DIFFERENT, MISSING),
     "date_of_birth": (
-        "exact", "day_month_swapped", "one_digit", "year_off", "two_digits", DIFFERENT, MISSING,
+        "exact", "day_month_swapped", "year_digits_swapped", "one_digit", "year_off",
+        "two_digits", DIFFERENT, MISSING,
     ),
     "email": ("exact", "close", DIFFERENT, MISSING),
     "phone": ("exact", DIFFERENT, MISSING),
@@ -42,9 +43,15 @@ LEVELS: dict[str, tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# A given name that differs outright (not a slip, nickname or initial), or by one slip in
-# a name of two or three letters (Mei, Wei: as likely a twin as a typo): the household guard.
+# A given name that differs outright (not a slip, nickname or initial), or by one letter
+# replaced in a name of four letters or fewer that no keyboard or scanner makes (Mei/Wei,
+# Minh/Binh: as likely a twin as a typo): the household guard.
 GIVEN_OUTRIGHT = (DIFFERENT, "short_slip")
+# A given name that agrees only if the rest of the evidence says it is the same person:
+# a slip a keyboard or a scanner makes in a short name (Hui/Nui, Emily/Ernily), or a
+# leading part of the other (Sukh/Sukhdeep). Accepted when the e-mail, a phone or the
+# licence agrees; with only the household's values (surname, address) another person.
+GIVEN_TYPO = ("ocr_slip", "keyboard_slip", "truncated")
 
 
 def _slips(first: str, second: str, most: int) -> int:
@@ -71,14 +78,25 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     q, s = "".join(query), "".join(stored)
     if q == s:
         return "exact"
-    if given and same_name_family(query[0], stored[0]):
+    if given and (same_name_family(query[0], stored[0]) or same_name_family(q, s)):
         return "nickname"
+    if given and len(query) == len(stored) and len(query) > 1 and sorted(query) == sorted(stored):
+        return "close"  # a compound given name in the other order (Paul John / John Paul)
     if len(query) != len(stored) and (set(query) <= set(stored) or set(stored) <= set(query)):
         # a middle name or one part of a compound surname left out
         return "close" if given else "part"
     shortest = min(len(q), len(s))
     slips = _slips(q, s, 2)
     similarity = JaroWinkler.similarity(q, s)
+    if given and shortest <= 4 and len(q) == len(s) and slips == 1 and not _transposed(q, s):
+        # one letter replaced in a short name: Minh/Binh are twins, Hui/Nui a slip
+        if _typo(q, s):
+            return "close"  # it makes no name (Max/Msx)
+        if _keyboard_slip(q, s):
+            return "keyboard_slip"
+        if _ocr_fold(q) == _ocr_fold(s):
+            return "ocr_slip"
+        return "short_slip"
     # close: one slip in four letters or more, or Jaro-Winkler 0.92 in five or more
     if (shortest >= 4 and slips <= 1) or (shortest >= 5 and similarity >= 0.92):
         return "close"
@@ -86,6 +104,10 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
         # a letter added or dropped in a short name (Jo/Joe, Mia/Miaq, Luke/Lue); a letter
         # replaced (Mei/Wei, Tom/Tim) is as likely another name: short_slip below
         return "close"
+    if not _transposed(q, s) and _ocr_fold(q) == _ocr_fold(s):
+        return "ocr_slip"  # rn read as m, cl as d (Emily/Ernily)
+    if given and _truncated(q, s):
+        return "truncated"
     if _sounds_alike(q, s):
         return "phonetic"
     # near: two slips in seven letters or more, or Jaro-Winkler 0.88 in five or more
@@ -101,6 +123,52 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
 
 
 _VOWELS = frozenset("aeiouy")
+_KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _key_neighbours() -> dict[str, frozenset[str]]:
+    """Letters next to each letter on a QWERTY keyboard (same row, and the rows above and
+    below within one key)."""
+    found: dict[str, set[str]] = {}
+    for row_number, row in enumerate(_KEY_ROWS):
+        for i, ch in enumerate(row):
+            near = found.setdefault(ch, set())
+            near.update(row[j] for j in (i - 1, i + 1) if 0 <= j < len(row))
+            for other in (row_number - 1, row_number + 1):
+                if 0 <= other < len(_KEY_ROWS):
+                    near.update(_KEY_ROWS[other][max(0, i - 1) : i + 2])
+            near.discard(ch)
+    return {ch: frozenset(near) for ch, near in found.items()}
+
+
+_NEIGHBOURS = _key_neighbours()
+# What a scanner or a hurried hand reads one glyph (or pair) as: rn/m, cl/d, 0/O, 1/l/I,
+# vv/w, 5/S, 8/B. Names are lower case here; digits survive normalize.name only in typos.
+_OCR = (("rn", "m"), ("cl", "d"), ("vv", "w"), ("0", "o"), ("1", "l"), ("i", "l"),
+        ("5", "s"), ("8", "b"))  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def _ocr_fold(name: str) -> str:
+    for seen, meant in _OCR:
+        name = name.replace(seen, meant)
+    return name
+
+
+def _transposed(first: str, second: str) -> bool:
+    return len(first) == len(second) and sorted(first) == sorted(second)
+
+
+def _keyboard_slip(first: str, second: str) -> bool:
+    """The same length, one letter replaced by its neighbour on the keyboard (Hui/Nui)."""
+    changed = [(a, b) for a, b in zip(first, second, strict=True) if a != b]
+    return len(changed) == 1 and changed[0][1] in _NEIGHBOURS.get(changed[0][0], frozenset())
+
+
+def _truncated(first: str, second: str) -> bool:
+    """One name a leading part of the other, three letters or more (Sukh/Sukhdeep)."""
+    short, long = sorted((first, second), key=len)
+    return len(short) >= 3 and len(long) > len(short) and long.startswith(short)
 
 
 def _typo(first: str, second: str) -> bool:
@@ -153,6 +221,8 @@ def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
         return "exact"
     if query.day == stored.month and query.month == stored.day and query.year == stored.year:
         return "day_month_swapped"
+    if _year_digits_swapped(query, stored):
+        return "year_digits_swapped"
     digits = sum(map(operator.ne, _digits(query), _digits(stored)))  # 8 digits each
     if digits == 1:
         return "one_digit"
@@ -172,11 +242,22 @@ GENERATION_YEARS = 14
 
 
 def generation_apart(query: dt.date | None, stored: dt.date | None) -> bool:
-    """Birth dates a generation apart: 14 calendar years or more, and not one digit from
-    each other (1965 typed for 1995 is one slip, whatever the years)."""
+    """Birth dates a generation apart: 14 calendar years or more, and not a keying slip:
+    one digit (1965 typed for 1995, whatever the years) or the year's last two digits
+    swapped with the day and month the same (1975 typed as 1957)."""
     if query is None or stored is None or abs(query.year - stored.year) < GENERATION_YEARS:
         return False
+    if _year_digits_swapped(query, stored):
+        return False  # 1975 keyed as 1957: a slip, the day and month agree
     return sum(map(operator.ne, _digits(query), _digits(stored))) > 1
+
+
+def _year_digits_swapped(query: dt.date, stored: dt.date) -> bool:
+    """The same day and month, the year's last two digits in the other order (1975/1957)."""
+    if (query.month, query.day) != (stored.month, stored.day) or query.year == stored.year:
+        return False
+    q, s = str(query.year), str(stored.year)
+    return q[:2] == s[:2] and q[2:] == s[3] + s[2]
 
 
 @lru_cache(maxsize=65536)

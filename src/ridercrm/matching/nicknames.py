@@ -1,98 +1,54 @@
 """Given names that are the same person's name: formal names and their nicknames.
 
-The families come from the `nicknames` package (Old Dominion University's maintained
-list of English given names and their diminutives), plus the Australian diminutives
-and the Greek, Italian, Arabic and Asian short forms common in Australia it lacks. Names are lower-case ASCII, as
-``normalize.name`` makes them.
+Two sources, read on first use (not at import):
+
+- the `nicknames` package (Old Dominion University's maintained list of English given
+  names and their diminutives);
+- ``name_variants.csv`` beside this module: short and anglicised forms of the names of
+  the communities the business serves (Greek, Italian, Arabic, Indian, Chinese,
+  Filipino) and Australian diminutives, which the package lacks, each pair with its
+  source. No maintained package of these exists on PyPI
+  (docs/decisions.md, "Matching on real CRM traffic").
+
+Truncations (Sukh/Sukhdeep, Sid/Siddharth) are not listed: ``compare`` has a level for
+them. Names are lower-case ASCII, as ``normalize.name`` makes them.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import csv
+from functools import cache, lru_cache
+from importlib import resources
 
 from nicknames import NickNamer
 
-# Formal name -> diminutives the nicknames package does not know (checked against
-# version 1.0.1: none of these pairs is in it).
-AUSTRALIAN: dict[str, tuple[str, ...]] = {
-    "david": ("davo",),
-    "lachlan": ("lachie", "lachy", "lockie"),
-    "joshua": ("josh",),
-    "catherine": ("cat",),
-    "sharon": ("shazza", "shaz"),
-    "gary": ("gazza", "gaz"),
-    "garry": ("gazza", "gaz"),
-    "barry": ("bazza", "baz"),
-    "robert": ("robbo",),
-    "thomas": ("thommo", "tommo"),
-    "john": ("johnno", "jonno"),
-    "jonathan": ("jono", "jonno"),
-    "stephen": ("stevo",),
-    "steven": ("stevo",),
-    "damien": ("damo",),
-    "dean": ("deano",),
-    "kerry": ("kezza",),
-    "terry": ("tezza",),
-    "terence": ("tezza", "tel"),
-    "warren": ("wazza", "waz"),
-    "harry": ("hazza",),
-    "lauren": ("lozza",),
-    "laura": ("lozza",),
-    "maurice": ("mozza", "mo"),
-    "nicholas": ("nicko", "nico"),
-    "benjamin": ("benno",),
-    "mark": ("marko",),
-    "michael": ("macca", "micko"),
-    "sarah": ("sazza",),
-    "karen": ("kazza",),
-    "darren": ("dazza",),
-    "daryl": ("dazza",),
-    "carol": ("cazza",),
-    "christopher": ("chrisso", "topher"),
-    "jeremy": ("jez",),
-    "kirsten": ("kirsty", "kirstie"),
-    "maxwell": ("max",),
-    "tobias": ("toby",),
-    "annabelle": ("anna", "bella", "belle"),
-    "sebastian": ("seb",),
-    # Greek, Italian, Arabic and other community forms common in Australia
-    "panagiotis": ("panos", "peter", "takis"),
-    "dimitrios": ("jim", "jimmy", "dimi", "mitsos"),
-    "konstantinos": ("con", "kosta", "dean"),
-    "georgios": ("george",),
-    "vasilios": ("bill", "vasili"),
-    "salvatore": ("sal", "toto"),
-    "giuseppe": ("joe", "pino", "beppe"),
-    "giovanni": ("john", "gianni"),
-    "francesco": ("frank", "franco"),
-    "mohammed": ("mo", "moe"),
-    "muhammad": ("mo", "moe"),
-    "mohamed": ("mo", "moe"),
-    "madeleine": ("maddie", "maddy"),
-    "madeline": ("maddie", "maddy"),
-    "rajesh": ("raj",),
-    "venkatesh": ("venky", "venkat"),
-    "srinivas": ("srini",),
-    "priyanka": ("priya",),
-    "xiaoming": ("ming",),
-    "lakshmi": ("laxmi",),
-}
 
-_NAMER = NickNamer()
-_EXTRA: dict[str, set[str]] = {}
-for _formal, _short in AUSTRALIAN.items():
-    for _name in _short:
-        _EXTRA.setdefault(_formal, set()).add(_name)
-        _EXTRA.setdefault(_name, set()).add(_formal)
+@cache
+def _namer() -> NickNamer:
+    return NickNamer()
+
+
+@cache
+def variants() -> dict[str, frozenset[str]]:
+    """name -> the names ``name_variants.csv`` pairs it with (both directions)."""
+    found: dict[str, set[str]] = {}
+    text = resources.files("ridercrm.matching").joinpath("name_variants.csv").read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    for row in csv.DictReader(lines):
+        formal, short = row["formal"].strip(), row["short"].strip()
+        found.setdefault(formal, set()).add(short)
+        found.setdefault(short, set()).add(formal)
+    return {name: frozenset(names) for name, names in found.items()}
 
 
 @lru_cache(maxsize=65536)
 def _family(name: str) -> frozenset[str]:
     """The name, its formal names and their diminutives."""
-    formal = {name} | _NAMER.canonicals_of(name) | _EXTRA.get(name, set())
+    namer, extra = _namer(), variants()
+    formal = {name} | namer.canonicals_of(name) | extra.get(name, frozenset())
     family = set(formal)
     for each in formal:
-        family |= _NAMER.nicknames_of(each) | _EXTRA.get(each, set())
+        family |= namer.nicknames_of(each) | extra.get(each, frozenset())
     return frozenset(family)
 
 

@@ -19,7 +19,7 @@ name, date of birth and licence, so
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,6 +37,19 @@ GUARD_NEAR = "the given name only nearly agrees and the licence differs (househo
 GUARD_GENERATION = (
     "birth dates a generation apart under the household's e-mail or phone, and no licence"
     " agrees (household guard)"
+)
+GUARD_TYPO = (
+    "the given name agrees only as a slip or a truncation, and no e-mail, phone or licence"
+    " agrees (household guard)"
+)
+GUARD_LICENCE = "licences on both sides differ at the household's address (household guard)"
+GUARD_BIRTH_ADDRESS = (
+    "birth dates that differ beyond a slip at the household's address, with other contact"
+    " details, and no licence agrees (household guard)"
+)
+GUARD_RELATIVE = (
+    "the given name only nearly agrees and the birth date differs in the household, and no"
+    " licence agrees (household guard)"
 )
 TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
 UNDER_THRESHOLD = "the total weight is under the match threshold"
@@ -142,6 +155,10 @@ class Personal(Protocol):
     @property
     def street(self) -> str | None: ...
     @property
+    def postcode(self) -> str | None: ...
+    @property
+    def city(self) -> str | None: ...
+    @property
     def email(self) -> str | None: ...
     @property
     def phones(self) -> frozenset[str]: ...
@@ -224,42 +241,59 @@ class Scorer:
         None when ``evaluate`` would refuse only for the total, or accept (no course named).
         """
         query = self.query
-        given = compare.given_name(query.first, stored.first, stored.last)
-        licence = compare.one_digit(query.licence, stored.licence)
-        born: str | None = None
-        family: str | None = None
-        if given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES:
-            # refused unless _not_a_relative: other family name, same birth date and street
-            # (birth_date's "exact": both known and equal)
-            if query.date_of_birth is None or query.date_of_birth != stored.date_of_birth:
-                return GUARD_OUTRIGHT
-            born = "exact"
-            family = compare.family_name(query.last, stored.last, stored.first)
-            if family in _SHARED_SURNAME or _street(query, stored) not in ("exact", "close"):
-                return GUARD_OUTRIGHT
-        if licence == compare.DIFFERENT and given not in _GIVEN_AGREES:
-            if given != "swapped":
-                return GUARD_NEAR
-            if family is None:
-                family = compare.family_name(query.last, stored.last, stored.first)
-            if family != "swapped":
-                return GUARD_NEAR
-        if licence not in _LICENCE_AGREES and compare.generation_apart(
-            query.date_of_birth, stored.date_of_birth
-        ):
-            email = compare.email(query.email, stored.email)
-            if email == "exact" or compare.phones(query.phones, stored.phones) == "exact":
-                return GUARD_GENERATION
-        if born is None:
-            born = compare.birth_date(query.date_of_birth, stored.date_of_birth)
+        found = _Lazy(
+            {
+                "given_name": lambda: compare.given_name(query.first, stored.first, stored.last),
+                "family_name": lambda: compare.family_name(query.last, stored.last, stored.first),
+                "date_of_birth": lambda: compare.birth_date(
+                    query.date_of_birth, stored.date_of_birth
+                ),
+                "email": lambda: compare.email(query.email, stored.email),
+                "phone": lambda: compare.phones(query.phones, stored.phones),
+                "licence": lambda: compare.one_digit(query.licence, stored.licence),
+                "street": lambda: _street(query, stored),
+                "postcode": lambda: compare.locality(
+                    query.postcode,
+                    stored.postcode,
+                    query.city,
+                    stored.city if query.city else None,
+                ),
+            }
+        )
+        generation = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
+        rule = _guard(found, generation=generation)
+        if rule is not None:
+            return rule
         personal = (
-            self._weight("given_name", given)
-            + self._weight("date_of_birth", born)
-            + self._weight("licence", licence)
+            self._weight("given_name", found["given_name"])
+            + self._weight("date_of_birth", found["date_of_birth"])
+            + self._weight("licence", found["licence"])
         ) + 0.0  # no course named: _verdict's weights.get("asset", 0.0)
         if personal < self.thresholds.personal:
             return TOO_LITTLE
         return None
+
+
+class _Lazy(Mapping[str, str]):
+    """Comparison levels computed when first read: a refusal compares only the fields
+    its rules ask for (most candidates of a whole-store scan are refused on the given
+    name and licence alone)."""
+
+    def __init__(self, makers: dict[str, Callable[[], str]]) -> None:
+        self._makers = makers
+        self._found: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        level = self._found.get(name)
+        if level is None:
+            level = self._found[name] = self._makers[name]()
+        return level
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
 
 
 def _locality_levels(query: Identity) -> tuple[str, ...]:
@@ -305,24 +339,9 @@ def _decide(
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/unit/test_scoring.py compares them).
     """
-    given, licence = found["given_name"], found["licence"]
-    outright = given in compare.GIVEN_OUTRIGHT and licence not in _LICENCE_AGREES
-    if outright and not _not_a_relative(found):
-        return False, GUARD_OUTRIGHT
-    # Both names swapped between the fields agree crosswise: no twin looks like that.
-    names_agree = given in _GIVEN_AGREES or (
-        given == "swapped" and found["family_name"] == "swapped"
-    )
-    if licence == compare.DIFFERENT and not names_agree:
-        return False, GUARD_NEAR
-    # A parent and a child of one name share the household's e-mail and phone, and the
-    # birth date alone tells them apart: a date a generation off is not a slip.
-    if (
-        generation
-        and licence not in _LICENCE_AGREES
-        and (found["email"] == "exact" or found["phone"] == "exact")
-    ):
-        return False, GUARD_GENERATION
+    rule = _guard(found, generation=generation)
+    if rule is not None:
+        return False, rule
     personal = (
         weights["given_name"] + weights["date_of_birth"] + weights["licence"]  # PERSONAL
     ) + weights.get("asset", 0.0)
@@ -333,11 +352,122 @@ def _decide(
     return True, REACHES_THRESHOLD
 
 
+def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
+    """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
+    that refuses the pair whatever its total, or None. ``found`` is read lazily by
+    ``Scorer.refusal``: only the levels a rule needs are asked for, in this order.
+
+    1. A given name that differs outright (or a short slip no keyboard or scanner makes,
+       Mei/Wei; or it is the stored family name while the family names do not swap)
+       needs an agreeing licence, unless ``_not_a_relative``.
+    2. A given name that only nearly agrees, with a differing licence: another person.
+    3. A given name that agrees only as a keyboard or scanner slip (or, at the
+       household's address, only as ``close``: Huong/Phuong) while the query brings an
+       e-mail or phone of its own that does not agree, and no licence agrees: the twin
+       (Hui/Nui) or the sibling. A truncation (Sukh/Sukhdeep) needs the e-mail, a phone
+       or the licence to agree, always.
+    3b. A given name that only nearly agrees and a birth date that differs (or by two
+       digits) in the household (its e-mail, phone or address), no licence agreeing: two
+       personal fields off at once is another member (Anastasia/Anastasios).
+
+    Rules 3-5 read the query's e-mail and phones: a query and a stored person with
+    neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
+    and rules 1-2, because there a given name, birth date or licence damaged outright is
+    the data set's commonest damage, not a relative.
+    4. Licences on both sides that differ beyond a slip at the household's address: two
+       people, whatever the household shares, unless the person's own fields agree (the
+       given name, or both names crosswise, and the very birth date: a relative has
+       another name or date; the licence was re-issued). A licence that changed with an
+       interstate move comes with another address, and is left to the weights.
+    5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
+       with no agreeing licence: another person under the household's e-mail or phone;
+       birth dates that differ beyond a slip at the household's address, when the query
+       carries contact details of its own (each member their own mailbox and mobile).
+    """
+    given, licence = found["given_name"], found["licence"]
+    licence_agrees = licence in _LICENCE_AGREES
+    if (
+        not licence_agrees
+        and (
+            given in compare.GIVEN_OUTRIGHT
+            or (given == "swapped" and found["family_name"] != "swapped")
+        )
+        and not _not_a_relative(found)
+    ):
+        return GUARD_OUTRIGHT
+    # Both names swapped between the fields agree crosswise: no twin looks like that.
+    names_agree_crosswise = given == "swapped" and found["family_name"] == "swapped"
+    names_agree = given in _GIVEN_AGREES or names_agree_crosswise
+    if licence == compare.DIFFERENT and not names_agree:
+        return GUARD_NEAR
+    if given in compare.GIVEN_TYPO or given == "close":
+        contact = _contact(found)
+        if not licence_agrees and contact != "agrees":
+            if given == "truncated":  # only where the rest of the evidence is strong
+                return GUARD_TYPO
+            # a slip in a given name is a typo unless the query brings contact details of
+            # its own (without any, FEBRL's records, the weights decide)
+            if contact == "differs" and (given != "close" or _same_address(found)):
+                return GUARD_TYPO
+    if (
+        not licence_agrees
+        and given not in ("exact", "nickname")
+        and not names_agree_crosswise
+        and found["date_of_birth"] in (compare.DIFFERENT, "two_digits")
+        and _contact(found) != "missing"
+        and (_contact(found) == "agrees" or _same_address(found))
+    ):
+        return GUARD_RELATIVE
+    if (
+        licence == compare.DIFFERENT
+        and not (names_agree and found["date_of_birth"] == "exact")
+        and _contact(found) != "missing"
+        and _same_address(found)
+    ):
+        return GUARD_LICENCE
+    if licence_agrees:
+        return None
+    # A parent and a child of one name share the household's e-mail and phone, and the
+    # birth date alone tells them apart: a date a generation off is not a slip.
+    if generation and (found["email"] == "exact" or found["phone"] == "exact"):
+        return GUARD_GENERATION
+    # Each with their own mailbox and mobile at the household's address: a birth date
+    # that differs beyond a slip is another member's. Without any e-mail or phone to
+    # compare (FEBRL's records) the rule stays out: there a date replaced outright is
+    # the commonest damage (docs/decisions.md, "Matching on real CRM traffic").
+    if (
+        (generation or found["date_of_birth"] == compare.DIFFERENT)
+        and found["email"] != "exact"
+        and found["phone"] != "exact"
+        and (found["email"] != compare.MISSING or found["phone"] != compare.MISSING)
+        and _same_address(found)
+    ):
+        return GUARD_BIRTH_ADDRESS
+    return None
+
+
+def _contact(found: Mapping[str, str]) -> str:
+    """The e-mail and phones together: ``agrees`` (either exact), ``differs`` (compared,
+    neither exact) or ``missing`` (nothing to compare)."""
+    email, phone = found["email"], found["phone"]
+    if email == "exact" or phone == "exact":
+        return "agrees"
+    return "missing" if email == compare.MISSING and phone == compare.MISSING else "differs"
+
+
+def _same_address(found: Mapping[str, str]) -> bool:
+    """The household's address: the street agrees, or with no street the postcode does."""
+    street = found["street"]
+    if street in ("exact", "close"):
+        return True
+    return street == compare.MISSING and found["postcode"] in ("exact", "exact_no_city")
+
+
 # Family-name levels under which the two could be relatives sharing the surname.
 _SHARED_SURNAME = ("exact", "close", "part", "phonetic", "near", compare.MISSING)
 
 
-def _not_a_relative(found: dict[str, str]) -> bool:
+def _not_a_relative(found: Mapping[str, str]) -> bool:
     """Both names differ, and the date of birth and the street are the same: not the twin
     or sibling the guard is for (they share the surname), but the stored person under
     other names; a co-resident under other names born the very same day is a coincidence

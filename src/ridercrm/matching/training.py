@@ -65,7 +65,28 @@ def train(
         name: {level: (m[name][level], u[name][level]) for level in prior.levels[name]}
         for name in prior.levels
     }
+    _floor_disagreements(levels, prior)
     return Model(levels=levels, tf=_term_frequencies(identities), people=len(identities))
+
+
+# The household's tells: a birth date or a licence that differs. A store full of
+# households teaches EM that these are cheap (its blocked pairs are mostly relatives
+# sharing address and e-mail, which EM reads as duplicates), so a trained model never
+# weighs them lighter than the shipped default does. Heavier is allowed: a store may
+# show them rarer among duplicates (docs/decisions.md, "Matching on real CRM traffic").
+FLOORED = (
+    ("date_of_birth", "different"),
+    ("date_of_birth", "two_digits"),
+    ("licence", "different"),
+)
+
+
+def _floor_disagreements(levels: dict[str, dict[str, tuple[float, float]]], prior: Model) -> None:
+    for name, level in FLOORED:
+        m, u = levels[name][level]
+        ceiling = prior.weights[name][level]
+        if m > 0 and u > 0 and math.log2(m / u) > ceiling:
+            levels[name][level] = (u * 2.0**ceiling, u)
 
 
 def _values(identity: Identity) -> dict[str, str | None]:
