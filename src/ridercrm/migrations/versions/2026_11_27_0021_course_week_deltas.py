@@ -10,7 +10,7 @@ deltas into the counts in the background (``serve``) and on ``reports rebuild``.
 sum of both tables is what counting the courses gives, exactly as the counts were.
 
 Revision ID: 0021
-Revises: 0015
+Revises: 0018
 Create Date: 2026-11-27
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021"
-down_revision: str | None = "0015"
+down_revision: str | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
