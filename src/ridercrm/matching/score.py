@@ -241,16 +241,25 @@ class Scorer:
         None when ``evaluate`` would refuse only for the total, or accept (no course named).
         """
         query = self.query
+        given = compare.given_name(query.first, stored.first, stored.last)
+        licence = compare.one_digit(query.licence, stored.licence)
+        if (
+            given in compare.GIVEN_OUTRIGHT
+            and licence not in _LICENCE_AGREES
+            and (query.date_of_birth is None or query.date_of_birth != stored.date_of_birth)
+        ):
+            # _guard's first rule, and _not_a_relative fails on the birth date: most
+            # pairs of a whole-store scan are refused here, before any other comparison
+            return GUARD_OUTRIGHT
         found = _Lazy(
+            {"given_name": given, "licence": licence},
             {
-                "given_name": lambda: compare.given_name(query.first, stored.first, stored.last),
                 "family_name": lambda: compare.family_name(query.last, stored.last, stored.first),
                 "date_of_birth": lambda: compare.birth_date(
                     query.date_of_birth, stored.date_of_birth
                 ),
                 "email": lambda: compare.email(query.email, stored.email),
                 "phone": lambda: compare.phones(query.phones, stored.phones),
-                "licence": lambda: compare.one_digit(query.licence, stored.licence),
                 "street": lambda: _street(query, stored),
                 "postcode": lambda: compare.locality(
                     query.postcode,
@@ -258,7 +267,7 @@ class Scorer:
                     query.city,
                     stored.city if query.city else None,
                 ),
-            }
+            },
         )
         generation = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
         rule = _guard(found, generation=generation)
@@ -279,9 +288,9 @@ class _Lazy(Mapping[str, str]):
     its rules ask for (most candidates of a whole-store scan are refused on the given
     name and licence alone)."""
 
-    def __init__(self, makers: dict[str, Callable[[], str]]) -> None:
+    def __init__(self, known: dict[str, str], makers: dict[str, Callable[[], str]]) -> None:
         self._makers = makers
-        self._found: dict[str, str] = {}
+        self._found = known
 
     def __getitem__(self, name: str) -> str:
         level = self._found.get(name)
@@ -290,10 +299,10 @@ class _Lazy(Mapping[str, str]):
         return level
 
     def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._makers)
+        return iter({**self._found, **self._makers})
 
     def __len__(self) -> int:
-        return len(self._makers)
+        return len({**self._found, **self._makers})
 
 
 def _locality_levels(query: Identity) -> tuple[str, ...]:
@@ -473,9 +482,11 @@ def _not_a_relative(found: Mapping[str, str]) -> bool:
     other names; a co-resident under other names born the very same day is a coincidence
     of about one in ten thousand. The street is required so that wrong names with a
     known e-mail do not tell a right birth date from a wrong one (tests/security)."""
+    # the birth date first: the cheapest to compare, and it settles most pairs of a
+    # whole-store scan (Scorer.refusal reads the levels lazily, in this order)
     return (
-        found["family_name"] not in _SHARED_SURNAME
-        and found["date_of_birth"] == "exact"
+        found["date_of_birth"] == "exact"
+        and found["family_name"] not in _SHARED_SURNAME
         and found["street"] in ("exact", "close")
     )
 
