@@ -126,11 +126,11 @@ def test_the_dashboard_draws_its_charts(
     expect(page.get_by_role("img", name="Bookings per week by site")).to_be_visible()
     bars = page.locator("#bookings-location rect title")
     assert sorted(bars.all_text_contents()) == [
-        "kilsyth, week of 2028-06-05: 2 courses",
-        "kilsyth, week of 2028-06-12: 1 courses",
+        "Kilsyth, week of 2028-06-05: 2 courses",
+        "Kilsyth, week of 2028-06-12: 1 courses",
     ]
     assert page.locator("#pass-location rect title").first.text_content() == (
-        "kilsyth: 50% passed (1 of 2)"
+        "Kilsyth: 50% passed (1 of 2)"  # the site by its proper name
     )
     expect(page.locator("#figure-pass-rate")).to_have_text("50%")
     expect(page.get_by_role("region", name="Pass rate by site: the numbers")).to_contain_text("50%")

@@ -89,6 +89,13 @@ def test_a_persons_page_fits_the_screen(sized: tuple[Any, int, Any], console_url
     save = page.get_by_role("button", name="Save changes").bounding_box()
     assert save is not None
     assert save["x"] + save["width"] <= width
+    if width < 600:
+        # Every control is a thumb's target, on the screen.
+        for control in page.locator("main input:visible, main select, main button").all():
+            box = control.bounding_box()
+            assert box is not None
+            assert box["height"] >= 44, control.evaluate("e => e.outerHTML")
+            assert box["x"] + box["width"] <= width
     shot("person")
 
 
