@@ -73,7 +73,7 @@ _checkout_key = pytest.StashKey[dict[str, tuple[int, int]]]()
 
 # The slow tests, by path (so that tests added on any branch are marked without editing
 # them): real `serve` processes with several workers, Chromium, 8 MB headers, scan
-# workers. Measured with `--durations` (docs/decisions.md, "make test and make test-all"):
+# workers. Measured with `--durations` (docs/decisions.md, "The newcomer and the CLI (issue 26, the CLI and security half)"):
 # together most of the suite's time. `make test` skips them with one line saying so;
 # `make test-all` (and .ci/run) runs them (`pytest --run-slow`).
 SLOW_PATHS = (

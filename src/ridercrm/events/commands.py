@@ -82,10 +82,16 @@ def webhooks_add(
 
 @webhooks_app.command("list")
 def webhooks_list() -> None:
-    """List endpoints, one a line: id, enabled, event types, URL, why disabled (never secrets)."""
+    """List endpoints, one a line: id, state and health, event types, URL, why disabled
+    (never secrets). Health: failing since when, how many deliveries wait, last success."""
     with _work(Settings()) as session:
         for endpoint in manage.list_endpoints(session):
+            health = manage.endpoint_health(session, endpoint.id)
             state = "enabled" if endpoint.enabled else f"disabled ({endpoint.disabled_reason})"
+            if health["failing_since"]:
+                state += f", failing since {health['failing_since']}"
+            state += f", {health['pending']} pending"
+            state += f", last success {health['last_success'] or 'never'}"
             console.print(
                 f"{endpoint.id}  {state}  {','.join(endpoint.event_types)}  {endpoint.url}"
                 + (f"  {endpoint.description}" if endpoint.description else "")

@@ -8,11 +8,19 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
-from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint
+from ridercrm.events.models import (
+    DELIVERED,
+    FAILED,
+    PENDING,
+    Delivery,
+    Event,
+    WebhookEndpoint,
+    is_open,
+)
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
 from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
 
@@ -202,9 +210,34 @@ def replay(
     return len(rows)
 
 
-def endpoint_json(endpoint: WebhookEndpoint) -> dict[str, Any]:
-    """An endpoint as the admin API shows it: never its secrets."""
+def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
+    """How an endpoint's deliveries are going: when one last succeeded, since when they
+    have been failing (the oldest delivery tried and not delivered since that success:
+    still retrying, or given up), and how many wait to be sent. `enabled` alone says
+    nothing of an endpoint whose every delivery fails."""
+    mine = Delivery.endpoint_id == endpoint_id
+    last_success = session.scalar(
+        select(func.max(Delivery.finished_at)).where(mine, Delivery.status == DELIVERED)
+    )
+    tried = (is_open(Delivery.status) & (Delivery.attempts > 0)) | (Delivery.status == FAILED)
+    failing = select(func.min(Delivery.created_at)).where(mine, tried)
+    if last_success is not None:
+        failing = failing.where(Delivery.created_at >= last_success)
+    pending = session.scalar(select(func.count()).where(mine, is_open(Delivery.status)))
     return {
+        "last_success": _iso(last_success),
+        "failing_since": _iso(session.scalar(failing)),
+        "pending": pending or 0,
+    }
+
+
+def endpoint_json(
+    endpoint: WebhookEndpoint, health: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An endpoint as the admin API shows it: never its secrets; with ``health``
+    (endpoint_health) when the caller read it."""
+    return {
+        **({"health": health} if health is not None else {}),
         "id": endpoint.id,
         "url": endpoint.url,
         "description": endpoint.description,

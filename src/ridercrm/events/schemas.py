@@ -61,8 +61,23 @@ class WebhookSecret(BaseModel):
     secret: str = Field(pattern="^whsec_", description="Verify signatures with it; keep it safe.")
 
 
+class WebhookHealth(BaseModel):
+    """How the endpoint's deliveries are going."""
+
+    last_success: str | None = Field(description="When a delivery last succeeded (UTC).")
+    failing_since: str | None = Field(
+        description="Created time of the oldest delivery tried and not delivered since the"
+        " last success (retrying or given up); null when nothing is failing."
+    )
+    pending: int = Field(description="Deliveries waiting to be sent (or being sent).")
+
+
 class WebhookRead(BaseModel):
     """An endpoint (never its secret)."""
+
+    health: WebhookHealth | None = Field(
+        None, description="Listing and reading an endpoint include it; changes do not."
+    )
 
     id: str
     url: str

@@ -102,7 +102,14 @@ post(
 
 def list_webhooks(session: Session, _: None) -> Reply:
     """List every endpoint with its state; a disabled one says why."""
-    return Reply({"webhooks": [manage.endpoint_json(e) for e in manage.list_endpoints(session)]})
+    return Reply(
+        {
+            "webhooks": [
+                manage.endpoint_json(e, manage.endpoint_health(session, e.id))
+                for e in manage.list_endpoints(session)
+            ]
+        }
+    )
 
 
 get(
@@ -120,7 +127,8 @@ get(
 def read_webhook(session: Session, webhook_id: str) -> Reply:
     """Return one endpoint (never its secret)."""
     try:
-        return Reply(manage.endpoint_json(manage.get_endpoint(session, webhook_id)))
+        endpoint = manage.get_endpoint(session, webhook_id)
+        return Reply(manage.endpoint_json(endpoint, manage.endpoint_health(session, endpoint.id)))
     except manage.NoSuchEndpoint as exc:
         raise _problem(exc) from None
 
