@@ -21,9 +21,10 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
 from ridercrm.duplicates.recheck import start_rechecker
-from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
+from ridercrm.events.commands import webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
+from ridercrm.notifications.commands import deliver_command, start_deliverer
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
@@ -134,7 +135,8 @@ def serve(
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = settings.base_path or ""
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
-    # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
+    # Webhooks and messages are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false:
+    # not here).
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None

@@ -32,6 +32,9 @@ COURSE_UPDATED = "course.updated"
 COURSE_STATUS_CHANGED = "course.status_changed"
 PERSON_MERGED = "person.merged"
 PERSON_UNMERGED = "person.unmerged"
+# Notifications (recorded by ridercrm.notifications.sender when a message's outcome is stored).
+MESSAGE_SENT = "message.sent"
+MESSAGE_FAILED = "message.failed"
 EVENT_TYPES = (
     PERSON_CREATED,
     PERSON_UPDATED,
@@ -41,6 +44,8 @@ EVENT_TYPES = (
     COURSE_STATUS_CHANGED,
     PERSON_MERGED,
     PERSON_UNMERGED,
+    MESSAGE_SENT,
+    MESSAGE_FAILED,
 )
 KNOWN_TYPES = EVENT_TYPES
 
