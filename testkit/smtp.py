@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import threading
@@ -25,6 +26,9 @@ class Mailbox:
     url: str = ""
     envelopes: list[tuple[str, list[str], bytes]] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    # Seconds between keeping a message and acknowledging it (a sender killed then has
+    # handed it over without knowing).
+    delay: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def refuse(self, *answers: str) -> None:
@@ -69,6 +73,8 @@ class _Handler:
             self.mailbox.envelopes.append(
                 (str(envelope.mail_from), list(envelope.rcpt_tos), bytes(content))
             )
+        if self.mailbox.delay:
+            await asyncio.sleep(self.mailbox.delay)
         return "250 Message accepted for delivery"
 
 

@@ -13,6 +13,7 @@ from ridercrm.db import session_scope
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.notifications.models import Message
 from ridercrm.notifications.timing import WALL_TIME, site_zone
+from ridercrm.products.models import Product
 from tests.courses import builders
 
 
@@ -34,7 +35,8 @@ def book(
     with session_scope(sessions, write=True) as session:
         if reminders is not None:
             session.info["ridercrm.notify_reminders"] = reminders
-        product = builders.product(session)
+        product = session.scalar(select(Product.id).where(Product.code == "LAP-SOM"))
+        product = product or builders.product(session)
         person_id = builders.person(session, **(person or {}))
         start = wall_time(starts_in, site)
         mobile = (person or {}).get("mobile_phone", "0412 345 678")

@@ -106,7 +106,9 @@ def test_a_refused_item_writes_no_message(sessions: sessionmaker[Session]) -> No
         results = courses.book_courses(
             session,
             # booked → booked is allowed, but a feedback on a booked course is refused.
-            items=[{"asset_id": asset_id, "course_status": "cancelled", "course_feedback": "pass A"}],
+            items=[
+                {"asset_id": asset_id, "course_status": "cancelled", "course_feedback": "pass A"}
+            ],
             audit_id=new_id(RecordKind.AUDIT),
         )
         assert not results[0].delivery

@@ -53,7 +53,10 @@ log = logging.getLogger("ridercrm.notifications")
 
 MESSAGE_SENT = events.MESSAGE_SENT
 MESSAGE_FAILED = events.MESSAGE_FAILED
-BATCH = 20
+# One message a claim: a claim's lease covers the one exchange it was sized for (a batch
+# sent in turn would outlive the leases of its last messages, which another sender would
+# then send too). Messages are few next to webhooks; a claim is one short transaction.
+BATCH = 1
 POLL_SECONDS = 1.0
 
 
@@ -122,12 +125,13 @@ class MessageSender:
         log.info("message sender stopped")
 
     def run_once(self) -> int:
-        """Claim what is due now, send it, store the outcomes; return how many were claimed."""
-        jobs = self.claim(BATCH)
+        """Claim what is due now, send it, store the outcomes; return how many messages were
+        handled (sent, or settled without sending: unsent, skipped, deferred)."""
+        jobs, handled = self._claim(BATCH)
         for job in jobs:
             outcome = self.send_safely(job)
             self.settle(job, outcome)
-        return len(jobs)
+        return handled
 
     def run_until_idle(self, timeout: float = 30.0) -> None:
         """Send until nothing is due (tests and one-shot runs)."""
@@ -152,19 +156,23 @@ class MessageSender:
 
     def claim(self, limit: int) -> list[Job]:
         """Claim up to ``limit`` due messages; settle at once those that cannot be sent."""
+        return self._claim(limit)[0]
+
+    def _claim(self, limit: int) -> tuple[list[Job], int]:
         if not self._anything_due():
-            return []
+            return [], 0
         with session_scope(self.sessions, write=True) as session:
             now = utcnow()
             query = self._due(now, limit)
             if session.get_bind().dialect.name == "postgresql":
                 query = query.with_for_update(skip_locked=True)
             jobs = []
-            for message in session.scalars(query).all():
+            rows = session.scalars(query).all()
+            for message in rows:
                 job = self._claim_one(session, message, now)
                 if job is not None:
                     jobs.append(job)
-            return jobs
+            return jobs, len(rows)
 
     def _claim_one(self, session: Session, message: Message, now: dt.datetime) -> Job | None:
         start = timing.course_start(message.course_datetime, message.location)
