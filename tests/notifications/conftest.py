@@ -8,6 +8,11 @@ import pytest
 from testkit.receiver import Receiver, receiving
 from testkit.smtp import Mailbox, smtp_server
 
+# The console's signed-in clients, for the notification pages.
+from tests.console.conftest import console_as, make_staff
+
+__all__ = ["console_as", "make_staff"]
+
 
 @pytest.fixture
 def mailbox() -> Iterator[Mailbox]:

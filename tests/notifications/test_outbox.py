@@ -66,7 +66,8 @@ def test_a_move_reschedules_the_reminders(sessions: sessionmaker[Session]) -> No
     pending = [m for m in rows if m.kind == "reminder" and m.status == PENDING]
     skipped = [m for m in rows if m.kind == "reminder" and m.status == SKIPPED]
     assert {m.course_datetime for m in pending} == {new_start}
-    assert len(pending) == 2 and len(skipped) == 2
+    assert len(pending) == 2
+    assert len(skipped) == 2
     assert {m.reason for m in skipped} == {"the course moved"}
     # A change that is not a move (an instructor) announces nothing.
     change(sessions, asset_id, rider_instructor_1="Jo Park")
@@ -78,10 +79,12 @@ def test_a_cancellation_drops_the_reminders(sessions: sessionmaker[Session]) -> 
     change(sessions, asset_id, course_status="cancelled")
     rows = messages(sessions, asset_id=asset_id)
     cancelled = [m for m in rows if m.kind == "cancelled"]
-    assert len(cancelled) == 1 and cancelled[0].status == PENDING
+    assert len(cancelled) == 1
+    assert cancelled[0].status == PENDING
     assert cancelled[0].sequence == 1
     reminders = [m for m in rows if m.kind == "reminder"]
-    assert reminders and all(m.status == SKIPPED for m in reminders)
+    assert reminders
+    assert all(m.status == SKIPPED for m in reminders)
     # Booked again: a new confirmation and new reminders.
     last = max(m.id for m in rows)
     change(sessions, asset_id, course_status="booked")

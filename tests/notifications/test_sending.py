@@ -62,7 +62,8 @@ def test_confirmation_email_with_invitation(
     assert mail.get_content_type() == "multipart/mixed"
     body = mail.get_body(preferencelist=("plain",))
     html = mail.get_body(preferencelist=("html",))
-    assert body is not None and html is not None
+    assert body is not None
+    assert html is not None
     assert "Hi Ann," in body.get_content()
     assert "<p>Hi Ann,</p>" in html.get_content()
     calendar, event = _calendar(mail)
@@ -75,10 +76,12 @@ def test_confirmation_email_with_invitation(
     assert [str(tz["TZID"]) for tz in calendar.walk("VTIMEZONE")] == ["Australia/Melbourne"]
     # The stored row says what was sent and carries the Message-ID.
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
-    assert row.status == SENT and row.attempts == 1
+    assert row.status == SENT
+    assert row.attempts == 1
     assert row.provider_id == mail["Message-ID"]
     assert row.provider_id == f"<{row.key}@rideright.example>"
-    assert row.subject == mail["Subject"] and "Hi Ann," in (row.body_text or "")
+    assert row.subject == mail["Subject"]
+    assert "Hi Ann," in (row.body_text or "")
 
 
 def test_brisbane_invitation_keeps_brisbane_time(
@@ -88,7 +91,7 @@ def test_brisbane_invitation_keeps_brisbane_time(
         sessions, starts_in=5 * DAYS, site="slacks creek", person={"mobile_phone": None}
     )
     _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
-    _calendar_, event = _calendar(mailbox.wait_for(1)[0])
+    _cal, event = _calendar(mailbox.wait_for(1)[0])
     assert event["DTSTART"].params["TZID"] == "Australia/Brisbane"
     local = messages(sessions, asset_id=asset_id)[0].course_datetime
     assert event.decoded("DTSTART").strftime("%Y-%m-%d %H:%M:%S") == local
@@ -132,10 +135,11 @@ def test_reminder_carries_a_stop_link(
     mails = {mail["Subject"].split(":")[0]: mail for mail in mailbox.wait_for(2)}
     reminder = mails["Reminder"]
     link = reminder["List-Unsubscribe"].strip("<>")
-    assert link.startswith("https://crm.rideright.example/notifications/stop/")
+    assert link.startswith("https://crm.rideright.example/console/stop-reminders/")
     assert reminder["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     body = reminder.get_body(preferencelist=("plain",))
-    assert body is not None and link in body.get_content()
+    assert body is not None
+    assert link in body.get_content()
     assert not [p for p in reminder.walk() if p.get_content_type() == "text/calendar"]
 
 
@@ -156,7 +160,8 @@ def test_without_smtp_messages_are_kept_as_unsent(
     assert row.status == UNSENT
     assert row.reason == "no SMTP server: RIDERCRM_SMTP_URL is not set"
     # Still rendered, so staff see what it would have said.
-    assert row.subject and row.subject.startswith("You're booked")
+    assert row.subject
+    assert row.subject.startswith("You're booked")
 
 
 def test_a_refused_address_fails_with_the_reason_and_an_event(
@@ -166,8 +171,10 @@ def test_a_refused_address_fails_with_the_reason_and_an_event(
     person_id, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
     _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
-    assert row.status == FAILED and row.attempts == 1  # a 5xx is not retried
-    assert "550" in (row.reason or "") and "mailbox unavailable" in (row.reason or "")
+    assert row.status == FAILED
+    assert row.attempts == 1
+    assert "550" in (row.reason or "")
+    assert "mailbox unavailable" in (row.reason or "")
     assert mailbox.envelopes == []
     with session_scope(sessions) as session:
         payloads = [e.payload for e in session.scalars(select(Event))]
@@ -183,7 +190,8 @@ def test_a_passing_refusal_is_retried(
     _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
     _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
-    assert row.status == SENT and row.attempts == 2
+    assert row.status == SENT
+    assert row.attempts == 2
     assert len(mailbox.wait_for(1)) == 1
     with session_scope(sessions) as session:
         types = [e.type for e in session.scalars(select(Event))]
@@ -200,7 +208,8 @@ def test_connection_failures_are_retried_then_failed(
     sender.run_until_idle()
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
     # The schedule "0,0": two retries after the first attempt, then failed, kept.
-    assert row.status == FAILED and row.attempts == 3
+    assert row.status == FAILED
+    assert row.attempts == 3
     assert "SMTP" in (row.reason or "")
 
 
@@ -223,7 +232,8 @@ def test_sms_goes_to_the_gateway_in_twilio_form(
     assert "you're booked on Learner Approved" in form["Body"]
     assert request.headers["authorization"] == "Basic " + base64.b64encode(b"AC123:token").decode()
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
-    assert row.status == SENT and row.recipient == "+61412345678"
+    assert row.status == SENT
+    assert row.recipient == "+61412345678"
     assert row.segments == 1
 
 
@@ -245,7 +255,8 @@ def test_sms_gateway_errors_are_retried(
     _person, asset_id = book(sessions, starts_in=5 * DAYS)
     _sender(settings, sessions, sms_url=gateway.url).run_until_idle()
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
-    assert row.status == SENT and row.attempts == 2
+    assert row.status == SENT
+    assert row.attempts == 2
     # Both attempts carried the same idempotency key.
     keys = {r.headers["i-twilio-idempotency-token"] for r in gateway.requests}
     assert keys == {f"ridercrm-message-{row.key}"}
@@ -268,7 +279,8 @@ def test_sms_waits_for_the_end_of_quiet_hours(
     ).run_until_idle()
     assert gateway.requests == []
     [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
-    assert row.status == PENDING and row.attempts == 0
+    assert row.status == PENDING
+    assert row.attempts == 0
     end = dt.datetime.now(site_zone("ipswitch")) + dt.timedelta(hours=1)
     local_due = row.due_at.astimezone(site_zone("ipswitch"))
     assert local_due.strftime("%H:%M") == end.strftime("%H:%M")

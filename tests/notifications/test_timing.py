@@ -109,7 +109,7 @@ def test_quiet_hours_follow_the_site_zone() -> None:
 
 @pytest.mark.parametrize("bad", ["21:00", "9pm-8am", "08:00-08:00"])
 def test_quiet_hours_refuses(bad: str) -> None:
-    with pytest.raises(ValueError, match="21:00-08:00|start and end together"):
+    with pytest.raises(ValueError, match=r"21:00-08:00|start and end together"):
         QuietHours.parse(bad)
 
 

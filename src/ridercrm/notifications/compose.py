@@ -113,7 +113,7 @@ def sample_context(settings: Settings) -> dict[str, Any]:
             booking_number="HB-102938",
             status="completed - pass",
         ),
-        "stop_url": f"{settings.public_url}{settings.base_path}/notifications/stop/sample",
+        "stop_url": stop_url(settings, "sample"),
         "offered_until": "Friday 4 December 2026, 5 pm",
     }
 
@@ -147,7 +147,8 @@ def read_stop_token(secret: str, token: str) -> str | None:
 
 
 def stop_url(settings: Settings, token: str) -> str:
-    return f"{settings.public_url.rstrip('/')}{settings.base_path}/notifications/stop/{token}"
+    """The stop-reminders page: a console page open to anyone with the signed link."""
+    return f"{settings.public_url.rstrip('/')}{settings.base_path}/console/stop-reminders/{token}"
 
 
 # --- E-mail ------------------------------------------------------------------------------

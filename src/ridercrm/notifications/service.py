@@ -283,3 +283,64 @@ def messages_of(session: Session, person_id: str, *, limit: int = 200) -> list[M
 def open_count(session: Session) -> int:
     """How many messages wait to be sent."""
     return int(session.scalar(select(func.count()).where(Message.status.in_(OPEN_STATUSES))) or 0)
+
+
+def reminders_stopped(session: Session, person_id: str) -> ReminderStop | None:
+    """Who stopped a person's reminders and when, or None if they get them."""
+    return session.get(ReminderStop, person_id)
+
+
+def stop_reminders(session: Session, *, person_id: str, stopped_by: str) -> bool:
+    """Send this person no more reminders (their pending ones are skipped); False if they
+    had stopped them already. Confirmations, cancellations and results still go: they are
+    the service itself."""
+    if session.get(Person, person_id) is None:
+        raise ValueError(f"no contact or lead with id {person_id}")
+    if session.get(ReminderStop, person_id) is not None:
+        return False
+    session.add(ReminderStop(person_id=person_id, stopped_by=stopped_by, stopped_at=utcnow()))
+    session.execute(
+        update(Message)
+        .where(
+            Message.person_id == person_id,
+            Message.kind == REMINDER,
+            Message.status == PENDING,
+        )
+        .values(status=SKIPPED, reason="the person stopped reminders", updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
+    )
+    session.flush()
+    return True
+
+
+def resume_reminders(session: Session, *, person_id: str) -> bool:
+    """Send this person reminders again, for courses booked or moved from now on; False if
+    they had not stopped them."""
+    stop = session.get(ReminderStop, person_id)
+    if stop is None:
+        return False
+    session.delete(stop)
+    session.flush()
+    return True
+
+
+def find_messages(
+    session: Session,
+    *,
+    status: str = "",
+    channel: str = "",
+    kind: str = "",
+    since: dt.datetime | None = None,
+    limit: int = 200,
+) -> list[Message]:
+    """Messages, newest first, filtered by status, channel, kind and creation time."""
+    query = select(Message).order_by(Message.id.desc()).limit(limit)
+    if status:
+        query = query.where(Message.status == status)
+    if channel:
+        query = query.where(Message.channel == channel)
+    if kind:
+        query = query.where(Message.kind == kind)
+    if since is not None:
+        query = query.where(Message.created_at >= since)
+    return list(session.scalars(query))

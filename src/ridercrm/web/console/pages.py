@@ -4,7 +4,16 @@ navigation, a NavItem to NAV (docs/console.md)."""
 
 from __future__ import annotations
 
-from ridercrm.web.console import admin, audit, auth, dashboard, daysheet, duplicates, people
+from ridercrm.web.console import (
+    admin,
+    audit,
+    auth,
+    dashboard,
+    daysheet,
+    duplicates,
+    messages,
+    people,
+)
 from ridercrm.web.console.frame import ConsoleRouter, NavItem
 
 ROUTERS: list[ConsoleRouter] = [
@@ -15,6 +24,7 @@ ROUTERS: list[ConsoleRouter] = [
     daysheet.router,
     dashboard.router,
     duplicates.router,
+    messages.router,
 ]
 
 NAV: list[NavItem] = [
@@ -22,8 +32,10 @@ NAV: list[NavItem] = [
     NavItem("Day sheet", "/daysheet"),
     NavItem("Dashboard", "/dashboard"),
     NavItem("Duplicates", "/duplicates"),
+    NavItem("Messages", "/messages"),
     NavItem("Audit", "/audit"),
     NavItem("Products", "/admin/products", role="admin"),
     NavItem("API keys", "/admin/keys", role="admin"),
     NavItem("Staff users", "/admin/users", role="admin"),
+    NavItem("Message templates", "/admin/templates", role="admin"),
 ]
