@@ -24,7 +24,7 @@ from ridercrm.duplicates.recheck import start_rechecker
 from ridercrm.events.commands import webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.notifications.commands import deliver_command, start_deliverer
+from ridercrm.notifications.commands import deliver_command, messages_app, start_deliverer
 from ridercrm.people.index import keep_keys
 from ridercrm.staff.commands import users_app
 from ridercrm.startup import StartupProblem, failure_line, open_database
@@ -341,6 +341,7 @@ def demo_command(
 app.add_typer(import_app, name="import")
 app.add_typer(webhooks_app, name="webhooks")
 app.command("deliver")(deliver_command)
+app.add_typer(messages_app, name="messages")
 app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
 app.command("export")(export_command)

@@ -202,3 +202,14 @@ def test_an_edited_template_is_what_is_sent(
     assert row.body_text == "Hello <Zoe> <b>"  # text is not escaped
     assert row.body_html == "<p>Hello &lt;Zoe&gt;</p>"  # HTML is
     assert re.search(r"Learner Approved", row.subject or "")
+
+
+def test_metrics_count_messages_by_outcome(
+    settings: Settings, sessions: sessionmaker[Session], client: TestClient
+) -> None:
+    book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    _send_all(settings, sessions)
+    text = client.get("/metrics").text
+    assert 'ridercrm_messages_unsent_total{channel="email"} 1.0' in text
+    assert 'ridercrm_messages_sent_total{channel="email"} 0.0' in text
+    assert "ridercrm_messages_queue_depth 0.0" in text

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any, cast
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, literal_column
+from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text, literal_column
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, UTCDateTime, utcnow
@@ -30,6 +31,16 @@ SKIPPED = "skipped"  # not to be sent: its moment passed, the course moved or wa
 UNSENT = "unsent"  # cannot be sent here: no SMTP server or SMS gateway configured, no address
 STATUSES = (PENDING, SENDING, SENT, FAILED, SKIPPED, UNSENT)
 OPEN_STATUSES = (PENDING, SENDING)
+_OPEN_SQL = "status IN ('pending', 'sending')"
+
+
+def is_open(status: Any) -> ColumnElement[bool]:
+    """``status IN ('pending', 'sending')`` with its constants written out, so the open
+    messages' partial index can serve it (SQLite needs the very same term)."""
+    return cast(
+        ColumnElement[bool],
+        status.in_([literal_column(f"'{value}'") for value in OPEN_STATUSES]),
+    )
 
 
 class Message(Base):
@@ -77,8 +88,8 @@ class Message(Base):
         Index(
             "ix_messages_open_due",
             due_at,
-            sqlite_where=literal_column("status IN ('pending', 'sending')"),
-            postgresql_where=literal_column("status IN ('pending', 'sending')"),
+            sqlite_where=literal_column(_OPEN_SQL),
+            postgresql_where=literal_column(_OPEN_SQL),
         ),
         Index("ix_messages_status_created", status, created_at),
     )

@@ -32,7 +32,7 @@ from ridercrm import __version__
 from ridercrm.config import Settings, parse_schedule
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.events import service as events
-from ridercrm.notifications import compose, timing
+from ridercrm.notifications import compose, metrics, timing
 from ridercrm.notifications.models import (
     EMAIL,
     FAILED,
@@ -45,6 +45,7 @@ from ridercrm.notifications.models import (
     UNSENT,
     Message,
     ReminderStop,
+    is_open,
 )
 from ridercrm.notifications.templates import Template, TemplateProblem, current, render
 from ridercrm.people.models import Person
@@ -107,6 +108,8 @@ class MessageSender:
         self.lease = dt.timedelta(seconds=settings.notify_lease_seconds)
         self.quiet = timing.QuietHours.parse(settings.sms_quiet_hours)
         self.poll_seconds = min(POLL_SECONDS, settings.webhook_poll_seconds * 4)
+        # /metrics of this process (`deliver --metrics-port`) reads messages from this database.
+        metrics.watch(self.sessions)
 
     # --- The loop ---------------------------------------------------------------------
 
@@ -147,7 +150,13 @@ class MessageSender:
             and_(Message.status == PENDING, Message.due_at <= now),
             and_(Message.status == SENDING, Message.lease_until <= now),
         )
-        return select(Message).where(due).order_by(Message.due_at, Message.id).limit(limit)
+        # is_open: the open messages' partial index, by due time.
+        return (
+            select(Message)
+            .where(is_open(Message.status), Message.due_at <= now, due)
+            .order_by(Message.due_at, Message.id)
+            .limit(limit)
+        )
 
     def _anything_due(self) -> bool:
         # A look without the write lock: an idle SQLite sender never queues behind writers.
@@ -269,36 +278,8 @@ class MessageSender:
             return Outcome(sent=False, reason=f"internal error: {type(exc).__name__}", retry=True)
 
     def send_email(self, job: Job) -> Outcome:
-        """Hand the e-mail to the SMTP server. 4xx and connection trouble: retry; 5xx: refused."""
-        assert job.mail is not None
-        url = urlsplit(self.settings.smtp_url)
-        query = {k: v[-1].lower() for k, v in parse_qs(url.query).items()}
-        timeout = self.settings.notify_timeout_seconds
-        host = url.hostname or "localhost"
-        try:
-            smtp: smtplib.SMTP
-            if url.scheme == "smtps":
-                smtp = smtplib.SMTP_SSL(
-                    host, url.port or 465, timeout=timeout, context=ssl.create_default_context()
-                )
-            else:
-                smtp = smtplib.SMTP(host, url.port or 25, timeout=timeout)
-            with smtp:
-                if query.get("starttls") in ("true", "1", "yes"):
-                    smtp.starttls(context=ssl.create_default_context())
-                if url.username:
-                    smtp.login(unquote(url.username), unquote(url.password or ""))
-                smtp.send_message(job.mail, to_addrs=[job.recipient])
-        except smtplib.SMTPRecipientsRefused as exc:
-            code, text = next(iter(exc.recipients.values()))
-            return _smtp_refusal(code, text)
-        except smtplib.SMTPResponseException as exc:
-            return _smtp_refusal(exc.smtp_code, exc.smtp_error)
-        except (smtplib.SMTPException, OSError) as exc:
-            return Outcome(
-                sent=False, reason=f"SMTP: {type(exc).__name__}: {exc}"[:500], retry=True
-            )
-        return Outcome(sent=True, provider_id=str(job.mail["Message-ID"]))
+        """Hand the e-mail to the SMTP server (:func:`send_email`)."""
+        return send_email(self.settings, job)
 
     def send_sms(self, job: Job) -> Outcome:
         """POST the SMS to the gateway (Twilio's form: To, From, Body; basic auth).
@@ -367,6 +348,37 @@ class MessageSender:
                 _record(session, message, MESSAGE_FAILED)
                 return
             message.status, message.due_at = PENDING, now + delay
+
+
+def send_email(settings: Settings, job: Job) -> Outcome:
+    """Hand the e-mail to the SMTP server. 4xx and connection trouble: retry; 5xx: refused."""
+    assert job.mail is not None
+    url = urlsplit(settings.smtp_url)
+    query = {k: v[-1].lower() for k, v in parse_qs(url.query).items()}
+    timeout = settings.notify_timeout_seconds
+    host = url.hostname or "localhost"
+    try:
+        smtp: smtplib.SMTP
+        if url.scheme == "smtps":
+            smtp = smtplib.SMTP_SSL(
+                host, url.port or 465, timeout=timeout, context=ssl.create_default_context()
+            )
+        else:
+            smtp = smtplib.SMTP(host, url.port or 25, timeout=timeout)
+        with smtp:
+            if query.get("starttls") in ("true", "1", "yes"):
+                smtp.starttls(context=ssl.create_default_context())
+            if url.username:
+                smtp.login(unquote(url.username), unquote(url.password or ""))
+            smtp.send_message(job.mail, to_addrs=[job.recipient])
+    except smtplib.SMTPRecipientsRefused as exc:
+        code, text = next(iter(exc.recipients.values()))
+        return _smtp_refusal(code, text)
+    except smtplib.SMTPResponseException as exc:
+        return _smtp_refusal(exc.smtp_code, exc.smtp_error)
+    except (smtplib.SMTPException, OSError) as exc:
+        return Outcome(sent=False, reason=f"SMTP: {type(exc).__name__}: {exc}"[:500], retry=True)
+    return Outcome(sent=True, provider_id=str(job.mail["Message-ID"]))
 
 
 def _smtp_refusal(code: int, text: bytes | str) -> Outcome:
