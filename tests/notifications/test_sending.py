@@ -307,3 +307,33 @@ def test_a_reminder_in_quiet_hours_until_the_course_is_skipped(
     assert row.status == SKIPPED
     assert row.reason == "quiet hours last until the course begins"
     assert gateway.requests == []
+
+
+def test_a_waiting_list_seat_offer(
+    settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
+) -> None:
+    from ridercrm.notifications.service import queue_seat_offer
+
+    person_id, _asset = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    offered_until = dt.datetime(2026, 12, 3, 6, 0, tzinfo=dt.UTC)  # 17:00 in Melbourne
+    with session_scope(sessions, write=True) as session:
+        product_id = messages(sessions)[0].product_id
+        assert product_id is not None
+        [offer] = queue_seat_offer(
+            session,
+            person_id=person_id,
+            product_id=product_id,
+            location="kilsyth",
+            course_datetime="2026-12-05 08:30:00",
+            offered_until=offered_until,
+        )
+        assert offer.kind == "waitlist_offer"
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    mails = [m for m in mailbox.wait_for(2) if m["Subject"].startswith("A place has opened")]
+    assert len(mails) == 1
+    body = mails[0].get_body(preferencelist=("plain",))
+    assert body is not None
+    text = body.get_content()
+    assert "Thursday 3 December 2026, 5 pm" in text
+    assert "Kilsyth" in text
+    assert not [p for p in mails[0].walk() if p.get_content_type() == "text/calendar"]
