@@ -150,7 +150,7 @@ class MessageSender:
             and_(Message.status == PENDING, Message.due_at <= now),
             and_(Message.status == SENDING, Message.lease_until <= now),
         )
-        # is_open: the open messages' partial index, by due time.
+        # Only the open rows (an index on status; on PostgreSQL the partial index by due time).
         return (
             select(Message)
             .where(is_open(Message.status), Message.due_at <= now, due)
