@@ -12,6 +12,7 @@ from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
 from ridercrm.matching.service import thresholds_of
+from ridercrm.notifications import metrics as message_metrics
 from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web import docs_pages, handlers, metrics, openapi
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # /metrics reads the webhook queue gauges from this database at scrape time.
     events_metrics.watch_queue(app.state.context.sessions)
+    message_metrics.watch(app.state.context.sessions)
     api = APIRouter(prefix=settings.base_path)
     for router in (
         courses_router,

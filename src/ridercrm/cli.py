@@ -23,9 +23,10 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates.commands import duplicates_app
 from ridercrm.duplicates.recheck import start_rechecker
-from ridercrm.events.commands import deliver_command, start_deliverer, webhooks_app
+from ridercrm.events.commands import webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
+from ridercrm.notifications.commands import deliver_command, messages_app, start_deliverer
 from ridercrm.people.index import keep_keys
 from ridercrm.rosters.commands import sessions_app
 from ridercrm.sessions.timer import start_waitlist_timer
@@ -157,7 +158,8 @@ def serve(
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = settings.base_path or ""
     console.print(f"serving on http://{shown_host}:{bound_port}{base} with {workers} worker(s)")
-    # Webhooks are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false: not here).
+    # Webhooks and messages are delivered beside the server (RIDERCRM_WEBHOOK_DELIVERER=false:
+    # not here).
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
     # The waiting list's timer lives in the deliverer's process (lapsed offers pass on).
     stop_timer = start_waitlist_timer(settings) if settings.webhook_deliverer else None
@@ -384,7 +386,7 @@ app.add_typer(webhooks_app, name="webhooks")
 
 @functools.wraps(deliver_command)
 def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
-    """Deliver webhooks until stopped (SIGINT or SIGTERM); run as many as you like. The
+    """Deliver webhooks and messages until stopped (SIGINT or SIGTERM); run as many as you like. The
     waiting list's timer runs beside it (lapsed offers pass to the next person)."""
     stop_timer = start_waitlist_timer(Settings())
     try:
@@ -394,6 +396,7 @@ def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
 
 
 app.command("deliver")(deliver_with_timer)
+app.add_typer(messages_app, name="messages")
 app.add_typer(duplicates_app, name="duplicates")
 app.add_typer(users_app, name="users")
 app.add_typer(sessions_app, name="sessions")

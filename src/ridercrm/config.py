@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -333,6 +336,87 @@ class Settings(BaseSettings):
         ),
     )
 
+    # --- notifications (src/ridercrm/notifications, docs/notifications.md) ---
+    smtp_url: str = Field(
+        default="",
+        description=(
+            "Notifications: the SMTP server for e-mail, smtp://user:pass@host:587?starttls=true"
+            " (smtps:// for TLS from the start); unset: e-mail messages are kept as unsent"
+        ),
+    )
+    notify_from: str = Field(
+        default="Rider Training <bookings@localhost>",
+        min_length=3,
+        description="Notifications: the From of e-mails (its domain ends every Message-ID)",
+    )
+    notify_business: str = Field(
+        default="Rider Training",
+        min_length=1,
+        description="Notifications: the business's name as messages sign it",
+    )
+    reminders: str = Field(
+        default="48h,2h",
+        description=(
+            "Notifications: reminders before each course, comma-separated (48h, 90m, 1d;"
+            " empty for none); one whose moment passed before the booking is skipped"
+        ),
+    )
+    sms_url: str = Field(
+        default="",
+        description=(
+            "Notifications: the SMS gateway's Messages URL (the Twilio form shape: To, From,"
+            " Body; basic auth); unset: SMS messages are kept as unsent"
+        ),
+    )
+    sms_username: str = Field(
+        default="", description="Notifications: the SMS gateway's user (Twilio: the account SID)"
+    )
+    sms_password: str = Field(
+        default="", description="Notifications: the SMS gateway's password (Twilio: auth token)"
+    )
+    sms_from: str = Field(
+        default="", description="Notifications: the sender of SMS (a number or sender id)"
+    )
+    sms_quiet_hours: str = Field(
+        default="21:00-08:00",
+        description=(
+            "Notifications: site-local hours in which no SMS is sent (off: none); one due"
+            " then goes when they end, or not at all if the course has begun"
+        ),
+    )
+    notify_retry_schedule: str = Field(
+        default="30,120,600,1800,7200",
+        description=(
+            "Notifications: seconds before each retry of a message that failed for a"
+            " passing reason (±20% jitter); after the last it is failed"
+        ),
+    )
+    notify_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=300, description="Notifications: time an SMTP server or gateway has"
+    )
+    notify_lease_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description=(
+            "Notifications: a claimed message is sent again after this long without an"
+            " outcome (its deliverer died); keep it above the timeout"
+        ),
+    )
+    public_url: str = Field(
+        default="http://localhost:8000",
+        description=(
+            "Notifications: the service's address as riders reach it, for the"
+            " stop-reminders link (the base path is added)"
+        ),
+    )
+    notify_secret: str = Field(
+        default="",
+        description=(
+            "Notifications: the secret that signs stop-reminders links; unset: one is made"
+            " and kept in the database"
+        ),
+    )
+
     @field_validator("base_path")
     @classmethod
     def _normalise_base_path(cls, value: str) -> str:
@@ -378,6 +462,36 @@ class Settings(BaseSettings):
         """The business's time zone (RIDERCRM_TIMEZONE)."""
         return ZoneInfo(self.timezone)
 
+    @field_validator("notify_retry_schedule")
+    @classmethod
+    def _check_notify_schedule(cls, value: str) -> str:
+        parse_schedule(value)
+        return value.strip()
+
+    @field_validator("reminders")
+    @classmethod
+    def _check_reminders(cls, value: str) -> str:
+        parse_reminders(value)
+        return value.strip()
+
+    @field_validator("sms_quiet_hours")
+    @classmethod
+    def _check_quiet_hours(cls, value: str) -> str:
+        QuietHours.parse(value)
+        return value.strip()
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _check_smtp_url(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        value = value.strip()
+        if value and (
+            urlsplit(value).scheme not in ("smtp", "smtps") or not urlsplit(value).hostname
+        ):
+            raise ValueError("must look like smtp://user:pass@host:587?starttls=true (or smtps://)")
+        return value
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
@@ -397,3 +511,65 @@ def parse_schedule(text: str) -> tuple[float, ...]:
             raise ValueError(f"{raw.strip()!r} is not a number of seconds")
         delays.append(delay)
     return tuple(delays)
+
+
+_OFFSET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_reminders(text: str) -> tuple[tuple[str, dt.timedelta], ...]:
+    """Read RIDERCRM_REMINDERS ("48h,2h", "1d,90m", "" for none): each offset before the
+    course, with its label; raise ValueError naming a bad entry."""
+    offsets = []
+    for raw in text.split(","):
+        if not raw.strip():
+            continue
+        found = _OFFSET.match(raw)
+        if found is None:
+            raise ValueError(
+                f"{raw.strip()!r} is not a time before the course (e.g. 48h, 90m, 1d, 30s)"
+            )
+        amount = float(found.group(1))
+        delta = dt.timedelta(seconds=amount * _UNIT_SECONDS[found.group(2).lower()])
+        offsets.append((raw.strip().lower(), delta))
+    return tuple(offsets)
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    """A nightly window of site-local time in which no SMS is sent (start > end: overnight)."""
+
+    start: dt.time
+    end: dt.time
+
+    @classmethod
+    def parse(cls, text: str) -> QuietHours | None:
+        """Read "21:00-08:00"; "" or "off": no quiet hours; raise ValueError otherwise."""
+        if text.strip().lower() in ("", "off", "none"):
+            return None
+        try:
+            first, second = (part.strip() for part in text.split("-"))
+            start = dt.time.fromisoformat(first)
+            end = dt.time.fromisoformat(second)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a time range such as 21:00-08:00") from None
+        if start == end:
+            raise ValueError(f"{text!r}: quiet hours that start and end together")
+        return cls(start, end)
+
+    def contains(self, local: dt.time) -> bool:
+        if self.start < self.end:
+            return self.start <= local < self.end
+        return local >= self.start or local < self.end
+
+    def next_allowed(self, moment: dt.datetime, zone: ZoneInfo) -> dt.datetime:
+        """The moment itself if it is outside the quiet hours at the site, else the end of
+        the quiet hours (UTC)."""
+        local = moment.astimezone(zone)
+        if not self.contains(local.time().replace(tzinfo=None)):
+            return moment
+        day = local.date()
+        if self.start > self.end and local.time() >= self.start:
+            day += dt.timedelta(days=1)
+        end = dt.datetime.combine(day, self.end, tzinfo=zone)
+        return end.astimezone(dt.UTC)

@@ -11,6 +11,12 @@ from ridercrm.duplicates.models import (
 )
 from ridercrm.events.models import Delivery, Event, WebhookEndpoint, WebhookTotal
 from ridercrm.keys.models import ApiKey
+from ridercrm.notifications.models import (
+    Message,
+    MessageTemplate,
+    NotificationSecret,
+    ReminderStop,
+)
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.products.models import Product
 from ridercrm.reports.models import CourseWeekCount, CourseWeekDelta
@@ -36,10 +42,14 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "ImportRun",
+    "Message",
+    "MessageTemplate",
+    "NotificationSecret",
     "Person",
     "PersonKey",
     "PersonMerge",
     "Product",
+    "ReminderStop",
     "StaffSession",
     "StaffSignInFailure",
     "StaffUser",

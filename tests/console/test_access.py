@@ -53,6 +53,14 @@ ROUTES: list[tuple[str, str, str | None]] = [
     ("POST", "/admin/users/someone/disable", "admin"),
     ("POST", "/admin/users/someone/enable", "admin"),
     ("POST", "/admin/users/someone/reset-password", "admin"),
+    ("GET", "/messages", "viewer"),
+    ("GET", "/messages/5", "viewer"),
+    ("POST", f"/people/{PERSON}/reminders", "staff"),
+    ("GET", "/stop-reminders/some-token", None),
+    ("POST", "/stop-reminders/some-token", None),
+    ("GET", "/admin/templates", "admin"),
+    ("GET", "/admin/templates/reminder/email", "admin"),
+    ("POST", "/admin/templates/reminder/email", "admin"),
 ]
 LOWER = {"staff": "viewer", "admin": "staff"}
 
@@ -68,6 +76,9 @@ def _template(path: str) -> str:
         .replace("/merges/1", "/merges/{merge_id}")
         .replace("/duplicates/7", "/duplicates/{cluster_id}")
         .replace("a0SDEMO0000FULL2D4", "{session_id}")
+        .replace("/messages/5", "/messages/{message_id}")
+        .replace("/stop-reminders/some-token", "/stop-reminders/{token}")
+        .replace("/templates/reminder/email", "/templates/{kind}/{channel}")
     )
 
 

@@ -23,6 +23,7 @@ from ridercrm.db import utcnow
 from ridercrm.events import service as events
 from ridercrm.fields import error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.notifications import service as notifications
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
 from ridercrm.products.models import Product
@@ -363,6 +364,7 @@ def _book_new(
     )
     session.flush()
     events.course_booked(session, asset)
+    notifications.course_booked(session, asset)
     _fill(result, asset, contact)
     result.delivery = True
     result.receipt = "Course booked; lead converted to contact." if converted else "Course booked."
@@ -435,6 +437,7 @@ def _update(
         events.course_updated(session, asset, changed)
     if target != current:
         events.course_status_changed(session, asset, from_status=current, audit_id=audit_id)
+    notifications.course_changed(session, asset, from_status=current, changed=changed)
     if target != current:
         return f"Course status changed from {current} to {target}."
     return "Course updated."

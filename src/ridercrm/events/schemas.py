@@ -285,6 +285,22 @@ class WaitlistLapsedData(BaseModel):
     person_id: str = Field(description="Whose offer lapsed; the seat passes to the next.")
 
 
+class MessageOutcomeData(BaseModel):
+    message_id: int = Field(description="The message's row (the person page lists it).")
+    person_id: str
+    course_id: str | None = Field(description="The course it is about; null for a seat offer.")
+    channel: Literal["email", "sms"]
+    kind: Literal[
+        "confirmation", "moved", "cancelled", "reminder", "result", "waitlist_offer", "digest"
+    ]
+    status: Literal["sent", "failed"]
+    attempts: int
+    reason: str | None = Field(description="Why it failed (the server's or gateway's answer).")
+    provider_id: str | None = Field(
+        description="The e-mail's Message-ID, or the SMS gateway's message id."
+    )
+
+
 class _Envelope(BaseModel):
     timestamp: str = Field(description="When the change was made (ISO 8601, UTC).")
 
@@ -388,6 +404,20 @@ class WaitlistLapsedEvent(_Envelope):
     data: WaitlistLapsedData
 
 
+class MessageSentEvent(_Envelope):
+    """A message (e-mail or SMS) was accepted by the SMTP server or the SMS gateway."""
+
+    type: Literal["message.sent"]
+    data: MessageOutcomeData
+
+
+class MessageFailedEvent(_Envelope):
+    """A message could not be sent: refused, a bad address, or its retries used up."""
+
+    type: Literal["message.failed"]
+    data: MessageOutcomeData
+
+
 EVENT_MODELS: dict[str, type[_Envelope]] = {
     "person.created": PersonCreatedEvent,
     "person.updated": PersonUpdatedEvent,
@@ -403,4 +433,6 @@ EVENT_MODELS: dict[str, type[_Envelope]] = {
     "session.seat_offered": SeatOfferedEvent,
     "waitlist.joined": WaitlistJoinedEvent,
     "waitlist.lapsed": WaitlistLapsedEvent,
+    "message.sent": MessageSentEvent,
+    "message.failed": MessageFailedEvent,
 }

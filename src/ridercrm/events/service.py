@@ -38,6 +38,9 @@ SESSION_CANCELLED = "session.cancelled"
 SESSION_SEAT_OFFERED = "session.seat_offered"
 WAITLIST_JOINED = "waitlist.joined"
 WAITLIST_LAPSED = "waitlist.lapsed"
+# Notifications (recorded by ridercrm.notifications.sender when a message's outcome is stored).
+MESSAGE_SENT = "message.sent"
+MESSAGE_FAILED = "message.failed"
 EVENT_TYPES = (
     PERSON_CREATED,
     PERSON_UPDATED,
@@ -53,6 +56,8 @@ EVENT_TYPES = (
     SESSION_SEAT_OFFERED,
     WAITLIST_JOINED,
     WAITLIST_LAPSED,
+    MESSAGE_SENT,
+    MESSAGE_FAILED,
 )
 KNOWN_TYPES = EVENT_TYPES
 

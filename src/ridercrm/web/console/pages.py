@@ -11,6 +11,7 @@ from ridercrm.web.console import (
     dashboard,
     daysheet,
     duplicates,
+    messages,
     people,
     sessions,
 )
@@ -25,6 +26,7 @@ ROUTERS: list[ConsoleRouter] = [
     dashboard.router,
     duplicates.router,
     sessions.router,
+    messages.router,
 ]
 
 NAV: list[NavItem] = [
@@ -33,8 +35,10 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "/sessions"),
     NavItem("Dashboard", "/dashboard"),
     NavItem("Duplicates", "/duplicates"),
+    NavItem("Messages", "/messages"),
     NavItem("Audit", "/audit"),
     NavItem("Products", "/admin/products", role="admin"),
     NavItem("API keys", "/admin/keys", role="admin"),
     NavItem("Staff users", "/admin/users", role="admin"),
+    NavItem("Message templates", "/admin/templates", role="admin"),
 ]

@@ -14,7 +14,7 @@ from ridercrm.people import service as people_service
 from ridercrm.people.models import LEAD
 from ridercrm.people.schemas import ModifiedPerson
 from ridercrm.staff import finder, person_view
-from ridercrm.web.console import frame
+from ridercrm.web.console import frame, messages
 from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
 router = ConsoleRouter()
@@ -41,6 +41,7 @@ async def _person_page(
     view = await visit.read(lambda session: person_view.view_person(session, person_id))
     if view is None:
         raise frame.ConsoleRefusal(404, f"There is no contact or lead with id {person_id}.")
+    notified = await visit.read(lambda session: messages.person_messages(session, view.person.id))
     values = {name: person_view.form_value(view.person, name) for name in person_view.EDITABLE}
     return visit.render(
         "person.html",
@@ -51,10 +52,13 @@ async def _person_page(
             "values": {**values, **(entered or {})},
             "done": done,
             "errors": errors or [],
+            **notified,
         },
         status=done.status if done else 200,
     )
 
+
+person_page_with = _person_page  # the reminders form (messages.py) answers with this page
 
 FIELD_LABELS = {
     "first_name": "First name",

@@ -1,0 +1,229 @@
+"""What a message says: its template's context from the person and course, the e-mail
+(text and HTML with an iCalendar invitation) and the SMS text."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import secrets
+from email.headerregistry import Address
+from email.message import EmailMessage
+from typing import Any
+
+import icalendar
+from itsdangerous import BadSignature, URLSafeSerializer
+from sqlalchemy.orm import Session
+
+from ridercrm.config import Settings
+from ridercrm.notifications import timing
+from ridercrm.notifications.models import (
+    CANCELLED,
+    CONFIRMATION,
+    MOVED,
+    REMINDER,
+    RESULT,
+    WAITLIST_OFFER,
+    Message,
+    NotificationSecret,
+)
+from ridercrm.notifications.templates import Template
+from ridercrm.people.models import Person
+from ridercrm.products.models import Product
+
+INVITATION_KINDS = (CONFIRMATION, MOVED, CANCELLED)
+STOP_SALT = "ridercrm.stop-reminders"
+_SECRET_NAME = "stop-reminders"  # noqa: S105 - the row's name, not a secret
+
+
+def _when(local: dt.datetime) -> str:
+    hour = local.strftime("%I:%M %p").lstrip("0").lower()
+    return hour.replace(":00 ", " ")
+
+
+def _starts(local: dt.datetime) -> str:
+    return f"{local.strftime('%A')} {local.day} {local.strftime('%B %Y')}, {_when(local)}"
+
+
+def course_context(
+    *,
+    product_name: str,
+    location: str | None,
+    course_datetime: str | None,
+    course_date_end: str | None,
+    booking_number: str | None,
+    status: str | None,
+) -> dict[str, Any]:
+    """The ``course`` of a template: its name, site and times in the site's wall time."""
+    start = timing.course_start(course_datetime, location)
+    end = timing.course_start(course_date_end, location)
+    same_day = start is not None and end is not None and end.date() == start.date()
+    return {
+        "name": product_name,
+        "site": (location or "our training ground").title(),
+        "starts": _starts(start) if start else "to be confirmed",
+        "ends": (_when(end) if same_day else _starts(end)) if end else "",
+        "day": f"{start.strftime('%a')} {start.day} {start.strftime('%b')}" if start else "",
+        "time": _when(start) if start else "",
+        "booking_number": booking_number or "",
+        "passed": status == "completed - pass",
+    }
+
+
+def context_for(
+    session: Session, message: Message, settings: Settings, *, stop_url: str = ""
+) -> dict[str, Any]:
+    """A message's template context, from its person and the course as written in it."""
+    person = session.get(Person, message.person_id)
+    product = session.get(Product, message.product_id) if message.product_id else None
+    offered_until = ""
+    if message.kind == WAITLIST_OFFER and message.detail:
+        until = dt.datetime.fromisoformat(message.detail).astimezone(
+            timing.site_zone(message.location)
+        )
+        offered_until = _starts(until)
+    return {
+        "business": settings.notify_business,
+        "person": {
+            "first_name": (person.first_name if person else None) or "there",
+            "last_name": person.last_name if person else "",
+        },
+        "course": course_context(
+            product_name=product.name if product else "your course",
+            location=message.location,
+            course_datetime=message.course_datetime,
+            course_date_end=message.course_date_end,
+            booking_number=message.booking_number,
+            status=message.detail if message.kind == RESULT else None,
+        ),
+        "stop_url": stop_url,
+        "offered_until": offered_until,
+    }
+
+
+def sample_context(settings: Settings) -> dict[str, Any]:
+    """A context with every name a template may use (for checks without real data)."""
+    return {
+        "business": settings.notify_business,
+        "person": {"first_name": "Ann", "last_name": "Nguyen"},
+        "course": course_context(
+            product_name="Learner Approved",
+            location="somerton",
+            course_datetime="2026-12-05 08:30:00",
+            course_date_end="2026-12-05 16:30:00",
+            booking_number="HB-102938",
+            status="completed - pass",
+        ),
+        "stop_url": stop_url(settings, "sample"),
+        "offered_until": "Friday 4 December 2026, 5 pm",
+    }
+
+
+# --- The signed stop-reminders link ------------------------------------------------------
+
+
+def link_secret(session: Session, settings: Settings) -> str:
+    """RIDERCRM_NOTIFY_SECRET, else the database's own (made once, kept)."""
+    if settings.notify_secret:
+        return settings.notify_secret
+    stored = session.get(NotificationSecret, _SECRET_NAME)
+    if stored is None:
+        stored = NotificationSecret(name=_SECRET_NAME, value=secrets.token_urlsafe(32))
+        session.add(stored)
+        session.flush()
+    return stored.value
+
+
+def stop_token(secret: str, person_id: str) -> str:
+    return str(URLSafeSerializer(secret, salt=STOP_SALT).dumps(person_id))
+
+
+def read_stop_token(secret: str, token: str) -> str | None:
+    """The person a stop link is for, or None if it was not signed by this service."""
+    try:
+        value = URLSafeSerializer(secret, salt=STOP_SALT).loads(token)
+    except BadSignature:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def stop_url(settings: Settings, token: str) -> str:
+    """The stop-reminders page: a console page open to anyone with the signed link."""
+    return f"{settings.public_url.rstrip('/')}{settings.base_path}/console/stop-reminders/{token}"
+
+
+# --- E-mail ------------------------------------------------------------------------------
+
+
+def sender_address(settings: Settings) -> tuple[str, str]:
+    """The From's display name and address."""
+    name, address = email.utils.parseaddr(settings.notify_from)
+    return name, address or "bookings@localhost"
+
+
+def message_id(message: Message, settings: Settings) -> str:
+    """The Message-ID, the same at every attempt of the row: a resend is recognisable."""
+    domain = sender_address(settings)[1].rpartition("@")[2] or "localhost"
+    return f"<{message.key}@{domain}>"
+
+
+def invitation(message: Message, settings: Settings, *, summary: str, attendee: str) -> bytes:
+    """The course as an iCalendar invitation: one UID per course, SEQUENCE bumped by each
+    move, METHOD:CANCEL when cancelled; DTSTART in the site's zone with its VTIMEZONE."""
+    domain = sender_address(settings)[1].rpartition("@")[2] or "localhost"
+    cancel = message.kind == CANCELLED
+    calendar = icalendar.Calendar()
+    calendar.add("prodid", "-//ridercrm//notifications//EN")
+    calendar.add("version", "2.0")
+    calendar.add("method", "CANCEL" if cancel else "REQUEST")
+    event = icalendar.Event()
+    event.add("uid", f"course-{message.asset_id or message.key}@{domain}")
+    event.add("sequence", message.sequence)
+    event.add("dtstamp", dt.datetime.now(dt.UTC))
+    start = timing.course_start(message.course_datetime, message.location)
+    end = timing.course_start(message.course_date_end, message.location)
+    if start is not None:
+        event.add("dtstart", start)
+        event.add(
+            "dtend", end if end is not None and end > start else start + dt.timedelta(hours=8)
+        )
+    event.add("summary", summary)
+    event.add("location", (message.location or "").title())
+    event.add("status", "CANCELLED" if cancel else "CONFIRMED")
+    name, address = sender_address(settings)
+    organizer = icalendar.vCalAddress(f"mailto:{address}")
+    organizer.params["cn"] = icalendar.vText(name or settings.notify_business)
+    event.add("organizer", organizer)
+    event.add("attendee", icalendar.vCalAddress(f"mailto:{attendee}"))
+    calendar.add_component(event)
+    calendar.add_missing_timezones()
+    return bytes(calendar.to_ical())
+
+
+def build_email(
+    message: Message, rendered: Template, settings: Settings, *, to: str, stop: str = ""
+) -> EmailMessage:
+    """The e-mail: plain text and HTML alternatives, the invitation for bookings, moves and
+    cancellations, and the headers (Message-ID, Date, List-Unsubscribe on reminders)."""
+    mail = EmailMessage()
+    name, address = sender_address(settings)
+    mail["From"] = Address(display_name=name, addr_spec=address) if name else address
+    mail["To"] = to
+    mail["Subject"] = rendered.subject
+    mail["Message-ID"] = message_id(message, settings)
+    mail["Date"] = email.utils.format_datetime(dt.datetime.now(dt.UTC))
+    if message.kind == REMINDER and stop:
+        mail["List-Unsubscribe"] = f"<{stop}>"
+        mail["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    mail.set_content(rendered.text)
+    if rendered.html:
+        mail.add_alternative(rendered.html, subtype="html")
+    if message.kind in INVITATION_KINDS and message.course_datetime:
+        method = "CANCEL" if message.kind == CANCELLED else "REQUEST"
+        mail.add_attachment(
+            invitation(message, settings, summary=rendered.subject, attendee=to),
+            maintype="text",
+            subtype="calendar",
+            filename="course.ics",
+            params={"method": method},
+        )
+    return mail

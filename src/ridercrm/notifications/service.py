@@ -1,0 +1,346 @@
+"""Write messages into the outbox, in the transaction of the change they announce.
+
+The courses service calls :func:`course_booked` and :func:`course_changed` where it
+records a course's events, so a message exists exactly when its change commits (an
+item savepoint that rolls back takes its messages with it: they are ORM rows of the
+same session). The deliverer sends them (``notifications.sender``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+from uuid_utils import uuid7
+
+from ridercrm.db import utcnow
+from ridercrm.notifications import timing
+from ridercrm.notifications.models import (
+    CANCELLED,
+    CONFIRMATION,
+    EMAIL,
+    MOVED,
+    OPEN_STATUSES,
+    PENDING,
+    REMINDER,
+    RESULT,
+    SKIPPED,
+    SMS,
+    WAITLIST_OFFER,
+    Message,
+    ReminderStop,
+)
+from ridercrm.people.models import Person
+
+REMINDERS_INFO = "ridercrm.notify_reminders"
+"""A session's reminder offsets (text as RIDERCRM_REMINDERS), set by whoever opens it
+with other settings than the environment's (tests, one-off tools)."""
+
+BOOKED = "booked"
+CANCELLED_STATUS = "cancelled"
+COMPLETED = ("completed - pass", "completed - fail")
+MOVE_FIELDS = ("course_datetime", "course_date_end", "course_location")
+
+
+@functools.lru_cache(maxsize=8)
+def _offsets(text: str) -> tuple[tuple[str, dt.timedelta], ...]:
+    return timing.parse_reminders(text)
+
+
+def reminder_offsets(session: Session) -> tuple[tuple[str, dt.timedelta], ...]:
+    """The reminders before a course: the session's, else RIDERCRM_REMINDERS (default 48h,2h)."""
+    text = session.info.get(REMINDERS_INFO)
+    if text is None:
+        text = os.environ.get("RIDERCRM_REMINDERS", "48h,2h")
+    return _offsets(str(text))
+
+
+def new_key() -> str:
+    """A message's stable key (the Message-ID's local part): a UUIDv7 in hex."""
+    return uuid7().hex
+
+
+def _channels(person: Person | None) -> list[str]:
+    """E-mail always (kept as unsent without an address: never dropped); SMS with a mobile."""
+    channels = [EMAIL]
+    if person is not None and person.mobile_phone:
+        channels.append(SMS)
+    return channels
+
+
+def _person(session: Session, person_id: str) -> Person | None:
+    return session.get(Person, person_id)
+
+
+def _message(
+    session: Session,
+    asset: Any,
+    *,
+    kind: str,
+    channel: str,
+    due_at: dt.datetime,
+    sequence: int = 0,
+    detail: str | None = None,
+    status: str = PENDING,
+    reason: str | None = None,
+) -> Message:
+    message = Message(
+        key=new_key(),
+        person_id=asset.person_id,
+        channel=channel,
+        kind=kind,
+        asset_id=asset.id,
+        product_id=asset.product_id,
+        location=asset.course_location,
+        course_datetime=asset.course_datetime,
+        course_date_end=asset.course_date_end,
+        booking_number=asset.booking_number,
+        sequence=sequence,
+        detail=detail,
+        due_at=due_at,
+        status=status,
+        attempts=0,
+        reason=reason,
+    )
+    session.add(message)
+    return message
+
+
+def _announce(session: Session, asset: Any, kind: str, *, sequence: int = 0) -> None:
+    person = _person(session, asset.person_id)
+    now = utcnow()
+    # A result's message says which: its course status.
+    detail = asset.course_status if kind == RESULT else None
+    for channel in _channels(person):
+        _message(
+            session,
+            asset,
+            kind=kind,
+            channel=channel,
+            due_at=now,
+            sequence=sequence,
+            detail=detail,
+        )
+
+
+def _schedule_reminders(session: Session, asset: Any) -> None:
+    """A reminder per offset and channel; one whose moment has passed is written as
+    skipped (never sent late); none for a person who stopped reminders."""
+    start = timing.course_start(asset.course_datetime, asset.course_location)
+    if start is None:
+        return
+    stopped = session.get(ReminderStop, asset.person_id) is not None
+    person = _person(session, asset.person_id)
+    now = utcnow()
+    for label, moment in timing.reminder_moments(start, reminder_offsets(session)):
+        for channel in _channels(person):
+            if stopped:
+                status, reason = SKIPPED, "the person stopped reminders"
+            elif moment <= now:
+                status, reason = SKIPPED, "its moment had passed when the course was booked"
+            else:
+                status, reason = PENDING, None
+            _message(
+                session,
+                asset,
+                kind=REMINDER,
+                channel=channel,
+                due_at=moment,
+                detail=label,
+                status=status,
+                reason=reason,
+            )
+
+
+def drop_reminders(session: Session, asset_id: str, reason: str) -> None:
+    """Skip a course's reminders not sent yet (kept with the reason, never deleted)."""
+    session.execute(
+        update(Message)
+        .where(
+            Message.asset_id == asset_id,
+            Message.kind == REMINDER,
+            Message.status == PENDING,
+        )
+        .values(status=SKIPPED, reason=reason, updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
+    )
+    # Pending ORM rows of this transaction (not flushed yet) are skipped too.
+    for pending in session.new:
+        if (
+            isinstance(pending, Message)
+            and pending.asset_id == asset_id
+            and pending.kind == REMINDER
+            and pending.status == PENDING
+        ):
+            pending.status, pending.reason = SKIPPED, reason
+
+
+def _next_sequence(session: Session, asset_id: str) -> int:
+    """The calendar SEQUENCE for a course's next invitation: one more than the last."""
+    session.flush()
+    last = session.scalar(
+        select(func.max(Message.sequence)).where(
+            Message.asset_id == asset_id, Message.kind.in_((CONFIRMATION, MOVED, CANCELLED))
+        )
+    )
+    return 0 if last is None else last + 1
+
+
+def course_booked(session: Session, asset: Any) -> None:
+    """A new course: its confirmation and reminders (or its result, if booked completed)."""
+    if asset.course_status == BOOKED:
+        _announce(session, asset, CONFIRMATION)
+        _schedule_reminders(session, asset)
+    elif asset.course_status in COMPLETED:
+        _announce(session, asset, RESULT)
+
+
+def course_changed(
+    session: Session, asset: Any, *, from_status: str, changed: Iterable[str]
+) -> None:
+    """A course changed (operation 1, the console): announce what the rider must know.
+
+    Booked again after a cancellation: a confirmation and new reminders. Cancelled: a
+    cancellation (the invitation cancelled) and the reminders dropped. Completed: the
+    result. Moved (date, end or site) while booked: a "moved" message with the updated
+    invitation, and the reminders rescheduled.
+    """
+    to_status = asset.course_status
+    moved = bool(set(changed) & set(MOVE_FIELDS))
+    if to_status != from_status:
+        if to_status == BOOKED:
+            drop_reminders(session, asset.id, "the course was booked again")
+            _announce(session, asset, CONFIRMATION, sequence=_next_sequence(session, asset.id))
+            _schedule_reminders(session, asset)
+        elif to_status == CANCELLED_STATUS:
+            drop_reminders(session, asset.id, "the course was cancelled")
+            _announce(session, asset, CANCELLED, sequence=_next_sequence(session, asset.id))
+        elif to_status in COMPLETED:
+            drop_reminders(session, asset.id, "the course was completed")
+            _announce(session, asset, RESULT)
+        return
+    if moved and to_status == BOOKED:
+        drop_reminders(session, asset.id, "the course moved")
+        _announce(session, asset, MOVED, sequence=_next_sequence(session, asset.id))
+        _schedule_reminders(session, asset)
+    elif to_status in COMPLETED and "course_feedback" in set(changed):
+        _announce(session, asset, RESULT)
+
+
+def queue_seat_offer(
+    session: Session,
+    *,
+    person_id: str,
+    product_id: str,
+    location: str,
+    course_datetime: str,
+    offered_until: dt.datetime,
+    course_date_end: str | None = None,
+) -> list[Message]:
+    """A seat held for a person from a session's waiting list: tell them until when.
+
+    For the sessions feature to call in the transaction that holds the seat.
+    """
+    if offered_until.tzinfo is None:
+        raise ValueError("offered_until must be an aware (UTC) time")
+
+    class _Course:
+        id = None
+        booking_number = None
+
+    course: Any = _Course()
+    course.person_id = person_id
+    course.product_id = product_id
+    course.course_location = location
+    course.course_datetime = course_datetime
+    course.course_date_end = course_date_end
+    person = _person(session, person_id)
+    now = utcnow()
+    until = offered_until.astimezone(dt.UTC).isoformat(timespec="minutes")
+    return [
+        _message(session, course, kind=WAITLIST_OFFER, channel=channel, due_at=now, detail=until)
+        for channel in _channels(person)
+    ]
+
+
+def messages_of(session: Session, person_id: str, *, limit: int = 200) -> list[Message]:
+    """A person's messages, newest first."""
+    return list(
+        session.scalars(
+            select(Message)
+            .where(Message.person_id == person_id)
+            .order_by(Message.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def open_count(session: Session) -> int:
+    """How many messages wait to be sent."""
+    return int(session.scalar(select(func.count()).where(Message.status.in_(OPEN_STATUSES))) or 0)
+
+
+def reminders_stopped(session: Session, person_id: str) -> ReminderStop | None:
+    """Who stopped a person's reminders and when, or None if they get them."""
+    return session.get(ReminderStop, person_id)
+
+
+def stop_reminders(session: Session, *, person_id: str, stopped_by: str) -> bool:
+    """Send this person no more reminders (their pending ones are skipped); False if they
+    had stopped them already. Confirmations, cancellations and results still go: they are
+    the service itself."""
+    if session.get(Person, person_id) is None:
+        raise ValueError(f"no contact or lead with id {person_id}")
+    if session.get(ReminderStop, person_id) is not None:
+        return False
+    session.add(ReminderStop(person_id=person_id, stopped_by=stopped_by, stopped_at=utcnow()))
+    session.execute(
+        update(Message)
+        .where(
+            Message.person_id == person_id,
+            Message.kind == REMINDER,
+            Message.status == PENDING,
+        )
+        .values(status=SKIPPED, reason="the person stopped reminders", updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
+    )
+    session.flush()
+    return True
+
+
+def resume_reminders(session: Session, *, person_id: str) -> bool:
+    """Send this person reminders again, for courses booked or moved from now on; False if
+    they had not stopped them."""
+    stop = session.get(ReminderStop, person_id)
+    if stop is None:
+        return False
+    session.delete(stop)
+    session.flush()
+    return True
+
+
+def find_messages(
+    session: Session,
+    *,
+    status: str = "",
+    channel: str = "",
+    kind: str = "",
+    since: dt.datetime | None = None,
+    limit: int = 200,
+) -> list[Message]:
+    """Messages, newest first, filtered by status, channel, kind and creation time."""
+    query = select(Message).order_by(Message.id.desc()).limit(limit)
+    if status:
+        query = query.where(Message.status == status)
+    if channel:
+        query = query.where(Message.channel == channel)
+    if kind:
+        query = query.where(Message.kind == kind)
+    if since is not None:
+        query = query.where(Message.created_at >= since)
+    return list(session.scalars(query))

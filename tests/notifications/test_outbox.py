@@ -1,0 +1,147 @@
+"""Messages are written with the course change they announce: booking, move, cancellation,
+result; reminders at their moments, skipped when passed, rescheduled, dropped."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.courses import service as courses
+from ridercrm.db import session_scope
+from ridercrm.ids import RecordKind, new_id
+from ridercrm.notifications.models import PENDING, SKIPPED
+from ridercrm.notifications.timing import course_start
+from tests.courses import builders
+from tests.notifications.helpers import book, change, messages, wall_time
+
+DAYS = dt.timedelta(days=1)
+
+
+def test_booking_writes_confirmation_and_reminders(sessions: sessionmaker[Session]) -> None:
+    person_id, asset_id = book(sessions, starts_in=5 * DAYS)
+    rows = messages(sessions, asset_id=asset_id)
+    kinds = sorted((m.kind, m.channel, m.detail or "") for m in rows)
+    assert kinds == [
+        ("confirmation", "email", ""),
+        ("confirmation", "sms", ""),
+        ("reminder", "email", "2h"),
+        ("reminder", "email", "48h"),
+        ("reminder", "sms", "2h"),
+        ("reminder", "sms", "48h"),
+    ]
+    assert all(m.status == PENDING and m.person_id == person_id for m in rows)
+    start = course_start(rows[0].course_datetime, "somerton")
+    assert start is not None
+    reminder = next(m for m in rows if m.detail == "2h")
+    assert reminder.due_at == start.astimezone(dt.UTC) - dt.timedelta(hours=2)
+    # Each row has its own stable key (the Message-ID's local part).
+    assert len({m.key for m in rows}) == len(rows)
+
+
+def test_a_reminder_whose_moment_passed_is_skipped_not_sent_late(
+    sessions: sessionmaker[Session],
+) -> None:
+    _person, asset_id = book(sessions, starts_in=dt.timedelta(hours=5))
+    reminders = {m.detail: m for m in messages(sessions, asset_id=asset_id, kind="reminder")}
+    assert {m.status for m in reminders.values() if m.detail == "48h"} == {SKIPPED}
+    assert "passed" in (reminders["48h"].reason or "")
+    assert reminders["2h"].status == PENDING
+
+
+def test_no_sms_without_a_mobile(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    assert {m.channel for m in messages(sessions, asset_id=asset_id)} == {"email"}
+
+
+def test_a_move_reschedules_the_reminders(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    new_start = wall_time(9 * DAYS)
+    change(sessions, asset_id, course_datetime=new_start)
+    rows = messages(sessions, asset_id=asset_id)
+    moved = [m for m in rows if m.kind == "moved"]
+    assert len(moved) == 1
+    assert moved[0].course_datetime == new_start
+    assert moved[0].sequence == 1  # the invitation's SEQUENCE goes up
+    pending = [m for m in rows if m.kind == "reminder" and m.status == PENDING]
+    skipped = [m for m in rows if m.kind == "reminder" and m.status == SKIPPED]
+    assert {m.course_datetime for m in pending} == {new_start}
+    assert len(pending) == 2
+    assert len(skipped) == 2
+    assert {m.reason for m in skipped} == {"the course moved"}
+    # A change that is not a move (an instructor) announces nothing.
+    change(sessions, asset_id, rider_instructor_1="Jo Park")
+    assert len(messages(sessions, asset_id=asset_id)) == len(rows)
+
+
+def test_a_cancellation_drops_the_reminders(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    change(sessions, asset_id, course_status="cancelled")
+    rows = messages(sessions, asset_id=asset_id)
+    cancelled = [m for m in rows if m.kind == "cancelled"]
+    assert len(cancelled) == 1
+    assert cancelled[0].status == PENDING
+    assert cancelled[0].sequence == 1
+    reminders = [m for m in rows if m.kind == "reminder"]
+    assert reminders
+    assert all(m.status == SKIPPED for m in reminders)
+    # Booked again: a new confirmation and new reminders.
+    last = max(m.id for m in rows)
+    change(sessions, asset_id, course_status="booked")
+    again = [m for m in messages(sessions, asset_id=asset_id) if m.id > last]
+    assert sorted(m.kind for m in again) == ["confirmation", "reminder", "reminder"]
+    assert all(m.status == PENDING for m in again)
+    assert max(m.sequence for m in again) == 2
+
+
+def test_a_result_is_announced(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    change(sessions, asset_id, course_status="completed - pass", course_feedback="pass A")
+    results = messages(sessions, asset_id=asset_id, kind="result")
+    assert [(m.detail, m.status) for m in results] == [("completed - pass", PENDING)]
+    assert all(m.status == SKIPPED for m in messages(sessions, asset_id=asset_id, kind="reminder"))
+
+
+def test_a_refused_item_writes_no_message(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    before = len(messages(sessions))
+    with session_scope(sessions, write=True) as session:
+        results = courses.book_courses(
+            session,
+            # booked → booked is allowed, but a feedback on a booked course is refused.
+            items=[
+                {"asset_id": asset_id, "course_status": "cancelled", "course_feedback": "pass A"}
+            ],
+            audit_id=new_id(RecordKind.AUDIT),
+        )
+        assert not results[0].delivery
+    assert len(messages(sessions)) == before
+
+
+def test_a_transaction_that_rolls_back_writes_no_message(sessions: sessionmaker[Session]) -> None:
+    class Boom(Exception):
+        pass
+
+    try:
+        with session_scope(sessions, write=True) as session:
+            product = builders.product(session)
+            person_id = builders.person(session)
+            builders.course(session, person_id, product, course_datetime=wall_time(5 * DAYS))
+            raise Boom
+    except Boom:
+        pass
+    assert messages(sessions) == []
+
+
+def test_console_status_changes_announce_too(sessions: sessionmaker[Session]) -> None:
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    with session_scope(sessions, write=True) as session:
+        results = courses.change_statuses(
+            session,
+            items=[{"asset_id": asset_id, "course_status": "cancelled"}],
+            audit_id=new_id(RecordKind.AUDIT),
+        )
+        assert results[0].delivery
+    assert [m.kind for m in messages(sessions, asset_id=asset_id, kind="cancelled")] == [
+        "cancelled"
+    ]
