@@ -5,7 +5,7 @@ tie-break); records already stored are indexed by the people and booking numbers
 the courses they name (ridercrm.audit.service.related_subjects).
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0017
 Create Date: 2026-11-27
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0016"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
