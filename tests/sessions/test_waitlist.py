@@ -216,3 +216,28 @@ def test_session_and_waitlist_events_are_delivered_with_their_schemas(
         "course_datetime": START,
     }
     assert offered["offered_until"]
+
+
+def test_the_first_in_line_is_sent_the_offer_in_the_transaction_that_holds_the_seat(
+    client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    from ridercrm.notifications.models import Message
+
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a, b = seats.person(), seats.person()
+    seats.join(created["id"], a)
+    seats.join(created["id"], b)
+
+    def offers() -> list[Message]:
+        with sessions() as session:
+            return list(session.scalars(select(Message).where(Message.kind == "waitlist_offer")))
+
+    assert offers() == []
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    [offer] = offers()
+    assert offer.person_id == a
+    assert (offer.product_id, offer.course_datetime) == (
+        created["product_id"],
+        created["course_datetime"],
+    )

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.events import service as events
+from ridercrm.notifications import service as notifications
 from ridercrm.sessions.models import BOOKED as ENTRY_BOOKED
 from ridercrm.sessions.models import (
     CANCELLED,
@@ -280,10 +281,23 @@ def offer_to(session: Session, entry_id: int) -> bool:
 
 def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.datetime) -> None:
     row = session.execute(
-        select(SESSIONS.c.product_id, SESSIONS.c.location, SESSIONS.c.course_datetime).where(
-            SESSIONS.c.id == session_id
-        )
+        select(
+            SESSIONS.c.product_id,
+            SESSIONS.c.location,
+            SESSIONS.c.course_datetime,
+            SESSIONS.c.course_date_end,
+        ).where(SESSIONS.c.id == session_id)
     ).one()
+    # The rider hears of the held seat in the same transaction that holds it (DESIGN §17).
+    notifications.queue_seat_offer(
+        session,
+        person_id=person_id,
+        product_id=row.product_id,
+        location=row.location,
+        course_datetime=row.course_datetime,
+        course_date_end=row.course_date_end,
+        offered_until=until,
+    )
     events.record(
         session,
         event_type=events.SESSION_SEAT_OFFERED,
