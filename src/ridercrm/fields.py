@@ -52,7 +52,7 @@ PERSON_FIELDS = (
 
 # What staff read: the interface's values are kept on the wire and in storage exactly as
 # it spells them ("ipswitch", "Purchansed List", lower-case sites); people see the proper
-# names (docs/decisions.md, "Console: proper names and result codes").
+# names (docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)").
 SITE_NAMES: Mapping[str, str] = {
     "somerton": "Somerton",
     "tullamarine": "Tullamarine",
@@ -62,7 +62,7 @@ SITE_NAMES: Mapping[str, str] = {
     "ipswitch": "Ipswich",
     "Toowoomba": "Toowoomba",
 }
-# Each site's zone (DESIGN §18): its course times are that zone's local wall time.
+# Each site's zone: its course times are that zone's local wall time.
 SITE_ZONES: Mapping[str, str] = {
     "somerton": "Australia/Melbourne",
     "tullamarine": "Australia/Melbourne",

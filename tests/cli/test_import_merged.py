@@ -11,8 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import session_scope
 from ridercrm.duplicates.merge import merge_people
+from ridercrm.events.manage import create_endpoint
 from ridercrm.events.models import Event
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.netsafety import AllowList
 from ridercrm.people import service as people_service
 from ridercrm.people.models import CONTACT, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
@@ -53,6 +55,15 @@ def test_export_then_import_keeps_a_merged_record_merged_into_its_survivor(
         session.execute(delete(PersonKey))
         session.execute(delete(Person))
         announced = set(session.scalars(select(Event.id)))
+        # Events are stored only for the types an endpoint lists (docs/decisions.md,
+        # "Events (webhooks)"): one listens for the people the import announces.
+        create_endpoint(
+            session,
+            url="http://127.0.0.1:9/hook",
+            event_types=["person.created"],
+            description="listens to the import",
+            allow=AllowList.parse("127.0.0.1"),
+        )
 
     result = cli(db_url, "import", "contacts", str(path))
     assert result.exit_code == 0, result.output

@@ -1,6 +1,6 @@
 """The audit page's filters read an index, never the whole audit trail: by operation, by
 outcome (success or failure) and both, each a range of an index in the page's order
-(docs/decisions.md, "Audit: the console's filters by index")."""
+(docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Console times are the business's (RIDERCRM_TIMEZONE, default Australia/Melbourne),
-stored in UTC; course times stay the site's local wall time (DESIGN §18)."""
+stored in UTC; course times stay the site's local wall time."""
 
 from __future__ import annotations
 

@@ -144,7 +144,9 @@ def test_a_merged_lead_is_not_converted(
     copy of the person and give the lead two links, and the merge could not be undone
     as it was made."""
     merged = client.post(
-        "/admin/people/merge", json={"people": [ANN, LIAM], "survivor": ANN}, headers=admin_headers
+        "/admin/people/merge",
+        json={"people": [ANN, LIAM], "survivor": ANN, "force": True},
+        headers=admin_headers,
     )
     assert merged.status_code == 200, merged.text
     staff = console_as("staff")

@@ -63,7 +63,13 @@ def test_every_console_write_publishes_its_events(
 
     sheet = console.post(
         "/console/daysheet",
-        data={"csrf": token, "site": "somerton", "date": DAY, f"result-{ann_course}": "pass B"},
+        data={
+            "csrf": token,
+            "site": "somerton",
+            "date": DAY,
+            f"result-{ann_course}": "pass B",
+            "confirm_future": "yes",  # DAY may be after today: results then need the box
+        },
     )
     assert "Saved 1 of 1 row." in sheet.text, sheet.text
     edited = console.post(f"/console/people/{ben}", data={"csrf": token, "city": "Geelong"})

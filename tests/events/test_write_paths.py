@@ -328,7 +328,7 @@ def test_no_event_is_stored_that_no_endpoint_can_receive(
     deliverer: Deliverer,
     tmp_path: Path,
 ) -> None:
-    """docs/decisions.md, "Events only where they serve someone": without an endpoint
+    """docs/decisions.md, "Events (webhooks)": without an endpoint
     for a type, a write (an import included) stores none of its events; an endpoint
     created later gets what is made from then on; a disabled endpoint's types are still
     stored, for the replay that follows its enabling."""

@@ -10,7 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.courses import service as courses
 from ridercrm.db import session_scope
+from ridercrm.events.manage import create_endpoint
 from ridercrm.ids import RecordKind, new_id
+from ridercrm.netsafety import AllowList
 from ridercrm.notifications.models import Message
 from ridercrm.notifications.timing import WALL_TIME, site_zone
 from ridercrm.products.models import Product
@@ -76,3 +78,16 @@ def messages(sessions: sessionmaker[Session], **where: Any) -> list[Message]:
         for name, value in where.items():
             query = query.where(getattr(Message, name) == value)
         return list(session.scalars(query))
+
+
+def listen(sessions: sessionmaker[Session], *event_types: str) -> None:
+    """Register an endpoint for these event types: events are stored only for the types
+    an endpoint lists (docs/decisions.md, "Events (webhooks)")."""
+    with session_scope(sessions, write=True) as session:
+        create_endpoint(
+            session,
+            url="http://127.0.0.1:9/hook",
+            event_types=list(event_types),
+            description="the messages' events",
+            allow=AllowList.parse("127.0.0.1"),
+        )

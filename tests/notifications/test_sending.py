@@ -21,7 +21,7 @@ from ridercrm.events.models import Event
 from ridercrm.notifications.models import FAILED, PENDING, SENT, SKIPPED, UNSENT
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.timing import site_zone
-from tests.notifications.helpers import book, change, messages, wall_time
+from tests.notifications.helpers import book, change, listen, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
 
@@ -167,6 +167,7 @@ def test_without_smtp_messages_are_kept_as_unsent(
 def test_a_refused_address_fails_with_the_reason_and_an_event(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:
+    listen(sessions, "message.sent", "message.failed")
     mailbox.refuse("550 5.1.1 <ann.nguyen@example.com>: mailbox unavailable")
     person_id, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
     _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
@@ -186,6 +187,7 @@ def test_a_refused_address_fails_with_the_reason_and_an_event(
 def test_a_passing_refusal_is_retried(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:
+    listen(sessions, "message.sent", "message.failed")
     mailbox.refuse("451 4.3.0 try again later")
     _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
     _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()

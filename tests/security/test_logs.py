@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from ridercrm.cli import app as cli
 from ridercrm.people import service as people_service
-from ridercrm.web import middleware, runtime
+from ridercrm.web import audit_batch, middleware, runtime
 from tests.http.courses_helpers import new_booking
 from tests.security.personal import PERSON, SECRETS
 
@@ -113,10 +113,16 @@ def _run_everything(
             text("INSERT INTO no_such_table (a) VALUES (:body)"), {"body": call.request_body}
         )
 
+    def unwritable_batch(session: Session, finished: list[Any], **_kwargs: Any) -> None:
+        for item in finished:
+            unwritable(session, call=item.call)
+
     with monkeypatch.context() as patch:
-        # A writing request's record is written with its work, others' by the middleware.
-        patch.setattr(middleware, "record_call", unwritable)
+        # A writing request's record is written with its work, others' by the middleware's
+        # group commit (web.audit_batch) or alone.
         patch.setattr(runtime, "record_call", unwritable)
+        patch.setattr(middleware, "record_calls", unwritable_batch)
+        patch.setattr(audit_batch, "record_calls", unwritable_batch)
         responses.append(post("/crm/modify", {"people_data": [{"ID": contact, **PERSON}]}))
         assert responses[-1].status_code == 503
     return responses

@@ -93,7 +93,7 @@ class AuditRecord(Base):
         Index("ix_audit_records_operation_created_at", operation, created_at, id),
         Index("ix_audit_records_staff_user_created_at", staff_user, created_at),
         # The console's outcome filters, alone and with an operation: each record is in
-        # one of the two pairs (docs/decisions.md, "Audit: the console's filters by index").
+        # one of the two pairs (docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)").
         Index(
             "ix_audit_records_failed",
             created_at,

@@ -168,8 +168,7 @@ def subscribers(session: Session, event_type: str) -> list[str]:
 def wanted(session: Session, event_type: str) -> bool:
     """Whether any endpoint, enabled or disabled, wants this event type.
 
-    Only such events are stored (docs/decisions.md, "Events only where they serve
-    someone"): an event of a type no endpoint lists could reach no one, since an
+    Only such events are stored (docs/decisions.md, "Events (webhooks)"): an event of a type no endpoint lists could reach no one, since an
     endpoint created later receives what is made from its creation on, and a disabled
     one can be enabled and replay ``--since`` its ``disabled_at``, so its types still
     count.

@@ -11,24 +11,17 @@ from zoneinfo import ZoneInfo
 # Parsed in config, where the settings are validated at start-up; re-exported here.
 from ridercrm.config import QuietHours as QuietHours
 from ridercrm.config import parse_reminders as parse_reminders
+from ridercrm.fields import SITE_ZONES
 
-# DESIGN §18: course times are the site's local wall time.
-SITE_ZONES = {
-    "somerton": "Australia/Melbourne",
-    "tullamarine": "Australia/Melbourne",
-    "kilsyth": "Australia/Melbourne",
-    "st ives": "Australia/Sydney",
-    "slacks creek": "Australia/Brisbane",
-    "ipswitch": "Australia/Brisbane",
-    "toowoomba": "Australia/Brisbane",
-}
+# Course times are the site's local wall time, in the site's zone (fields.SITE_ZONES).
+_ZONES = {site.lower(): zone for site, zone in SITE_ZONES.items()}
 DEFAULT_ZONE = "Australia/Melbourne"
 WALL_TIME = "%Y-%m-%d %H:%M:%S"
 
 
 def site_zone(location: str | None) -> ZoneInfo:
     """The time zone of a course location (the business's own for an unknown one)."""
-    return ZoneInfo(SITE_ZONES.get((location or "").strip().lower(), DEFAULT_ZONE))
+    return ZoneInfo(_ZONES.get((location or "").strip().lower(), DEFAULT_ZONE))
 
 
 def course_start(course_datetime: str | None, location: str | None) -> dt.datetime | None:

@@ -288,7 +288,7 @@ def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.d
             SESSIONS.c.course_date_end,
         ).where(SESSIONS.c.id == session_id)
     ).one()
-    # The rider hears of the held seat in the same transaction that holds it (DESIGN §17).
+    # The rider hears of the held seat in the same transaction that holds it (docs/decisions.md, "Notifications (issue 27)").
     notifications.queue_seat_offer(
         session,
         person_id=person_id,

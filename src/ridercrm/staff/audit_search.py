@@ -69,8 +69,16 @@ def read_filters(params: dict[str, str], zone: dt.tzinfo = dt.UTC) -> tuple[Filt
 
 
 def _start_of(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
-    """When a day of the business's calendar starts, in UTC (as the records are stored)."""
-    return dt.datetime.combine(day, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+    """When a day of the business's calendar starts, in UTC (as the records are stored).
+
+    The calendar's first and last days have no UTC start within ``datetime``'s range
+    whichever way the zone lies; they are taken as the earliest and latest time there is.
+    """
+    try:
+        return dt.datetime.combine(day, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+    except OverflowError:
+        edge = dt.datetime.min if day.year == dt.MINYEAR else dt.datetime.max
+        return edge.replace(tzinfo=dt.UTC)
 
 
 def search(session: Session, filters: Filters) -> tuple[list[AuditRecord], str | None]:

@@ -240,8 +240,8 @@ Work = Callable[[Session, Any], Reply]
 # A PostgreSQL deadlock or serialisation failure ends the transaction; it is run again,
 # after a random pause that doubles with each attempt (up to 20, 40, ... 320 ms), so the
 # transactions that met stop meeting. Bookings of one week and site shared their weekly
-# count rows until issue 23 (now delta rows, docs/decisions.md, "Dashboard: weekly
-# counts"), so under a busy mixed load a request met others several times in a row: 4
+# count rows until issue 23 (now delta rows: docs/decisions.md,
+# "Dashboard: weekly counts"), so under a busy mixed load a request met others several times in a row: 4
 # attempts ran out once in a 10 s proof run (CI, 2026-11-23); 6 with doubling pauses
 # give it about 0.6 s in all. Kept: people's and courses' own rows can still meet.
 TRANSACTION_ATTEMPTS = 6

@@ -20,8 +20,7 @@ TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("products") as batch:
-        batch.add_column(sa.Column("trainees_per_instructor", sa.Integer(), nullable=True))
+    op.add_column("products", sa.Column("trainees_per_instructor", sa.Integer(), nullable=True))
     op.create_table(
         "course_sessions",
         sa.Column("id", sa.String(18), nullable=False),
@@ -81,5 +80,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("session_waitlist")
     op.drop_table("course_sessions")
-    with op.batch_alter_table("products") as batch:
-        batch.drop_column("trainees_per_instructor")
+    # SQLite 3.35+ drops the column in place: a batch copy of products would drop the
+    # table that courses and sessions point at, which its foreign keys refuse.
+    op.drop_column("products", "trainees_per_instructor")

@@ -48,7 +48,7 @@ CONFIRM = "confirm_future"
 
 
 def site_today(site: str) -> dt.date:
-    """Today in the site's own calendar (its zone: DESIGN §18)."""
+    """Today in the site's own calendar (its zone, fields.SITE_ZONES)."""
     return dt.datetime.now(ZoneInfo(fields.SITE_ZONES.get(site, "UTC"))).date()
 
 
