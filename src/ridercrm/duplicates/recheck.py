@@ -23,6 +23,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm import periodic
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.duplicates import scan, scoring
@@ -193,26 +194,25 @@ def start_rechecker(settings: Settings) -> Callable[[], None]:
     """Re-check touched people in a background thread of this process; return its stop."""
     engine = build_engine(settings)
     sessions = session_factory(engine)
-    stop = threading.Event()
 
-    def run() -> None:
-        while not stop.wait(settings.duplicates_recheck_seconds):
-            try:
-                recheck(
-                    sessions,
-                    thresholds=thresholds_of(settings),
-                    review_threshold=settings.duplicates_review_threshold,
-                    stop=stop,
-                )
-            except Exception:  # the marks stay; the next round tries again
-                log.exception("duplicates re-check failed")
+    def round_(stop: threading.Event) -> None:  # a failed round: the marks stay
+        recheck(
+            sessions,
+            thresholds=thresholds_of(settings),
+            review_threshold=settings.duplicates_review_threshold,
+            stop=stop,
+        )
 
-    thread = threading.Thread(target=run, name="ridercrm-duplicates-recheck", daemon=True)
-    thread.start()
+    stop_rounds = periodic.every(
+        settings.duplicates_recheck_seconds,
+        round_,
+        name="ridercrm-duplicates-recheck",
+        log=log,
+        failure="duplicates re-check failed",
+    )
 
     def stop_it() -> None:
-        stop.set()
-        thread.join(timeout=30)
+        stop_rounds()
         engine.dispose()
 
     return stop_it

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, insert, select, text
 from sqlalchemy.orm import Session
 
+from ridercrm import periodic
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -184,29 +185,30 @@ def start_folder(settings: Settings) -> Callable[[], None]:
     of this process (``serve``); return its stop, which folds once more."""
     engine = build_engine(settings)
     sessions = session_factory(engine)
-    stop = threading.Event()
+    failure = "folding the weekly count deltas failed"
 
-    def fold_once() -> None:
-        try:
-            with session_scope(sessions) as session:  # a read first: most rounds find none
-                if session.scalar(select(CourseWeekDelta.id).limit(1)) is None:
-                    return
-            with session_scope(sessions, write=True) as session:
-                fold(session)
-        except Exception:  # the deltas stay and count as they are; the next round folds
-            log.exception("folding the weekly count deltas failed")
+    def fold_once(_stop: threading.Event | None = None) -> None:
+        # A failed round: the deltas stay and count as they are; the next round folds.
+        with session_scope(sessions) as session:  # a read first: most rounds find none
+            if session.scalar(select(CourseWeekDelta.id).limit(1)) is None:
+                return
+        with session_scope(sessions, write=True) as session:
+            fold(session)
 
-    def run() -> None:
-        while not stop.wait(settings.counts_fold_seconds):
-            fold_once()
-
-    thread = threading.Thread(target=run, name="ridercrm-counts-fold", daemon=True)
-    thread.start()
+    stop_rounds = periodic.every(
+        settings.counts_fold_seconds,
+        fold_once,
+        name="ridercrm-counts-fold",
+        log=log,
+        failure=failure,
+    )
 
     def stop_it() -> None:
-        stop.set()
-        thread.join(timeout=30)
-        fold_once()
+        stop_rounds()
+        try:
+            fold_once()
+        except Exception:
+            log.exception(failure)
         engine.dispose()
 
     return stop_it

@@ -5,12 +5,12 @@ deliverer), every RIDERCRM_WAITLIST_TIMER_SECONDS."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm import periodic
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.sessions import seats
@@ -52,21 +52,16 @@ def start_waitlist_timer(settings: Settings) -> Callable[[], None]:
     engine = build_engine(settings)
     sessions = session_factory(engine)
     policy = policy_of(settings)
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.wait(settings.waitlist_timer_seconds):
-            try:
-                lapse_due(sessions, policy)
-            except Exception:  # the offers stay due; the next tick tries again
-                log.exception("waiting-list timer failed")
-
-    thread = threading.Thread(target=run, name="ridercrm-waitlist-timer", daemon=True)
-    thread.start()
+    stop_rounds = periodic.every(
+        settings.waitlist_timer_seconds,
+        lambda _stop: lapse_due(sessions, policy),  # a failed round: the offers stay due
+        name="ridercrm-waitlist-timer",
+        log=log,
+        failure="waiting-list timer failed",
+    )
 
     def stop_it() -> None:
-        stop.set()
-        thread.join(timeout=30)
+        stop_rounds()
         engine.dispose()
 
     return stop_it
