@@ -533,11 +533,13 @@ def environment() -> Environment:
 
 
 @pass_context
-def _local(context: Any, when: dt.datetime | None, form: str = "%Y-%m-%d %H:%M") -> str:
+def _local(context: Any, when: dt.datetime | str | None, form: str = "%Y-%m-%d %H:%M") -> str:
     """A stored (UTC) time as staff read it: in the business's zone (RIDERCRM_TIMEZONE),
-    with the zone's abbreviation (AEDT, AEST)."""
-    if when is None:
+    with the zone's abbreviation (AEDT, AEST). An ISO text (an API schema's) is read first."""
+    if not when:
         return ""
+    if isinstance(when, str):
+        when = dt.datetime.fromisoformat(when)
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     local = when.astimezone(context.get("zone") or dt.UTC)

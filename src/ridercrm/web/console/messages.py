@@ -50,7 +50,10 @@ async def messages_page(visit: Visit) -> Response:
     ]
     since = None
     if period in ("today", "week") and not problems:
-        since = dt.datetime.now(dt.UTC) - dt.timedelta(days=1 if period == "today" else 7)
+        # Today and the week are the business's days (RIDERCRM_TIMEZONE), as staff live them.
+        zone = frame.services_of(visit.request).settings.zone
+        today = dt.datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+        since = (today if period == "today" else today - dt.timedelta(days=6)).astimezone(dt.UTC)
     rows = (
         []
         if problems
