@@ -44,6 +44,18 @@ def _setup(http: httpx.Client) -> list[tuple[str, str, set[str]]]:
     )
     assert product.status_code == 201, product.text
     product_id = product.json()["id"]
+    # Events are stored only for the types an endpoint lists (docs/decisions.md, "Events
+    # (webhooks)"); a disabled one still counts, and nothing is sent to it.
+    endpoint = http.post(
+        "/admin/webhooks",
+        json={
+            "url": "https://93.184.216.34/hook",
+            "event_types": ["person.merged", "course.updated"],
+        },
+    )
+    assert endpoint.status_code == 201, endpoint.text
+    disabled = http.post(f"/admin/webhooks/{endpoint.json()['id']}/disable", json={})
+    assert disabled.status_code == 200, disabled.text
     pairs = []
     for n in range(PAIRS):
         first, second = (
