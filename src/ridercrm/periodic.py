@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 def every(
     seconds: float,
-    work: Callable[[threading.Event], None],
+    work: Callable[[threading.Event], object],
     *,
     name: str,
     log: logging.Logger,
