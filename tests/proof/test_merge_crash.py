@@ -44,8 +44,8 @@ def _setup(http: httpx.Client) -> list[tuple[str, str, set[str]]]:
     )
     assert product.status_code == 201, product.text
     product_id = product.json()["id"]
-    # Events are stored only for the types an endpoint lists (docs/decisions.md, "Events
-    # (webhooks)"); a disabled one still counts, and nothing is sent to it.
+    # Events are stored only for the types an endpoint lists (docs/decisions.md,
+    # "Events (webhooks)"); a disabled one still counts, and nothing is sent to it.
     endpoint = http.post(
         "/admin/webhooks",
         json={
