@@ -40,6 +40,7 @@ def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]
         env=env,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
+        cwd=log.parent,  # a first start writes its credentials files where it runs
     )
     deadline = time.monotonic() + 60
     while True:
