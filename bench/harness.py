@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -126,13 +125,10 @@ class Server:
         workers: int = 1,
         name: str = "server",
         env: dict[str, str] | None = None,
-        whatif: str = "",
     ) -> None:
         self.url, self.key, self.directory = url, key, directory
         self.workers, self.name = workers, name
         self.extra_env = {**NO_RATE_LIMIT, **(env or {})}
-        # bench/load_whatif.py instead of `ridercrm serve`: the app with in-memory changes.
-        self.whatif = whatif
         self.process: subprocess.Popen[bytes] | None = None
         self.base = ""
         self.logs: list[Path] = []
@@ -149,12 +145,6 @@ class Server:
         log = self.directory / f"{self.name}-{len(self.logs) + 1}-{port}.log"
         self.logs.append(log)
         command = [str(match_perf.RIDERCRM), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        if self.whatif:
-            command = [sys.executable, "-m", "bench.load_whatif", "--port", str(port)]
-            extra["RIDERCRM_BENCH_WHATIF"] = self.whatif
-            extra["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
-            )
         command += ["--workers", str(self.workers)]
         with log.open("wb") as output:
             self.process = subprocess.Popen(

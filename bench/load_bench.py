@@ -429,8 +429,8 @@ def run_wrk(base: str, script: Path, output: Path, seconds: int, connections: in
     )
 
 
-def measure(db: str, args: argparse.Namespace, directory: Path, whatif: str = "") -> LoadResult:
-    work = directory / (db + (f"-{whatif.replace(',', '+')}" if whatif else ""))
+def measure(db: str, args: argparse.Namespace, directory: Path) -> LoadResult:
+    work = directory / db
     work.mkdir()
     with harness.fresh_database(db, "load", work, args.pg_url) as url:
         key = harness.admin_key(url)
@@ -440,7 +440,7 @@ def measure(db: str, args: argparse.Namespace, directory: Path, whatif: str = ""
             f"  {db}: {args.people} people imported in {time.monotonic() - started:.1f} s",
             flush=True,
         )
-        server = harness.Server(url, key, work, workers=WORKERS, name=f"load-{db}", whatif=whatif)
+        server = harness.Server(url, key, work, workers=WORKERS, name=f"load-{db}")
         try:
             server.start()
             bodies = prepare(server, kept, args)
@@ -452,7 +452,7 @@ def measure(db: str, args: argparse.Namespace, directory: Path, whatif: str = ""
             result.load_before, result.load_after = load_before, os.getloadavg()[0]
         finally:
             server.stop()
-        result.db = db + (f" (what-if: {whatif.replace(',', ' + ')})" if whatif else "")
+        result.db = db
         events = server.log_events()
         result.retried = events.get("transaction retried", 0)
         result.server_errors = server.log_errors()
@@ -541,26 +541,9 @@ def section(args: argparse.Namespace, results: list[LoadResult]) -> str:
             table(results),
             "",
             *details(results),
-            *whatif_note(results),
             "",
         ]
     )
-
-
-def whatif_note(results: list[LoadResult]) -> list[str]:
-    if not any("what-if" in r.db for r in results):
-        return []
-    return [
-        "",
-        "Rows marked *what-if*: the same load on SQLite against `bench/load_whatif.py`, the"
-        " app with one change made in memory (`src/` unchanged): `sync-normal` is"
-        " `PRAGMA synchronous=NORMAL` instead of FULL; `busy-wait` takes away the writers'"
-        " queue (`ridercrm.db.writer_turn`: an exclusive `flock` on a file next to the"
-        " database before `BEGIN IMMEDIATE`), so writers wait in SQLite's busy handler as"
-        " they did before it; `audit-batch`"
-        " commits the audit records of requests that finish together in one transaction"
-        " (each request still waits until its record is committed).",
-    ]
 
 
 def _pg_version(args: argparse.Namespace) -> str:
@@ -588,14 +571,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--pg-url", help="PostgreSQL to create the database on (127.0.0.1)")
     parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in README")
-    parser.add_argument(
-        "--what-if",
-        action="append",
-        default=[],
-        metavar="CHANGES",
-        help="also measure SQLite with bench/load_whatif.py changes, e.g. busy-wait or"
-        " busy-wait,sync-normal (repeat for several runs)",
-    )
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.duration = args.duration or (10 if args.short else 60)
@@ -612,9 +587,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"load on {db}: {args.duration} s after a {args.warmup} s warm-up", flush=True
                 )
                 results.append(measure(db, args, Path(directory)))
-            for whatif in args.what_if:
-                print(f"load on sqlite, what-if {whatif}", flush=True)
-                results.append(measure("sqlite", args, Path(directory), whatif))
         except (LoadError, harness.HarnessError) as exc:
             print(f"load benchmark aborted: {exc}", file=sys.stderr)
             return 2
