@@ -23,7 +23,7 @@ from tests.cli.transfer_helpers import assert_match_keys_in_step, cli, write_csv
 
 def merged_into(sessions: sessionmaker[Session]) -> dict[str, str | None]:
     with session_scope(sessions) as session:
-        return dict(session.execute(select(Person.id, Person.merged_into)).tuples().all())
+        return dict(session.execute(select(Person.id, Person.merged_into)).all())
 
 
 @pytest.mark.parametrize("form", ["ours", "salesforce"])
