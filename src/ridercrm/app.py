@@ -6,7 +6,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ridercrm import __version__, readiness
+from ridercrm import __version__, memo, readiness
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
@@ -82,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the service. Nothing is connected or configured at import time."""
     settings = settings or Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
+    memo.resize(settings.match_cache_entries)
     engine = build_engine(settings)
     app = FastAPI(
         title="ridercrm",

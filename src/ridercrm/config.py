@@ -138,6 +138,16 @@ class Settings(BaseSettings):
             " answer, so its use is bounded; 'off' or empty: no limit"
         ),
     )
+    match_cache_entries: int = Field(
+        default=16384,
+        ge=1,
+        le=1_048_576,
+        description=(
+            "Entries each of the matcher's name caches keeps per worker (normalised and"
+            " compared names; stored identities a quarter as many): about 40 MiB per worker"
+            " when full at the default; memory grows while they fill, then stays flat"
+        ),
+    )
     refused_rate_limit: str = Field(
         default="120/minute",
         description=(

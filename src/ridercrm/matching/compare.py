@@ -16,6 +16,7 @@ import jellyfish
 from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
 
 from ridercrm.matching.nicknames import same_name_family
+from ridercrm.memo import memo
 from ridercrm.people import normalize
 
 MISSING = "missing"
@@ -58,7 +59,7 @@ def _slips(first: str, second: str, most: int) -> int:
     return DamerauLevenshtein.distance(first, second, score_cutoff=most)
 
 
-@lru_cache(maxsize=262144)
+@memo(share=2)
 def _sounds(name: str) -> tuple[str, str]:
     """Metaphone and NYSIIS codes, computed once per name (names repeat a lot)."""
     return jellyfish.metaphone(name), jellyfish.nysiis(name)
@@ -73,7 +74,7 @@ def _sounds_alike(first: str, second: str) -> bool:
 
 # Names repeat: of the given names a duplicates scan compares at a million people, four
 # pairs in five were compared before (bench/README.md, Duplicates).
-@lru_cache(maxsize=65536)
+@memo()
 def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool) -> str:
     q, s = "".join(query), "".join(stored)
     if q == s:
@@ -148,7 +149,7 @@ _OCR = (("rn", "m"), ("cl", "d"), ("vv", "w"), ("0", "o"), ("1", "l"), ("i", "l"
         ("5", "s"), ("8", "b"))  # fmt: skip
 
 
-@lru_cache(maxsize=65536)
+@memo()
 def _ocr_fold(name: str) -> str:
     for seen, meant in _OCR:
         name = name.replace(seen, meant)

@@ -17,10 +17,12 @@ them. Names are lower-case ASCII, as ``normalize.name`` makes them.
 from __future__ import annotations
 
 import csv
-from functools import cache, lru_cache
+from functools import cache
 from importlib import resources
 
 from nicknames import NickNamer
+
+from ridercrm.memo import memo
 
 
 @cache
@@ -41,7 +43,7 @@ def variants() -> dict[str, frozenset[str]]:
     return {name: frozenset(names) for name, names in found.items()}
 
 
-@lru_cache(maxsize=65536)
+@memo()
 def _family(name: str) -> frozenset[str]:
     """The name, its formal names and their diminutives."""
     namer, extra = _namer(), variants()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
 import phonenumbers
+
+from ridercrm.memo import memo
 
 DEFAULT_REGION = "AU"
 
@@ -42,7 +43,7 @@ def strip_accents(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-@lru_cache(maxsize=65536)
+@memo()
 def name_tokens(text: str | None) -> tuple[str, ...]:
     """A name as lower-case ASCII words: accents, case and punctuation gone.
 
