@@ -1,0 +1,170 @@
+"""A worker's memory over many distinct requests (issue 23, "Bounded memory").
+
+Run from the repository root (``make bench NAME=memory``):
+
+    .venv/bin/python bench/memory.py                                  # 100k requests
+    .venv/bin/python bench/memory.py --requests 30000 --warm 10000
+    .venv/bin/python bench/memory.py --previous ../prev               # side by side
+
+A store of ``--people`` generated contacts is imported into a fresh SQLite database per
+build; one ``ridercrm serve`` worker per build answers ``--requests`` requests from 4
+client threads: nine in ten ``POST /crm/people/match`` with a new, never-repeated
+identity (a stored rider with a slip, or a stranger), one in ten ``GET /crm/products``.
+Builds take turns in blocks of 1,000 requests, so a noisy neighbour slows both alike.
+The resident memory of the server (its process and children, ``/proc``) is read after
+start, after ``--warm`` requests and at the end; the figure is the growth from the warm
+mark to the end, which the issue bounds at 5 MiB for 20k -> 100k requests.
+
+``--previous DIR`` runs the ridercrm of ``DIR/src`` (``git worktree add DIR <commit>``)
+with this checkout's installed packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from testkit.serve import free_port, run_cli, running_server
+
+from bench import match_perf
+from bench.harness import fresh_database
+from bench.load_bench import load_store
+
+BLOCK = 1000
+THREADS = 4
+
+
+@dataclass
+class Build:
+    label: str
+    env: dict[str, str]
+    base: str = ""
+    key: str = ""
+    pid: int = 0
+    rss: dict[str, float] = field(default_factory=dict)
+    errors: int = 0
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants, MiB."""
+    total, todo = 0, [pid]
+    while todo:
+        each = todo.pop()
+        try:
+            status = Path(f"/proc/{each}/status").read_text()
+            children = Path(f"/proc/{each}/task/{each}/children").read_text().split()
+        except OSError:
+            continue
+        total += next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")
+        )
+        todo.extend(int(child) for child in children)
+    return total / 1024
+
+
+def requests(seed: int, stored: list[dict[str, str]], count: int) -> Iterator[tuple[str, Any]]:
+    """``count`` requests, each match with an identity not sent before."""
+    rng = random.Random(seed)
+    strangers = match_perf.PeopleGenerator(seed + 1).people(count)
+    for index in range(count):
+        if index % 10 == 9:
+            yield "GET", None
+            continue
+        if rng.random() < 0.5:
+            data = match_perf._request_data(rng, stored[index % len(stored)])
+            data["first_name"] = match_perf._typo(rng, data["first_name"]) + f"{index:x}"[-2:]
+            data["email"] = f"m{index}@example.net"
+        else:
+            data = match_perf._request_data(rng, next(strangers))
+        yield "POST", {"person_data": data}
+
+
+def send(client: httpx.Client, work: tuple[str, Any]) -> bool:
+    method, body = work
+    if method == "GET":
+        answer = client.get("/crm/products")
+    else:
+        answer = client.post(match_perf.MATCH_PATH, json=body)
+    return answer.status_code == 200
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--people", type=int, default=20_000)
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--warm", type=int, default=20_000)
+    parser.add_argument("--previous", type=Path, help="a checkout of the previous commit")
+    parser.add_argument("--seed", type=int, default=2311)
+    args = parser.parse_args()
+    builds = [Build("this", dict(os.environ))]
+    if args.previous is not None:
+        src = str((args.previous / "src").resolve())
+        builds.append(Build("previous", {**os.environ, "PYTHONPATH": src}))
+    with tempfile.TemporaryDirectory(prefix="ridercrm-memory-") as tmp, ExitStack() as stack:
+        directory = Path(tmp)
+        clients: dict[str, httpx.Client] = {}
+        stored: list[dict[str, str]] = []
+        for build in builds:
+            url = stack.enter_context(fresh_database("sqlite", f"memory_{build.label}", directory))
+            env = {**build.env, "RIDERCRM_DATABASE_URL": url, "RIDERCRM_LOG_LEVEL": "WARNING"}
+            run_cli(["db", "upgrade"], env, timeout=300)
+            (directory / build.label).mkdir()
+            stored = load_store(url, directory / build.label, args.people, args.seed)
+            out = run_cli(
+                ["keys", "create", "--name", "memory", "--scope", "match", "--scope", "products"],
+                env,
+                timeout=60,
+            )
+            build.key = out.strip().splitlines()[-1]
+            log = directory / f"{build.label}.log"
+            build.base, build.pid = stack.enter_context(running_server(env, free_port(), log))
+            build.rss["start"] = rss_mib(build.pid)
+            clients[build.label] = stack.enter_context(
+                httpx.Client(
+                    base_url=build.base,
+                    headers={"Authorization": f"Bearer {build.key}"},
+                    timeout=60,
+                    limits=httpx.Limits(max_connections=THREADS),
+                )
+            )
+        work = list(requests(args.seed, stored, args.requests))
+        with ThreadPoolExecutor(THREADS) as pool:
+            for start in range(0, len(work), BLOCK):
+                for build in builds:
+                    client = clients[build.label]
+                    answers = pool.map(lambda w, c=client: send(c, w), work[start : start + BLOCK])
+                    build.errors += sum(1 for ok in answers if not ok)
+                    done = start + BLOCK
+                    if done == args.warm or done >= len(work):
+                        build.rss["warm" if done == args.warm else "end"] = rss_mib(build.pid)
+                print(f"{min(start + BLOCK, len(work))} requests", file=sys.stderr, flush=True)
+    print(
+        f"| build | RSS after start | after {args.warm:,} requests | after {args.requests:,} "
+        f"| growth {args.warm // 1000}k -> {args.requests // 1000}k | failed requests |"
+    )
+    print("|---|---|---|---|---|---|")
+    for build in builds:
+        rss = build.rss
+        print(
+            f"| {build.label} | {rss['start']:.1f} MiB | {rss.get('warm', float('nan')):.1f} MiB "
+            f"| {rss['end']:.1f} MiB | {rss['end'] - rss.get('warm', float('nan')):+.1f} MiB "
+            f"| {build.errors} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
