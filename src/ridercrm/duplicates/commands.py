@@ -263,14 +263,7 @@ def merge_command(
     """Merge people (or a cluster) into one survivor; people the matcher scores as
     different are refused unless --force."""
     settings = Settings()
-    same = (
-        None
-        if force
-        else SameCheck(
-            thresholds=thresholds_of(settings),
-            review_threshold=settings.duplicates_review_threshold,
-        )
-    )
+    same = None if force else SameCheck.of(settings)
     fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
     arguments = {
         "people": people, "cluster": cluster, "survivor": survivor, "fields": fields, "force": force,

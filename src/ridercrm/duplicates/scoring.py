@@ -28,6 +28,7 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people import normalize
 from ridercrm.people.blocking import Identity
 from ridercrm.people.index import identity_of
@@ -324,6 +325,14 @@ class SameCheck:
 
     thresholds: score.Thresholds
     review_threshold: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> SameCheck:
+        """The check as the app or command is configured (duplicates' own reading of them)."""
+        return cls(
+            thresholds=thresholds_of(settings),
+            review_threshold=settings.duplicates_review_threshold,
+        )
 
 
 def scored_as_different(

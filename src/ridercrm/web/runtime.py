@@ -32,7 +32,6 @@ from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
-from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.idempotency import service as idempotency
@@ -58,9 +57,10 @@ class AppContext:
     engine: Engine
     sessions: sessionmaker[Session]
     rate_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_RATE_LIMIT is off
-    explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
     refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
-    match_thresholds: Thresholds = field(default_factory=Thresholds)  # RIDERCRM_MATCH_*
+    # Features' own limiters by name, as their decoders find them in ``Requested.limiters``
+    # (the match routes' "explain": RIDERCRM_EXPLAIN_RATE_LIMIT); one that is off is absent.
+    limiters: dict[str, KeyRateLimiter] = field(default_factory=dict)
     # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
     audit_batcher: AuditBatcher | None = None
 

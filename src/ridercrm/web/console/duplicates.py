@@ -260,14 +260,7 @@ async def _decide(
     survivor, fields = chosen
     forced = posted.form.get("force", "") == "yes"
     context = frame.services_of(posted.request)
-    same = (
-        None
-        if forced
-        else SameCheck(
-            thresholds=context.match_thresholds,
-            review_threshold=context.settings.duplicates_review_threshold,
-        )
-    )
+    same = None if forced else SameCheck.of(context.settings)
 
     def work(session: Session) -> dict[str, Any]:
         cluster = service.find_cluster(session, found)

@@ -51,10 +51,7 @@ class Merge:
 
 def same_check(request: Requested) -> SameCheck:
     """The matcher's judgement a merge asks for unless forced (the app's thresholds)."""
-    return SameCheck(
-        thresholds=request.match_thresholds,
-        review_threshold=request.settings.duplicates_review_threshold,
-    )
+    return SameCheck.of(request.settings)
 
 
 def merge_of(body: Any, request: Requested) -> Merge:
