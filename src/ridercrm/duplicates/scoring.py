@@ -31,6 +31,7 @@ from ridercrm.matching.repository import KEY_CAP
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people import normalize
 from ridercrm.people.blocking import Identity
+from ridercrm.people.identity import IDENTITY_COLUMNS as IDENTITY_FIELD_NAMES
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import Person
 
@@ -44,13 +45,7 @@ MAX_WORKERS = 8
 PEOPLE = cast(Table, Person.__table__)
 # What scoring reads of a person (people.index.identity_of), and nothing else. Table
 # columns, read as plain rows: the ORM's handling of each row cost a tenth of a scan.
-IDENTITY_COLUMNS = tuple(
-    PEOPLE.c[name]
-    for name in (
-        "id", "first_name", "last_name", "date_of_birth", "email", "mobile_phone",
-        "home_phone", "drivers_license", "street", "postcode", "city",
-    )
-)  # fmt: skip
+IDENTITY_COLUMNS = tuple(PEOPLE.c[name] for name in ("id", *IDENTITY_FIELD_NAMES))
 
 # Neither merged nor a converted lead. As one expression, not two IS NULL terms: SQLite's
 # planner would otherwise read the unique index of converted_contact_id (every live
