@@ -49,7 +49,8 @@ def test_one_constructor_reads_a_mapping_an_object_or_keywords_alike() -> None:
     assert len(from_mapping.phones) == 2
     # A query has no home phone: what an object lacks is empty.
     query = Identity.of(SimpleNamespace(first_name="Ann"))
-    assert query.phones == frozenset() and query.email is None
+    assert query.phones == frozenset()
+    assert query.email is None
 
 
 def test_a_course_field_is_spelled_once() -> None:

@@ -20,6 +20,7 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
+from ridercrm.errors import DomainError
 from ridercrm.events import service as events
 from ridercrm.fields import COURSE_FIELDS, COURSE_STATE_FIELDS, error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
@@ -30,7 +31,7 @@ from ridercrm.products.models import Product
 from ridercrm.sessions import seats
 
 
-class ItemRejected(Exception):
+class ItemRejected(DomainError):
     """The item cannot be carried out; its receipt says why."""
 
 

@@ -207,6 +207,12 @@ class _Candidate:
     def city(self) -> str | None:
         return self.identity.city
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other identity value (people.identity.IDENTITY_FIELDS) a comparison reads.
+        if name.startswith("_"):
+            raise AttributeError(name)  # copying or pickling asks before the slots are set
+        return getattr(self.identity, name)
+
 
 def _proposal(scorer: score.Scorer, other: _Candidate, review_threshold: float) -> Proposal | None:
     # The matcher's own refusals stand (household guard, too little personal evidence):
