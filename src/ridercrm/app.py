@@ -11,7 +11,6 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
-from ridercrm.matching.service import thresholds_of
 from ridercrm.notifications import metrics as message_metrics
 from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
@@ -23,6 +22,7 @@ from ridercrm.web.routes.courses import router as courses_router
 from ridercrm.web.routes.duplicates import router as duplicates_router
 from ridercrm.web.routes.events import install_webhooks
 from ridercrm.web.routes.events import router as webhooks_router
+from ridercrm.web.routes.matching import EXPLAIN_LIMITER
 from ridercrm.web.routes.matching import router as matching_router
 from ridercrm.web.routes.people import crm_router as people_crm_router
 from ridercrm.web.routes.people import router as people_router
@@ -98,20 +98,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine=engine,
         sessions=keep_keys(session_factory(engine)),
         rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
-        explain_limiter=build_rate_limiter(
-            settings.explain_rate_limit,
-            namespace="explain",
-            counted="explained matches for this API key",
-            **shared,
-        ),
         refused_limiter=build_rate_limiter(
             settings.refused_rate_limit,
             namespace="refused",
             counted="refused requests from this address",
             **shared,
         ),
-        match_thresholds=thresholds_of(settings),
     )
+    explain = build_rate_limiter(
+        settings.explain_rate_limit,
+        namespace="explain",
+        counted="explained matches for this API key",
+        **shared,
+    )
+    if explain is not None:
+        app.state.context.limiters[EXPLAIN_LIMITER] = explain
     app.state.context.audit_batcher = AuditBatcher(
         app.state.context.sessions,
         redact=settings.audit_redact,

@@ -9,14 +9,12 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import person_body
 
-from ridercrm.audit.call import Caller
 from ridercrm.db import session_scope
-from ridercrm.matching import answer, service
+from ridercrm.matching import service
 from ridercrm.matching.schemas import LeadsMatchQuery, PeopleMatchQuery
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, LEAD
 from ridercrm.people.schemas import PersonCreate
-from ridercrm.ratelimit import KeyRateLimiter, parse_limits
 
 ANN = {
     "first_name": "Ann",
@@ -83,40 +81,6 @@ def test_a_stranger_is_not_found(sessions: sessionmaker[Session], stored: dict[s
             session, details=PeopleMatchQuery.model_validate(stranger), leads_only=False
         )
     assert result.person is None
-
-
-def _ask(scopes: set[str], limiter: KeyRateLimiter | None) -> answer.MatchAsk:
-    return answer.MatchAsk(
-        PeopleMatchQuery.model_validate(ANN),
-        leads_only=False,
-        explain=True,
-        audit_id="a0A000000000000AAA",
-        caller=Caller(key_id=1, name="site", scopes=frozenset(scopes)),
-        explain_limiter=limiter,
-    )
-
-
-def test_an_explanation_needs_the_explain_scope_and_is_counted_once_per_request(
-    sessions: sessionmaker[Session], stored: dict[str, str]
-) -> None:
-    """answer_match, the one call the web layer makes for operations 3 and 4, refuses an
-    explanation without the scope (before the limit counts it), then counts it against
-    the limit once per request: the same ask answered again, as a transaction retried
-    after a deadlock answers it, is not refused by a limit of one."""
-    limiter = KeyRateLimiter(parse_limits("1/minute"), namespace="explain-test")
-    with session_scope(sessions) as session:
-        with pytest.raises(answer.ExplainRefused) as refused:
-            answer.answer_match(session, _ask({"match"}, limiter))
-        assert refused.value.status == 403
-        ask = _ask({"match", "explain"}, limiter)
-        first = answer.answer_match(session, ask)
-        again = answer.answer_match(session, ask)
-        assert first.body["ID"] == again.body["ID"] == stored["contact"]
-        assert first.body["match"]["id"] == stored["contact"]
-        with pytest.raises(answer.ExplainRefused) as limited:
-            answer.answer_match(session, _ask({"match", "explain"}, limiter))
-        assert limited.value.status == 429
-        assert int(limited.value.headers["Retry-After"]) >= 0
 
 
 def _explained_by_orm(session: Session, query: Any, leads_only: bool) -> dict[str, Any]:

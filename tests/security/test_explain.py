@@ -141,6 +141,37 @@ def test_explained_requests_are_limited_per_key(
     assert ask(client, other, victim_query()).status_code == 200
 
 
+def test_the_decoder_refuses_before_counting_and_counts_once_per_request() -> None:
+    """The match routes' decoder decides the explanation, once per request and before its
+    transaction (a transaction a deadlock runs again does not count it twice): a key
+    without the scope is refused 403 without counting against the limit, then each
+    explained request counts once, the next over the limit is refused 429."""
+    from ridercrm.audit.call import Caller
+    from ridercrm.config import Settings
+    from ridercrm.errors import ApiError
+    from ridercrm.ratelimit import KeyRateLimiter, parse_limits
+    from ridercrm.web.operations import Requested
+    from ridercrm.web.routes.matching import EXPLAIN_LIMITER, people_details
+
+    limiter = KeyRateLimiter(parse_limits("1/minute"), namespace="explain-decoder-test")
+    body = {"person_data": victim_query(), "explain": True}
+
+    def requested(*scopes: str) -> Requested:
+        caller = Caller(key_id=1, name="site", scopes=frozenset(scopes))
+        settings = Settings(_env_file=None)  # type: ignore[call-arg]
+        return Requested("a0A000000000000AAA", caller, settings, {EXPLAIN_LIMITER: limiter})
+
+    with pytest.raises(ApiError) as refused:
+        people_details(body, requested("match"))
+    assert refused.value.status == 403
+    ask = people_details(body, requested("match", "explain"))
+    assert ask.explain
+    with pytest.raises(ApiError) as limited:
+        people_details(body, requested("match", "explain"))
+    assert limited.value.status == 429
+    assert int(limited.value.headers["Retry-After"]) >= 0
+
+
 def test_the_explain_limit_is_on_by_default() -> None:
     from ridercrm.config import Settings
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import rules, service
 from ridercrm.courses.models import Asset
+from ridercrm.errors import DomainError
 from ridercrm.fields import COURSE_FEEDBACK, COURSE_LOCATIONS, enumeration
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.people.models import Person
@@ -38,7 +39,7 @@ MAX_ROWS = 500
 """Rows one submission may carry: far more than a site's day (about 40 riders)."""
 
 
-class SheetError(ValueError):
+class SheetError(DomainError, ValueError):
     """The sheet or submission as a whole is unusable (an unknown site, a bad date)."""
 
 

@@ -20,8 +20,9 @@ from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
+from ridercrm.errors import DomainError
 from ridercrm.events import service as events
-from ridercrm.fields import error_messages, item_refusal, text
+from ridercrm.fields import COURSE_FIELDS, COURSE_STATE_FIELDS, error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.notifications import service as notifications
 from ridercrm.people import service as people
@@ -29,19 +30,8 @@ from ridercrm.people.models import LEAD, Person
 from ridercrm.products.models import Product
 from ridercrm.sessions import seats
 
-COURSE_FIELDS = (
-    "course_datetime",
-    "course_date_end",
-    "course_location",
-    "rider_instructor_1",
-    "rider_instructor_2",
-    "dealer_code",
-    "course_price",
-    "booking_source",
-)
 
-
-class ItemRejected(Exception):
+class ItemRejected(DomainError):
     """The item cannot be carried out; its receipt says why."""
 
 
@@ -407,7 +397,7 @@ def _update(
         ),
         person_ids={contact.id, *filter(None, [canonical_id(item.person_id)])},
     )
-    before = {name: getattr(asset, name) for name in events.COURSE_STATE_FIELDS}
+    before = {name: getattr(asset, name) for name in COURSE_STATE_FIELDS}
     for name in COURSE_FIELDS:
         value = getattr(item, name)
         if value is not None:

@@ -22,6 +22,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.duplicates.scoring import SameCheck
+from ridercrm.errors import NOT_FOUND
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
@@ -263,14 +264,7 @@ def merge_command(
     """Merge people (or a cluster) into one survivor; people the matcher scores as
     different are refused unless --force."""
     settings = Settings()
-    same = (
-        None
-        if force
-        else SameCheck(
-            thresholds=thresholds_of(settings),
-            review_threshold=settings.duplicates_review_threshold,
-        )
-    )
+    same = None if force else SameCheck.of(settings)
     fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
     arguments = {
         "people": people, "cluster": cluster, "survivor": survivor, "fields": fields, "force": force,
@@ -280,7 +274,7 @@ def merge_command(
         if cluster is not None:
             found = service.find_cluster(session, cluster)
             if found is None:
-                raise merge.MergeError(404, f"no cluster with id {cluster}")
+                raise merge.MergeError(NOT_FOUND, f"no cluster with id {cluster}")
             return service.decide(
                 session, found, decision="merge", survivor=survivor, fields=fields,
                 dry_run=dry_run, audit_id=audit_id, same=same,
@@ -336,7 +330,7 @@ def dismiss_command(
     def action(session: Session, audit_id: str) -> Any:
         found = service.find_cluster(session, cluster_id)
         if found is None:
-            raise merge.MergeError(404, f"no cluster with id {cluster_id}")
+            raise merge.MergeError(NOT_FOUND, f"no cluster with id {cluster_id}")
         decision = "skip" if skip else "dismiss"
         return service.decide(session, found, decision=decision, dry_run=dry_run, audit_id=audit_id)
 

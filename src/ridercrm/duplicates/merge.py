@@ -26,6 +26,7 @@ from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
 from ridercrm.duplicates.recheck import mark
 from ridercrm.duplicates.scoring import SameCheck, scored_as_different
+from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
@@ -39,13 +40,13 @@ CONTACT_DETAILS = ("email", "mobile_phone", "home_phone")
 ADDRESS = ("street", "city", "state", "postcode", "country")
 
 
-class MergeError(Exception):
+class MergeError(DomainError):
     """A merge or undo that cannot be done; nothing was changed."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
+    listed = False  # the API answers its reason alone, without an "errors" list
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason, kind=kind)
 
 
 @dataclass
@@ -93,10 +94,10 @@ def plan_merge(
     refuses the merge (409); without it (forced, or the scan's own auto-merge) it does not.
     """
     if not MIN_MEMBERS <= len(people_ids) <= MAX_MEMBERS:
-        raise MergeError(400, f"people: give {MIN_MEMBERS} to {MAX_MEMBERS} ids")
+        raise MergeError(INVALID, f"people: give {MIN_MEMBERS} to {MAX_MEMBERS} ids")
     members = _members(session, people_ids, lock=lock)
     if len(members) < MIN_MEMBERS:
-        raise MergeError(400, "people: the ids given stand for fewer than 2 different people")
+        raise MergeError(INVALID, "people: the ids given stand for fewer than 2 different people")
     courses = _course_counts(session, [m.id for m in members])
     survivor = _choose_survivor(session, members, survivor_id, courses)
     merged = [m for m in members if m is not survivor]
@@ -105,7 +106,7 @@ def plan_merge(
             why = scored_as_different(session, survivor, member, same)
             if why is not None:
                 raise MergeError(
-                    409,
+                    CONFLICT,
                     f"the matcher scores {survivor.id} ({_name(survivor)}) and {member.id}"
                     f" ({_name(member)}) as different people: {why}; nothing was changed (to merge"
                     ' them anyway: --force, "force": true, or the console\'s "merge even if" box)',
@@ -211,14 +212,14 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     """Give each member of a merge back its own values and re-point the moved courses."""
     record = _load_merge(session, merge_id)
     if record.undone_at is not None:
-        raise MergeError(409, f"merge {merge_id} was already undone")
+        raise MergeError(CONFLICT, f"merge {merge_id} was already undone")
     member_ids = [record.survivor_id, *record.merged_ids]
     _lock_people(session, member_ids)
     survivor = session.get(Person, record.survivor_id)
     assert survivor is not None
     if survivor.merged_into:
         raise MergeError(
-            409,
+            CONFLICT,
             f"{survivor.id} was merged into {survivor.merged_into} since; undo that merge first",
         )
     changed = [
@@ -226,7 +227,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     ]
     if changed:
         raise MergeError(
-            409,
+            CONFLICT,
             f"{survivor.id} changed since the merge ({', '.join(changed)}); "
             "undoing would lose those changes",
         )
@@ -234,7 +235,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     for person_id in record.merged_ids:
         person = session.get(Person, person_id)
         if person is None or person.merged_into != survivor.id:
-            raise MergeError(409, f"{person_id} is no longer merged into {survivor.id}")
+            raise MergeError(CONFLICT, f"{person_id} is no longer merged into {survivor.id}")
         members.append(person)
     owners = dict(
         session.execute(
@@ -244,7 +245,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
     strayed = sorted(a for a in record.moved_assets if owners.get(a) != survivor.id)
     if strayed:
         raise MergeError(
-            409,
+            CONFLICT,
             f"course {', '.join(strayed)} no longer belongs to {survivor.id}; cannot move it back",
         )
     own = record.before[survivor.id]
@@ -295,7 +296,7 @@ def _load_merge(session: Session, merge_id: int) -> PersonMerge:
     else:
         record = session.get(PersonMerge, merge_id, with_for_update=True, populate_existing=True)
     if record is None:
-        raise MergeError(404, f"no merge with id {merge_id}")
+        raise MergeError(NOT_FOUND, f"no merge with id {merge_id}")
     return record
 
 
@@ -341,19 +342,20 @@ def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list
     resolved: dict[str, Person] = {}
     for raw in people_ids:
         if not isinstance(raw, str) or canonical_id(raw) is None:
-            raise MergeError(400, f"people: {raw!r} is not a person id")
+            raise MergeError(INVALID, f"people: {raw!r} is not a person id")
         stored = people.find_person(session, raw)
         if stored is not None and stored.merged_into:
             # The review that named it is out of date (or another merge just won).
             raise MergeError(
-                409, f"{stored.id} is already merged into {stored.merged_into}; nothing was changed"
+                CONFLICT,
+                f"{stored.id} is already merged into {stored.merged_into}; nothing was changed",
             )
         try:
             person = people.resolve(session, raw)
         except people.UnresolvableId as exc:
-            raise MergeError(400, f"people: {exc}") from None
+            raise MergeError(INVALID, f"people: {exc}") from None
         if person is None:
-            raise MergeError(404, f"no person with id {raw}")
+            raise MergeError(NOT_FOUND, f"no person with id {raw}")
         resolved.setdefault(person.id, person)
     if lock:
         _lock_people(session, list(resolved))
@@ -361,7 +363,7 @@ def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list
             # Read again under the lock: a concurrent merge may have folded it meanwhile.
             if person.merged_into or person.converted_contact_id:
                 raise MergeError(
-                    409,
+                    CONFLICT,
                     f"{person.id} was merged or converted by another request meanwhile; "
                     "nothing was changed",
                 )
@@ -382,7 +384,7 @@ def _member(session: Session, members: list[Person], raw: str, what: str) -> Per
     for member in members:
         if person is not None and member.id == person.id:
             return member
-    raise MergeError(400, f"{what}: {raw!r} is not one of the people merged")
+    raise MergeError(INVALID, f"{what}: {raw!r} is not one of the people merged")
 
 
 def _choose_survivor(
@@ -396,7 +398,7 @@ def _choose_survivor(
         )
     survivor = _member(session, members, raw, "survivor")
     if survivor.kind != CONTACT and any(m.kind == CONTACT for m in members):
-        raise MergeError(400, "survivor: a lead cannot absorb a contact; choose a contact")
+        raise MergeError(INVALID, "survivor: a lead cannot absorb a contact; choose a contact")
     return survivor
 
 
@@ -406,7 +408,7 @@ def _field_values(
     """Each field's resulting value and the member it comes from."""
     unknown = sorted(name for name in chosen if name not in PERSON_FIELDS)
     if unknown:
-        raise MergeError(400, f"fields: {', '.join(unknown)} not a person field")
+        raise MergeError(INVALID, f"fields: {', '.join(unknown)} not a person field")
     newest_first = sorted(members, key=lambda p: (p.updated_at, p.id), reverse=True)
     sources: dict[str, str] = {}
     address_from = next(
@@ -429,7 +431,7 @@ def _field_values(
     by_id = {member.id: member for member in members}
     values = {name: getattr(by_id[sources[name]], name) for name in PERSON_FIELDS}
     if not values["last_name"]:
-        raise MergeError(400, "fields.last_name: the survivor needs a last name")
+        raise MergeError(INVALID, "fields.last_name: the survivor needs a last name")
     return values, sources
 
 
@@ -453,5 +455,6 @@ def _flush(session: Session, what: str) -> None:
     except IntegrityError as exc:
         # Never resolved by dropping a row: the whole request rolls back.
         raise MergeError(
-            409, f"the {what} would break a database constraint ({exc.orig}); nothing was changed"
+            CONFLICT,
+            f"the {what} would break a database constraint ({exc.orig}); nothing was changed",
         ) from None

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.duplicates import merge, service
 from ridercrm.duplicates.models import OPEN, SKIPPED, DuplicateCluster, PersonMerge
+from ridercrm.errors import NOT_FOUND
 from ridercrm.people.models import PERSON_FIELDS, Person
 
 PAGE = 50
@@ -138,7 +139,7 @@ def preview(
     """
     cluster = service.find_cluster(session, cluster_id)
     if cluster is None:
-        raise merge.MergeError(404, f"no cluster with id {cluster_id}")
+        raise merge.MergeError(NOT_FOUND, f"no cluster with id {cluster_id}")
     return service.decide(
         session, cluster, decision="merge", survivor=survivor, fields=fields, dry_run=True
     )

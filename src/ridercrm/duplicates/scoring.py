@@ -28,8 +28,10 @@ from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
+from ridercrm.matching.service import thresholds_of
 from ridercrm.people import normalize
 from ridercrm.people.blocking import Identity
+from ridercrm.people.identity import IDENTITY_COLUMNS as IDENTITY_FIELD_NAMES
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import Person
 
@@ -43,13 +45,7 @@ MAX_WORKERS = 8
 PEOPLE = cast(Table, Person.__table__)
 # What scoring reads of a person (people.index.identity_of), and nothing else. Table
 # columns, read as plain rows: the ORM's handling of each row cost a tenth of a scan.
-IDENTITY_COLUMNS = tuple(
-    PEOPLE.c[name]
-    for name in (
-        "id", "first_name", "last_name", "date_of_birth", "email", "mobile_phone",
-        "home_phone", "drivers_license", "street", "postcode", "city",
-    )
-)  # fmt: skip
+IDENTITY_COLUMNS = tuple(PEOPLE.c[name] for name in ("id", *IDENTITY_FIELD_NAMES))
 
 # Neither merged nor a converted lead. As one expression, not two IS NULL terms: SQLite's
 # planner would otherwise read the unique index of converted_contact_id (every live
@@ -211,6 +207,12 @@ class _Candidate:
     def city(self) -> str | None:
         return self.identity.city
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other identity value (people.identity.IDENTITY_FIELDS) a comparison reads.
+        if name.startswith("_"):
+            raise AttributeError(name)  # copying or pickling asks before the slots are set
+        return getattr(self.identity, name)
+
 
 def _proposal(scorer: score.Scorer, other: _Candidate, review_threshold: float) -> Proposal | None:
     # The matcher's own refusals stand (household guard, too little personal evidence):
@@ -324,6 +326,14 @@ class SameCheck:
 
     thresholds: score.Thresholds
     review_threshold: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> SameCheck:
+        """The check as the app or command is configured (duplicates' own reading of them)."""
+        return cls(
+            thresholds=thresholds_of(settings),
+            review_threshold=settings.duplicates_review_threshold,
+        )
 
 
 def scored_as_different(

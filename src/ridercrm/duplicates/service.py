@@ -25,6 +25,7 @@ from ridercrm.duplicates.models import (
 )
 from ridercrm.duplicates.scan import pairs_of
 from ridercrm.duplicates.scoring import SameCheck
+from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND
 from ridercrm.people.models import PERSON_FIELDS, Person
 from ridercrm.startup import operator
 
@@ -120,11 +121,11 @@ def decide(
     """Merge a cluster, dismiss it (remembered: never proposed again) or skip it;
     ``same``: refuse to merge members the matcher now scores as different people."""
     if decision not in DECISIONS:
-        raise merge.MergeError(400, f"decision: one of {', '.join(DECISIONS)}")
+        raise merge.MergeError(INVALID, f"decision: one of {', '.join(DECISIONS)}")
     if not dry_run:
         cluster = _lock_cluster(session, cluster)
     if cluster.status != OPEN and not (cluster.status == SKIPPED and decision != "skip"):
-        raise merge.MergeError(409, f"cluster {cluster.id} is already {cluster.status}")
+        raise merge.MergeError(CONFLICT, f"cluster {cluster.id} is already {cluster.status}")
     result: dict[str, Any] = {"cluster": cluster.id, "decision": decision, "dry_run": dry_run}
     if decision == "merge":
         plan, record = merge.merge_people(
@@ -169,7 +170,7 @@ def _lock_cluster(session: Session, cluster: DuplicateCluster) -> DuplicateClust
         return cluster
     locked = session.get(DuplicateCluster, cluster.id, with_for_update=True, populate_existing=True)
     if locked is None:
-        raise merge.MergeError(404, f"no cluster with id {cluster.id}")
+        raise merge.MergeError(NOT_FOUND, f"no cluster with id {cluster.id}")
     return locked
 
 

@@ -43,7 +43,7 @@ def _work(settings: Settings, *, write: bool = False) -> Iterator[Session]:
         with session_scope(_sessions(settings), write=write) as session:
             yield session
     except manage.NoSuchEndpoint as exc:
-        errors.print(f"error: no webhook endpoint {exc.args[0]}")
+        errors.print(f"error: no webhook endpoint {exc.endpoint_id}")
         raise typer.Exit(2) from None
     except (UnsafeUrl, manage.EndpointProblem) as exc:
         errors.print(f"error: {exc}")

@@ -12,6 +12,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import NOT_FOUND, DomainError
 from ridercrm.events.models import (
     DELIVERED,
     FAILED,
@@ -25,12 +26,19 @@ from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
 from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
 
 
-class EndpointProblem(ValueError):
+class EndpointProblem(DomainError, ValueError):
     """A request about endpoints that cannot be carried out; the message says why."""
 
 
-class NoSuchEndpoint(LookupError):
-    """No endpoint has this id."""
+class NoSuchEndpoint(DomainError, LookupError):
+    """No endpoint has this id (``endpoint_id``, NUL shown as ``\\x00``)."""
+
+    kind = NOT_FOUND
+    listed = False
+
+    def __init__(self, endpoint_id: str) -> None:
+        super().__init__(f"no webhook endpoint with id {endpoint_id}")
+        self.endpoint_id = endpoint_id
 
 
 def new_secret() -> str:
@@ -83,9 +91,12 @@ def create_endpoint(
     if checked is not None and url in checked:
         unsafe = checked[url]
         if unsafe is not None:
-            raise unsafe
+            raise EndpointProblem(str(unsafe), field="url") from unsafe
     else:
-        resolve(url, allow)  # raises UnsafeUrl
+        try:
+            resolve(url, allow)
+        except UnsafeUrl as exc:
+            raise EndpointProblem(str(exc), field="url") from exc
     endpoint = WebhookEndpoint(
         id="ep_" + secrets.token_hex(8),
         url=url,

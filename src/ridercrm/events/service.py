@@ -22,7 +22,7 @@ from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint, is_open
-from ridercrm.fields import PERSON_FIELDS
+from ridercrm.fields import COURSE_STATE_FIELDS, PERSON_FIELDS
 
 PERSON_CREATED = "person.created"
 PERSON_UPDATED = "person.updated"
@@ -60,20 +60,6 @@ EVENT_TYPES = (
     MESSAGE_FAILED,
 )
 KNOWN_TYPES = EVENT_TYPES
-
-COURSE_STATE_FIELDS = (
-    "booking_number",
-    "course_status",
-    "course_feedback",
-    "course_datetime",
-    "course_date_end",
-    "course_location",
-    "rider_instructor_1",
-    "rider_instructor_2",
-    "dealer_code",
-    "course_price",
-    "booking_source",
-)
 
 _SUBSCRIBERS = "ridercrm.webhook_subscribers"
 _PENDING = "ridercrm.pending_events"

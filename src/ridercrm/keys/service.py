@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import DomainError
 from ridercrm.keys.models import ApiKey
 
 SCOPES = ("courses", "people", "match", "explain", "products", "admin")
@@ -18,7 +19,7 @@ KEY_PREFIX = "rcrm_"
 MAX_NAME_LENGTH = 120  # the api_keys.name column
 
 
-class KeyProblem(ValueError):
+class KeyProblem(DomainError, ValueError):
     """A key request that cannot be carried out (unknown scope, unknown key)."""
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import TextClause, bindparam, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.selectable import TextualSelect
 
+from ridercrm.people.identity import IDENTITY_COLUMNS
 from ridercrm.people.models import Person
 
 # At most this many people per key: a key shared by more (a common name pair at a
@@ -21,9 +22,7 @@ KEY_CAP = 50
 # objects: at a million people a query reads up to a hundred candidates, and building
 # an ORM object for each cost more than scoring it.
 CANDIDATE_COLUMNS: tuple[str, ...] = (
-    "id", "kind", "converted_contact_id", "merged_into", "updated_at",
-    "first_name", "last_name", "date_of_birth", "email", "mobile_phone", "home_phone",
-    "drivers_license", "street", "postcode", "city",
+    "id", "kind", "converted_contact_id", "merged_into", "updated_at", *IDENTITY_COLUMNS
 )  # fmt: skip
 _TYPED = tuple(Person.__table__.c[name] for name in CANDIDATE_COLUMNS)
 _PEOPLE = select(*_TYPED).where(Person.__table__.c.id.in_(bindparam("ids", expanding=True)))

@@ -15,6 +15,7 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.matching import model_store, repository, score
 from ridercrm.memo import memo
 from ridercrm.people.blocking import Identity, query_key_tiers
+from ridercrm.people.identity import IDENTITY_COLUMNS
 from ridercrm.people.models import CONTACT, LEAD
 from ridercrm.people.service import UnresolvableId, resolve
 
@@ -67,20 +68,10 @@ def find_match(
 ) -> MatchResult:
     """Find the person that a request's validated details describe (operations 3 and 4).
 
-    ``details`` has the interface's identifying fields (``first_name`` … ``postcode``,
-    ``mobile_phone``) and, for operation 3, ``assets``: ids of courses the person booked.
+    ``details`` has the interface's identifying fields (``people.identity.IDENTITY_FIELDS``;
+    a query has ``mobile_phone``, no ``home_phone``) and, for operation 3, ``assets``: ids of courses the person booked.
     """
-    identity = Identity.of(
-        first_name=details.first_name,
-        last_name=details.last_name,
-        date_of_birth=details.date_of_birth,
-        email=details.email,
-        phones=(details.mobile_phone,),
-        drivers_license=details.drivers_license,
-        street=details.street,
-        postcode=details.postcode,
-        city=details.city,
-    )
+    identity = Identity.of(details)
     assets = getattr(details, "assets", None) or []
     return match_identity(
         session, query=identity, assets=assets, leads_only=leads_only, thresholds=thresholds
@@ -247,36 +238,12 @@ def stored_identity(row: Any) -> Identity:
     that shares it; their normalised values are computed once. The key is the values
     themselves, so a changed person is a new entry, never a stale one.
     """
-    return _identity_of_values(
-        row.first_name, row.last_name, row.date_of_birth, row.email, row.mobile_phone,
-        row.home_phone, row.drivers_license, row.street, row.postcode, row.city,
-    )  # fmt: skip
+    return _identity_of_values(tuple(getattr(row, name) for name in IDENTITY_COLUMNS))
 
 
 @memo(share=IDENTITY_SHARE)
-def _identity_of_values(
-    first_name: str | None,
-    last_name: str | None,
-    date_of_birth: dt.date | None,
-    email: str | None,
-    mobile_phone: str | None,
-    home_phone: str | None,
-    drivers_license: str | None,
-    street: str | None,
-    postcode: str | None,
-    city: str | None,
-) -> Identity:
-    return Identity.of(
-        first_name=first_name,
-        last_name=last_name,
-        date_of_birth=date_of_birth,
-        email=email,
-        phones=(mobile_phone, home_phone),
-        drivers_license=drivers_license,
-        street=street,
-        postcode=postcode,
-        city=city,
-    )
+def _identity_of_values(values: tuple[Any, ...]) -> Identity:
+    return Identity.of_values(values)
 
 
 def _candidate(person: Ranked, verdict: score.Verdict) -> dict[str, Any]:

@@ -226,14 +226,11 @@ def stored_sample(session: Session, *, seed: int = 0) -> tuple[list[Identity], i
     Read in one streamed pass; the sample bounds training's time and memory at a
     million people (term frequencies come from everyone: ``term_frequencies``).
     """
+    from ridercrm.people.identity import IDENTITY_COLUMNS
     from ridercrm.people.index import identity_of
     from ridercrm.people.models import Person
 
-    columns = select(
-        Person.first_name, Person.last_name, Person.date_of_birth, Person.email,
-        Person.mobile_phone, Person.home_phone, Person.drivers_license, Person.street,
-        Person.postcode, Person.city,
-    )  # fmt: skip
+    columns = select(*(Person.__table__.c[name] for name in IDENTITY_COLUMNS))
     rng = random.Random(seed)
     sample: list[Identity] = []
     seen = 0

@@ -14,6 +14,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import DomainError
 from ridercrm.notifications.models import (
     CANCELLED,
     CONFIRMATION,
@@ -214,7 +215,7 @@ _TEXT = SandboxedEnvironment(
 _HTML = SandboxedEnvironment(undefined=StrictUndefined, autoescape=True)
 
 
-class TemplateProblem(ValueError):
+class TemplateProblem(DomainError, ValueError):
     """A template that cannot render; the message says where and why."""
 
 

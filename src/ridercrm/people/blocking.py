@@ -14,63 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
 
 import jellyfish
 
 from ridercrm.people import normalize
+from ridercrm.people.identity import Identity
 
-
-@dataclass(frozen=True)
-class Identity:
-    """The normalised identifying values of a person or a query."""
-
-    first: tuple[str, ...]
-    last: tuple[str, ...]
-    date_of_birth: dt.date | None
-    email: str | None
-    phones: frozenset[str]
-    licence: str | None
-    raw_street: str | None = field(repr=False)
-    postcode: str | None
-    raw_city: str | None = field(default=None, repr=False)
-
-    @cached_property
-    def street(self) -> str | None:
-        """Normalised only when compared: the blocking keys do not use it."""
-        return normalize.street(self.raw_street)
-
-    @cached_property
-    def city(self) -> str | None:
-        """The suburb or town, compared with the postcode (not used by the keys)."""
-        return normalize.city(self.raw_city)
-
-    @classmethod
-    def of(
-        cls,
-        *,
-        first_name: str | None,
-        last_name: str | None,
-        date_of_birth: dt.date | None,
-        email: str | None,
-        phones: Iterable[str | None],
-        drivers_license: str | None,
-        street: str | None,
-        postcode: object,
-        city: str | None = None,
-    ) -> Identity:
-        return cls(
-            first=normalize.name_tokens(first_name),
-            last=normalize.name_tokens(last_name),
-            date_of_birth=date_of_birth,
-            email=normalize.email(email),
-            phones=frozenset(filter(None, map(normalize.phone, phones))),
-            licence=normalize.licence(drivers_license),
-            raw_street=street,
-            postcode=normalize.postcode(postcode),
-            raw_city=city,
-        )
+__all__ = ["Identity", "query_key_tiers", "query_keys", "stored_keys"]
 
 
 _blake2b = hashlib.blake2b  # bound once: _hash runs 8 times per imported person

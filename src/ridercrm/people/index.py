@@ -34,17 +34,7 @@ def keep_keys(factory: sessionmaker[Session]) -> sessionmaker[Session]:
 
 def identity_of(person: Any) -> Identity:
     """The identifying values of a stored person (an ORM row or anything with its fields)."""
-    return Identity.of(
-        first_name=person.first_name,
-        last_name=person.last_name,
-        date_of_birth=person.date_of_birth,
-        email=person.email,
-        phones=(person.mobile_phone, person.home_phone),
-        drivers_license=person.drivers_license,
-        street=person.street,
-        postcode=person.postcode,
-        city=getattr(person, "city", None),
-    )
+    return Identity.of(person)
 
 
 def key_rows(person_id: str, identity: Identity) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import repository
@@ -148,7 +149,7 @@ def lock_in_order(session: Session, person_ids: Collection[str]) -> None:
     session.execute(in_order.with_for_update()).all()
 
 
-class UnresolvableId(ValueError):
+class UnresolvableId(DomainError, ValueError):
     """An id whose chain of merged or converted records is too long to follow."""
 
 
@@ -203,8 +204,10 @@ def merged_from(session: Session, person_id: str) -> list[str]:
     return list(session.scalars(statement).all())
 
 
-class NotConvertible(ValueError):
+class NotConvertible(DomainError, ValueError):
     """A lead that cannot be converted; the message says why."""
+
+    kind = CONFLICT
 
 
 def convert_lead(session: Session, lead: Person) -> Person:

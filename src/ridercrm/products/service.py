@@ -7,13 +7,21 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.products.models import Product
 from ridercrm.products.schemas import ProductCreate
 
 
-class DuplicateCode(ValueError):
-    """Another product already has this code."""
+class DuplicateCode(DomainError, ValueError):
+    """Another product already has this code (``code``)."""
+
+    kind = CONFLICT
+    listed = False  # the API answers its reason alone
+
+    def __init__(self, code: str) -> None:
+        super().__init__(f"code: {code} is already used by another product", field="code")
+        self.code = code
 
 
 def create_product(session: Session, *, data: ProductCreate) -> Product:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from ridercrm.courses import rules
+from ridercrm.errors import DomainError
 from ridercrm.fields import BOOKING_SOURCES, COURSE_LOCATIONS
 from ridercrm.reports import repository
 from ridercrm.reports.models import INSTRUCTOR, PRODUCT, SITE, SOURCE
@@ -23,7 +24,7 @@ MAX_WEEKS = 53
 NOT_GIVEN = "not given"
 
 
-class PeriodError(ValueError):
+class PeriodError(DomainError, ValueError):
     """The chosen period cannot be reported on; the message says why."""
 
 

@@ -21,6 +21,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
+from ridercrm.errors import CONFLICT, NOT_FOUND
 from ridercrm.fields import error_messages
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.index import keep_keys
@@ -181,7 +182,7 @@ def schedule_command(
             try:
                 made.append(rosters.create_session(session, data=data).id)
             except sessions.SessionProblem as problem:
-                if problem.status != 409:
+                if problem.kind != CONFLICT:
                     raise
                 skipped.append(start)
         return {"created": made, "skipped": skipped}
@@ -224,7 +225,7 @@ def cancel_command(
     def action(session: Session, audit_id: str) -> dict[str, Any]:
         row = sessions.find_session(session, session_id, lock=True)
         if row is None:
-            raise sessions.SessionProblem(404, f"no course session with id {session_id}")
+            raise sessions.SessionProblem(NOT_FOUND, f"no course session with id {session_id}")
         cancelled = rosters.cancel_session(session, row, audit_id=audit_id)
         return {"session": row.id, "cancelled_courses": cancelled}
 

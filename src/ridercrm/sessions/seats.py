@@ -19,6 +19,7 @@ from sqlalchemy import Table, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.events import service as events
 from ridercrm.notifications import service as notifications
 from ridercrm.sessions.models import BOOKED as ENTRY_BOOKED
@@ -52,8 +53,10 @@ class SeatPolicy:
         return dt.timedelta(hours=self.hold_hours)
 
 
-class NoSeat(Exception):
+class NoSeat(DomainError):
     """The item cannot have a seat; the message is its receipt, exactly."""
+
+    kind = CONFLICT
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
+from ridercrm.errors import CONFLICT, INVALID, UNPROCESSABLE, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.products.models import Product
@@ -35,13 +36,11 @@ STATE_FIELDS = (
 )
 
 
-class SessionProblem(ValueError):
-    """A session request that cannot be carried out; ``status`` is the HTTP status to answer."""
+class SessionProblem(DomainError, ValueError):
+    """A session request that cannot be carried out; ``kind`` says how it is answered."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason, kind=kind)
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def product_of(session: Session, raw_id: str) -> Product:
     product_id = canonical_id(raw_id, RecordKind.PRODUCT)
     product = session.get(Product, product_id) if product_id else None
     if product is None:
-        raise SessionProblem(422, f"product_id: no product with id {raw_id}")
+        raise SessionProblem(UNPROCESSABLE, f"product_id: no product with id {raw_id}")
     return product
 
 
@@ -98,7 +97,7 @@ def create_session(
         taken = seats.find(session, seats.Place(product.id, data.location, data.course_datetime))
     if taken is not None:
         raise SessionProblem(
-            409,
+            CONFLICT,
             f"course_datetime: product {product.id} already has session {taken.id} at"
             f" {data.location} {data.course_datetime}",
         )
@@ -135,13 +134,13 @@ def update_session(session: Session, row: CourseSession, *, data: SessionUpdate)
     if sent.get("status") == CANCELLED:
         raise ValueError("cancel a session with rosters.cancel_session")
     if row.status == CANCELLED and sent:
-        raise SessionProblem(409, f"status: session {row.id} is cancelled")
+        raise SessionProblem(CONFLICT, f"status: session {row.id} is cancelled")
     for name in ("capacity", "minimum", "status"):
         if name in sent and sent[name] is None and name != "capacity":
-            raise SessionProblem(400, f"{name}: cannot be null")
+            raise SessionProblem(INVALID, f"{name}: cannot be null")
     if "capacity" in sent and sent["capacity"] is not None and sent["capacity"] < row.booked:
         raise SessionProblem(
-            409,
+            CONFLICT,
             f"capacity: {row.booked} courses are booked in session {row.id}; move or cancel"
             " some first",
         )

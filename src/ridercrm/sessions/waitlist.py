@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import CONFLICT, NOT_FOUND, UNPROCESSABLE
 from ridercrm.events import service as events
 from ridercrm.people import service as people
 from ridercrm.sessions import seats
@@ -41,7 +42,9 @@ def join(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitlis
     """Put a person at the end of a full session's line (SessionProblem otherwise)."""
     person = people.resolve(session, raw_person_id)
     if person is None:
-        raise SessionProblem(422, f"person_id: no contact or lead with id {raw_person_id}")
+        raise SessionProblem(
+            UNPROCESSABLE, f"person_id: no contact or lead with id {raw_person_id}"
+        )
     # The session's row, locked: joins and freed seats of one session queue here.
     current = session.scalar(
         select(CourseSession)
@@ -51,12 +54,12 @@ def join(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitlis
     )
     assert current is not None
     if current.status == CANCELLED:
-        raise SessionProblem(409, f"session {current.id} is cancelled")
+        raise SessionProblem(CONFLICT, f"session {current.id} is cancelled")
     left = seats.seats_left(current)
     if left is None or left > 0:
         shown = "no limit" if left is None else str(left)
         raise SessionProblem(
-            409,
+            CONFLICT,
             f"seats_left: {shown}; session {current.id} has seats, book one instead of"
             " joining the waiting list",
         )
@@ -69,7 +72,8 @@ def join(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitlis
     if entry is not None and entry.state in IN_LINE:
         position = line.index(entry) + 1
         raise SessionProblem(
-            409, f"person_id: {person.id} is already on the waiting list at position {position}"
+            CONFLICT,
+            f"person_id: {person.id} is already on the waiting list at position {position}",
         )
     rank = max((e.rank for e in line), default=0) + 1
     last = session.scalar(
@@ -126,7 +130,7 @@ def _entry(session: Session, session_id: str, raw_person_id: str) -> WaitlistEnt
         .execution_options(populate_existing=True)
     )
     if entry is None:
-        raise SessionProblem(404, f"person {raw_person_id} is not on the waiting list")
+        raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     return entry
 
 
@@ -134,7 +138,7 @@ def remove(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitl
     """Take a person off the line; a seat held for them goes to the next in line."""
     entry = _entry(session, row.id, raw_person_id)
     if entry.state not in IN_LINE:
-        raise SessionProblem(404, f"person {raw_person_id} is not on the waiting list")
+        raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     was_offered = entry.state == OFFERED
     now = utcnow()
     session.execute(
@@ -161,7 +165,7 @@ def move_to(session: Session, row: CourseSession, *, raw_person_id: str, positio
     entry = _entry(session, row.id, raw_person_id)
     line = _line(session, row.id)
     if entry not in line:
-        raise SessionProblem(404, f"person {raw_person_id} is not on the waiting list")
+        raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     line.remove(entry)
     line.insert(max(0, min(position - 1, len(line))), entry)
     for rank, member in enumerate(line, 1):

@@ -91,14 +91,14 @@ def _has_digit(word: str) -> bool:
 
 def _identity(query: Query, *, first: str | None, last: str | None) -> Identity:
     return Identity.of(
-        first_name=first,
-        last_name=last,
-        date_of_birth=query.date_of_birth,
-        email=query.email,
-        phones=[query.phone],
-        drivers_license=query.licence,
-        street=None,
-        postcode=None,
+        {
+            "first_name": first,
+            "last_name": last,
+            "date_of_birth": query.date_of_birth,
+            "email": query.email,
+            "mobile_phone": query.phone,
+            "drivers_license": query.licence,
+        }
     )
 
 

@@ -23,6 +23,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
+from ridercrm.errors import DomainError
 from ridercrm.staff import repository, rules
 from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 
@@ -31,7 +32,7 @@ _hasher = PasswordHasher()
 _DUMMY_HASH = _hasher.hash("not a password of anyone")
 
 
-class StaffProblem(ValueError):
+class StaffProblem(DomainError, ValueError):
     """A staff-user request that cannot be carried out; the message says why."""
 
 

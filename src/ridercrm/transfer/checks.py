@@ -21,6 +21,7 @@ from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ridercrm.errors import DomainError
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.transfer.cells import iso_date, restore
 from ridercrm.transfer.columns import ColumnPlan, Target
@@ -34,7 +35,7 @@ PARALLEL_MIN_CPUS = 4
 WORKERS = 2
 
 
-class ImportFailed(Exception):
+class ImportFailed(DomainError):
     """The import was abandoned and nothing was written."""
 
 

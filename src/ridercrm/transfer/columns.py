@@ -14,6 +14,7 @@ import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ridercrm.errors import DomainError
 from ridercrm.ids import RecordKind
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS
 
@@ -154,7 +155,7 @@ PRODUCTS = Target(
 TARGETS: Mapping[str, Target] = {target.name: target for target in (CONTACTS, LEADS, PRODUCTS)}
 
 
-class HeaderProblem(ValueError):
+class HeaderProblem(DomainError, ValueError):
     """The header row cannot be used: a required column is missing or a field repeats."""
 
 

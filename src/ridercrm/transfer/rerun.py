@@ -79,17 +79,7 @@ class Matcher:
 
     def match(self, values: Mapping[str, Any]) -> Person | None:
         """The stored person (of the import's kind) the row's values describe, or None."""
-        identity = Identity.of(
-            first_name=values.get("first_name"),
-            last_name=values.get("last_name"),
-            date_of_birth=values.get("date_of_birth"),
-            email=values.get("email"),
-            phones=(values.get("mobile_phone"), values.get("home_phone")),
-            drivers_license=values.get("drivers_license"),
-            street=values.get("street"),
-            postcode=values.get("postcode"),
-            city=values.get("city"),
-        )
+        identity = Identity.of(values)
         found = match_identity(
             self.session,
             query=identity,

@@ -7,13 +7,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ridercrm.errors import ApiError
-from ridercrm.web.runtime import call_of, error_outcome, render
+from ridercrm.errors import ApiError, DomainError
+from ridercrm.web.runtime import api_error, call_of, error_outcome, render
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return render(request, error_outcome(call_of(request), exc))
+
+
+async def _domain_error(request: Request, exc: Exception) -> Response:
+    """A feature's refusal that a read's work let through (a POST's is caught by run_post)."""
+    assert isinstance(exc, DomainError)
+    return await _api_error(request, api_error(exc))
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
@@ -40,5 +46,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(DomainError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

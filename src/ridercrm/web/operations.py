@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -48,7 +48,6 @@ from sqlalchemy.orm import Session
 from ridercrm.audit.call import Call, Caller
 from ridercrm.config import Settings
 from ridercrm.errors import ErrorShape, default_shape
-from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web import openapi
 from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_post, run_read
@@ -62,8 +61,8 @@ class Requested:
     audit_id: str
     caller: Caller
     settings: Settings
-    explain_limiter: KeyRateLimiter | None
-    match_thresholds: Thresholds
+    # The app's rate limiters that features' decoders use, by name (only those switched on).
+    limiters: Mapping[str, KeyRateLimiter] = field(default_factory=dict)
     path: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,8 +72,7 @@ def requested(call: Call, context: AppContext, path: dict[str, Any]) -> Requeste
         audit_id=call.audit_id,
         caller=call.caller,
         settings=context.settings,
-        explain_limiter=context.explain_limiter,
-        match_thresholds=context.match_thresholds,
+        limiters=context.limiters,
         path=path,
     )
 

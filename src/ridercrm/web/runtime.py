@@ -30,9 +30,8 @@ from ridercrm.audit.call import Call, Caller
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
-from ridercrm.errors import ApiError, ErrorShape, default_shape
+from ridercrm.errors import ApiError, DomainError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
-from ridercrm.matching.score import Thresholds
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.idempotency import service as idempotency
@@ -58,9 +57,10 @@ class AppContext:
     engine: Engine
     sessions: sessionmaker[Session]
     rate_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_RATE_LIMIT is off
-    explain_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_EXPLAIN_RATE_LIMIT is off
     refused_limiter: KeyRateLimiter | None = None  # None: RIDERCRM_REFUSED_RATE_LIMIT is off
-    match_thresholds: Thresholds = field(default_factory=Thresholds)  # RIDERCRM_MATCH_*
+    # Features' own limiters by name, as their decoders find them in ``Requested.limiters``
+    # (the match routes' "explain": RIDERCRM_EXPLAIN_RATE_LIMIT); one that is off is absent.
+    limiters: dict[str, KeyRateLimiter] = field(default_factory=dict)
     # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
     audit_batcher: AuditBatcher | None = None
 
@@ -228,6 +228,14 @@ def render(request: Request, outcome: Reply) -> Response:
     )
 
 
+def api_error(refusal: DomainError) -> ApiError:
+    """A feature's refusal as the API answers it: the status of its kind, its message (also
+    listed under ``errors`` when its feature answers so). The one place this is decided."""
+    return ApiError(
+        refusal.status, refusal.message, errors=[refusal.message] if refusal.listed else []
+    )
+
+
 def error_outcome(call: Call, error: ApiError) -> Reply:
     """Render an error in the operation's shape; note its reason for the audit record."""
     call.failure_reason = error.reason
@@ -323,7 +331,8 @@ def _run_post(
                 )
                 time.sleep(retry_pause(attempt))
         raise AssertionError("unreachable")
-    except ApiError as error:
+    except (ApiError, DomainError) as refused:
+        error = refused if isinstance(refused, ApiError) else api_error(refused)
         response = render(request, error_outcome(call, error))
         if claim is not None:
             with session_scope(services.sessions, write=True) as session:

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridercrm.errors import DomainError
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web.console import frame
 from ridercrm.web.runtime import AppContext as Services
@@ -51,6 +52,11 @@ def build(services: Services) -> FastAPI:
 
     @console.exception_handler(frame.ConsoleRefusal)
     async def _refused(request: Request, exc: frame.ConsoleRefusal) -> Response:
+        return error_page(request, exc.status, exc.message)
+
+    @console.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> Response:
+        # A feature's refusal outside a change (which shows it on its page): an error page.
         return error_page(request, exc.status, exc.message)
 
     @console.exception_handler(RequestValidationError)

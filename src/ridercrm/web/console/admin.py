@@ -55,10 +55,7 @@ async def create_product(posted: Posted) -> Response:
             data = ProductCreate.model_validate(asked)
         except ValidationError as exc:
             raise frame.ConsoleProblem("; ".join(error_messages(exc))) from None
-        try:
-            product = products.create_product(session, data=data)
-        except products.DuplicateCode:
-            raise frame.ConsoleProblem(f"code: {data.code} is used by another product") from None
+        product = products.create_product(session, data=data)
         return ProductRead.model_validate(product).model_dump(mode="json")
 
     done = await posted.change(asked=asked, work=work)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm import fields
 from ridercrm.courses import daysheet, rules
-from ridercrm.courses.daysheet import Entry, SheetError
+from ridercrm.courses.daysheet import Entry
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
@@ -55,11 +55,8 @@ def site_today(site: str) -> dt.date:
 def _choice(visit: Visit, form: dict[str, str] | None = None) -> tuple[str, dt.date]:
     """The sheet's site and day, from the form or the query; errors as a 400 page."""
     source = form if form is not None else visit.request.query_params
-    try:
-        site = daysheet.site_of(source.get("site") or daysheet.SITES[0])
-        day = daysheet.parse_day(source.get("date"), today=site_today(site))
-    except SheetError as problem:
-        raise frame.ConsoleRefusal(400, str(problem)) from None
+    site = daysheet.site_of(source.get("site") or daysheet.SITES[0])
+    day = daysheet.parse_day(source.get("date"), today=site_today(site))
     return site, day
 
 
@@ -132,12 +129,9 @@ async def record(posted: Posted) -> Response:
     def work(session: Session) -> Any:
         if not entries:
             raise frame.ConsoleProblem("no row has a result chosen; nothing was recorded")
-        try:
-            submission = daysheet.record_results(
-                session, site=site, day=day, entries=entries, audit_id=frame.change_audit_id()
-            )
-        except SheetError as problem:
-            raise frame.ConsoleProblem(str(problem)) from None
+        submission = daysheet.record_results(
+            session, site=site, day=day, entries=entries, audit_id=frame.change_audit_id()
+        )
         return submission.summary()
 
     done = await posted.change(

@@ -152,10 +152,7 @@ async def undo(posted: Posted, merge_id: str) -> Response:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
 
     def work(session: Session) -> dict[str, Any]:
-        try:
-            record = merge.undo_merge(session, found, audit_id=frame.change_audit_id())
-        except merge.MergeError as exc:
-            raise frame.ConsoleProblem(exc.reason) from None
+        record = merge.undo_merge(session, found, audit_id=frame.change_audit_id())
         return {
             "merge_id": record.id,
             "survivor": record.survivor_id,
@@ -260,31 +257,21 @@ async def _decide(
     survivor, fields = chosen
     forced = posted.form.get("force", "") == "yes"
     context = frame.services_of(posted.request)
-    same = (
-        None
-        if forced
-        else SameCheck(
-            thresholds=context.match_thresholds,
-            review_threshold=context.settings.duplicates_review_threshold,
-        )
-    )
+    same = None if forced else SameCheck.of(context.settings)
 
     def work(session: Session) -> dict[str, Any]:
         cluster = service.find_cluster(session, found)
         if cluster is None:
             raise frame.ConsoleProblem(f"no cluster with id {found}")
-        try:
-            return service.decide(
-                session,
-                cluster,
-                decision=decision,
-                survivor=survivor,
-                fields=fields,
-                audit_id=frame.change_audit_id(),
-                same=same if decision == "merge" else None,
-            )
-        except merge.MergeError as exc:
-            raise frame.ConsoleProblem(exc.reason) from None
+        return service.decide(
+            session,
+            cluster,
+            decision=decision,
+            survivor=survivor,
+            fields=fields,
+            audit_id=frame.change_audit_id(),
+            same=same if decision == "merge" else None,
+        )
 
     asked: dict[str, Any] = {"cluster": found, "decision": decision}
     if decision == "merge":

@@ -58,6 +58,7 @@ from ridercrm import fields
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
+from ridercrm.errors import DomainError
 from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS, retry_pause
 from ridercrm.web.runtime import AppContext as Services
 from ridercrm.web.runtime import app_context as services_of
@@ -285,7 +286,7 @@ async def change(
     audit record, made by ``staff`` (or, signing in, ``actor``).
 
     ``work`` returns a JSON-able value, kept as the record's response; raising
-    :class:`ConsoleProblem` (or a service's ValueError) rolls the work back and stores
+    :class:`ConsoleProblem` (or a feature's DomainError, or a ValueError) rolls the work back and stores
     a failed record with the reason instead.
     """
     services = services_of(request)
@@ -324,7 +325,7 @@ async def change(
             if isinstance(body, Refused):
                 return Done(ok=False, audit_id=call.audit_id, body=body.body, error=body.reason)
             return Done(ok=True, audit_id=call.audit_id, body=body)
-        except (ConsoleProblem, ValueError) as problem:
+        except (ConsoleProblem, DomainError, ValueError) as problem:
             reason = str(problem) or type(problem).__name__
             call.failure_reason = reason
             with session_scope(services.sessions, write=True) as session:

@@ -148,20 +148,17 @@ async def line(posted: Posted, session_id: str) -> Response:
     def work(session: Session) -> Any:
         seats.use_policy(session, policy)
         row = _locked(session, session_id)
-        try:
-            if action == "move":
-                if not position.isdigit() or int(position) < 1:
-                    raise frame.ConsoleProblem("position: a whole number from 1")
-                waitlist.move_to(session, row, raw_person_id=person, position=int(position))
-            elif action == "offer":
-                if not waitlist.offer_by_hand(session, row, raw_person_id=person):
-                    raise frame.ConsoleProblem("no seat is free, or the person is not waiting")
-            elif action == "remove":
-                waitlist.remove(session, row, raw_person_id=person)
-            else:
-                raise frame.ConsoleProblem("action: move, offer or remove")
-        except sessions.SessionProblem as problem:
-            raise frame.ConsoleProblem(problem.reason) from None
+        if action == "move":
+            if not position.isdigit() or int(position) < 1:
+                raise frame.ConsoleProblem("position: a whole number from 1")
+            waitlist.move_to(session, row, raw_person_id=person, position=int(position))
+        elif action == "offer":
+            if not waitlist.offer_by_hand(session, row, raw_person_id=person):
+                raise frame.ConsoleProblem("no seat is free, or the person is not waiting")
+        elif action == "remove":
+            waitlist.remove(session, row, raw_person_id=person)
+        else:
+            raise frame.ConsoleProblem("action: move, offer or remove")
         return {"action": action, "person": person}
 
     done = await posted.change(

@@ -51,10 +51,7 @@ class Merge:
 
 def same_check(request: Requested) -> SameCheck:
     """The matcher's judgement a merge asks for unless forced (the app's thresholds)."""
-    return SameCheck(
-        thresholds=request.match_thresholds,
-        review_threshold=request.settings.duplicates_review_threshold,
-    )
+    return SameCheck.of(request.settings)
 
 
 def merge_of(body: Any, request: Requested) -> Merge:
@@ -66,18 +63,15 @@ def merge_of(body: Any, request: Requested) -> Merge:
 def merge_people(session: Session, merge_: Merge) -> Reply:
     """Merge 2 to 20 people: fields chosen per member, courses re-pointed, nothing deleted."""
     body = merge_.request
-    try:
-        plan, record = merge.merge_people(
-            session,
-            people_ids=body.people,
-            survivor_id=body.survivor,
-            fields=body.fields,
-            dry_run=body.dry_run,
-            audit_id=merge_.audit_id,
-            same=merge_.same,
-        )
-    except merge.MergeError as exc:
-        raise ApiError(exc.status, exc.reason) from None
+    plan, record = merge.merge_people(
+        session,
+        people_ids=body.people,
+        survivor_id=body.survivor,
+        fields=body.fields,
+        dry_run=body.dry_run,
+        audit_id=merge_.audit_id,
+        same=merge_.same,
+    )
     result = {"merge_id": record.id if record else None, "dry_run": body.dry_run}
     return Reply({**result, **plan.preview()})
 
@@ -120,10 +114,7 @@ def undo_of(body: Any, request: Requested) -> Undo:
 
 def undo_merge(session: Session, undo: Undo) -> Reply:
     """Restore each member's own values and move the re-pointed courses back."""
-    try:
-        record = merge.undo_merge(session, undo.merge_id, audit_id=undo.audit_id)
-    except merge.MergeError as exc:
-        raise ApiError(exc.status, exc.reason) from None
+    record = merge.undo_merge(session, undo.merge_id, audit_id=undo.audit_id)
     return Reply(
         {
             "merge_id": record.id,
@@ -248,19 +239,16 @@ def decide_duplicates(session: Session, decision: Decision) -> Reply:
     if cluster is None:
         raise ApiError(404, f"no cluster with id {decision.cluster_id}")
     body = decision.request
-    try:
-        result = service.decide(
-            session,
-            cluster,
-            decision=body.decision,
-            survivor=body.survivor,
-            fields=body.fields,
-            dry_run=body.dry_run,
-            audit_id=decision.audit_id,
-            same=decision.same,
-        )
-    except merge.MergeError as exc:
-        raise ApiError(exc.status, exc.reason) from None
+    result = service.decide(
+        session,
+        cluster,
+        decision=body.decision,
+        survivor=body.survivor,
+        fields=body.fields,
+        dry_run=body.dry_run,
+        audit_id=decision.audit_id,
+        same=decision.same,
+    )
     return Reply(result)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.errors import ApiError
 from ridercrm.events import manage
 from ridercrm.events.schemas import (
     EVENT_MODELS,
@@ -23,7 +22,7 @@ from ridercrm.events.schemas import (
     WebhookRotate,
     WebhookSecret,
 )
-from ridercrm.netsafety import AllowList, UnsafeUrl
+from ridercrm.netsafety import AllowList
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, get, post
 from ridercrm.web.runtime import Reply
@@ -36,13 +35,6 @@ CREATE_EXAMPLE = {
     "event_types": ["course.status_changed", "lead.converted"],
     "description": "booking website",
 }
-
-
-def _problem(exc: Exception) -> ApiError:
-    if isinstance(exc, manage.NoSuchEndpoint):
-        return ApiError(404, f"no webhook endpoint with id {exc.args[0]}")
-    reason = str(exc)
-    return ApiError(400, reason, errors=[reason])
 
 
 @dataclass(frozen=True)
@@ -64,17 +56,14 @@ def new_webhook_of(body: Any, request: Requested) -> NewWebhook:
 
 def create_webhook(session: Session, new: NewWebhook) -> Reply:
     """Register an endpoint for some event types; answer its id and signing secret (once)."""
-    try:
-        endpoint, secret = manage.create_endpoint(
-            session,
-            url=new.data.url,
-            event_types=new.data.event_types,
-            description=new.data.description,
-            allow=new.allow,
-            checked=new.checked,
-        )
-    except (UnsafeUrl, manage.EndpointProblem) as exc:
-        raise _problem(exc) from None
+    endpoint, secret = manage.create_endpoint(
+        session,
+        url=new.data.url,
+        event_types=new.data.event_types,
+        description=new.data.description,
+        allow=new.allow,
+        checked=new.checked,
+    )
     return Reply({"id": endpoint.id, "secret": secret}, status=201)
 
 
@@ -126,11 +115,8 @@ get(
 
 def read_webhook(session: Session, webhook_id: str) -> Reply:
     """Return one endpoint (never its secret)."""
-    try:
-        endpoint = manage.get_endpoint(session, webhook_id)
-        return Reply(manage.endpoint_json(endpoint, manage.endpoint_health(session, endpoint.id)))
-    except manage.NoSuchEndpoint as exc:
-        raise _problem(exc) from None
+    endpoint = manage.get_endpoint(session, webhook_id)
+    return Reply(manage.endpoint_json(endpoint, manage.endpoint_health(session, endpoint.id)))
 
 
 get(
@@ -169,10 +155,7 @@ def enable_webhook(session: Session, switch: Switch) -> Reply:
 
 
 def _switched(session: Session, switch: Switch, *, enabled: bool) -> Reply:
-    try:
-        endpoint = manage.set_enabled(session, endpoint_id=switch.webhook_id, enabled=enabled)
-    except manage.NoSuchEndpoint as exc:
-        raise _problem(exc) from None
+    endpoint = manage.set_enabled(session, endpoint_id=switch.webhook_id, enabled=enabled)
     return Reply(manage.endpoint_json(endpoint))
 
 
@@ -219,12 +202,9 @@ def rotation_of(body: Any, request: Requested) -> Rotation:
 
 def rotate_webhook_secret(session: Session, rotation: Rotation) -> Reply:
     """Give the endpoint a new secret; the old one also signs for the grace time."""
-    try:
-        endpoint, secret = manage.rotate_secret(
-            session, endpoint_id=rotation.webhook_id, grace=rotation.grace
-        )
-    except manage.NoSuchEndpoint as exc:
-        raise _problem(exc) from None
+    endpoint, secret = manage.rotate_secret(
+        session, endpoint_id=rotation.webhook_id, grace=rotation.grace
+    )
     return Reply({"id": endpoint.id, "secret": secret})
 
 
@@ -271,16 +251,13 @@ def deliveries_asked(
 
 def list_webhook_deliveries(session: Session, asked: DeliveriesAsked) -> Reply:
     """Deliveries with status, attempts, response code, latency and next attempt."""
-    try:
-        rows = manage.list_deliveries(
-            session,
-            endpoint_id=asked.webhook_id,
-            limit=asked.limit,
-            status=asked.status,
-            before=asked.before,
-        )
-    except manage.NoSuchEndpoint as exc:
-        raise _problem(exc) from None
+    rows = manage.list_deliveries(
+        session,
+        endpoint_id=asked.webhook_id,
+        limit=asked.limit,
+        status=asked.status,
+        before=asked.before,
+    )
     return Reply(
         {
             "deliveries": [manage.delivery_json(d, t) for d, t in rows],
@@ -319,12 +296,9 @@ def replay_of(body: Any, request: Requested) -> Replay:
 
 def replay_webhook(session: Session, replay: Replay) -> Reply:
     """Send one event (event_id), or every event of the endpoint's types since a time, again."""
-    try:
-        count = manage.replay(
-            session, endpoint_id=replay.webhook_id, event_id=replay.event_id, since=replay.since
-        )
-    except (manage.NoSuchEndpoint, manage.EndpointProblem) as exc:
-        raise _problem(exc) from None
+    count = manage.replay(
+        session, endpoint_id=replay.webhook_id, event_id=replay.event_id, since=replay.since
+    )
     return Reply({"replayed": count})
 
 

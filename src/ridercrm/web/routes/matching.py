@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from ridercrm.errors import ApiError, sentence
 from ridercrm.fields import error_messages, parse_bool, received
-from ridercrm.matching.answer import ExplainRefused, MatchAsk, answer_match
+from ridercrm.keys import service as keys
+from ridercrm.matching.answer import MatchAsk, answer_match
 from ridercrm.matching.schemas import (
     LEADS_MATCH_EXAMPLE,
     PEOPLE_MATCH_EXAMPLE,
@@ -21,12 +22,17 @@ from ridercrm.matching.schemas import (
     PeopleMatchQuery,
     PeopleMatchRequest,
 )
+from ridercrm.matching.service import thresholds_of
 from ridercrm.web import openapi
 from ridercrm.web.operations import Requested, post
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import forms
 
 router = APIRouter(tags=["matching"])
+
+EXPLAIN_SCOPE = "explain"
+# The app's limiter of explained matches per key (RIDERCRM_EXPLAIN_RATE_LIMIT), by this name.
+EXPLAIN_LIMITER = "explain"
 
 
 def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
@@ -59,15 +65,30 @@ def _details(
         details = model.model_validate(body["person_data"])
     except ValidationError as exc:
         raise ApiError(400, "; ".join(error_messages(exc))) from None
+    if explain:
+        _allow_explain(request)
     return MatchAsk(
         details,
         leads_only=leads_only,
         explain=explain,
         audit_id=request.audit_id,
-        caller=request.caller,
-        explain_limiter=request.explain_limiter,
-        thresholds=request.match_thresholds,
+        thresholds=thresholds_of(request.settings),
     )
+
+
+def _allow_explain(request: Requested) -> None:
+    """Refuse an explanation to a key without the explain scope, or over its explain limit
+    (checked in that order: a key without the scope does not count against the limit).
+
+    Decided once per request, before its transaction: a transaction that a deadlock
+    makes run again does not count the explanation a second time
+    (docs/decisions.md, "The house (issue 13)")."""
+    if not keys.allows(request.caller.scopes, EXPLAIN_SCOPE):
+        raise ApiError(403, f'API key lacks scope {EXPLAIN_SCOPE!r}, which "explain": true needs')
+    limiter = request.limiters.get(EXPLAIN_LIMITER)
+    refusal = limiter.check(request.caller.key_id) if limiter is not None else None
+    if refusal is not None:
+        raise ApiError(429, refusal.reason, headers={"Retry-After": str(refusal.retry_after)})
 
 
 def people_details(body: Any, request: Requested) -> MatchAsk:
@@ -91,10 +112,7 @@ def match_leads(session: Session, ask: MatchAsk) -> Reply:
 
 
 def _reply(session: Session, ask: MatchAsk) -> Reply:
-    try:
-        answer = answer_match(session, ask)
-    except ExplainRefused as refused:
-        raise ApiError(refused.status, refused.reason, headers=refused.headers) from None
+    answer = answer_match(session, ask)
     return Reply(answer.body, audit=answer.explanation)
 
 

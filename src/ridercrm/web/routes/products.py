@@ -43,10 +43,7 @@ get(
 
 def create_product(session: Session, data: ProductCreate) -> Reply:
     """Create a product from name, code and price."""
-    try:
-        product = service.create_product(session, data=data)
-    except service.DuplicateCode:
-        raise ApiError(409, f"code: {data.code} is already used by another product") from None
+    product = service.create_product(session, data=data)
     return Reply({"id": product.id}, status=201)
 
 

@@ -53,10 +53,6 @@ def _read(session: Session, row: CourseSession) -> dict[str, Any]:
     return found.model_dump(mode="json")
 
 
-def _refused(problem: sessions.SessionProblem) -> ApiError:
-    return ApiError(problem.status, problem.reason, errors=[problem.reason])
-
-
 # --- Availability ---------------------------------------------------------------------
 
 
@@ -151,10 +147,7 @@ def join_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
     """Put a person on a full session's waiting list; answer their position."""
     seats.use_policy(session, ask.policy)
     row = _found(session, ask.session_id)
-    try:
-        entry = waitlist.join(session, row, raw_person_id=ask.person_id)
-    except sessions.SessionProblem as problem:
-        raise _refused(problem) from None
+    entry = waitlist.join(session, row, raw_person_id=ask.person_id)
     return Reply(entry.model_dump(mode="json"), status=201)
 
 
@@ -206,10 +199,7 @@ def leave_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
     """Take a person off a session's waiting list; a seat held for them passes on."""
     seats.use_policy(session, ask.policy)
     row = _found(session, ask.session_id)
-    try:
-        entry = waitlist.remove(session, row, raw_person_id=ask.person_id)
-    except sessions.SessionProblem as problem:
-        raise _refused(problem) from None
+    entry = waitlist.remove(session, row, raw_person_id=ask.person_id)
     return Reply(entry.model_dump(mode="json"))
 
 
@@ -240,10 +230,7 @@ def session_of(body: Any, _request: Requested) -> SessionCreate:
 
 def create_session(session: Session, data: SessionCreate) -> Reply:
     """Create a session: product, site, start and end (local time), capacity, minimum, instructors."""
-    try:
-        row = rosters.create_session(session, data=data)
-    except sessions.SessionProblem as problem:
-        raise _refused(problem) from None
+    row = rosters.create_session(session, data=data)
     return Reply(_read(session, row), status=201)
 
 
@@ -337,19 +324,16 @@ def update_session(session: Session, change: SessionChange) -> Reply:
     seats.use_policy(session, change.policy)
     row = _found(session, change.session_id, lock=True)
     data = change.data
-    try:
-        if data.status == CANCELLED:
-            rest = data.model_copy(update={"status": None})
-            sent = data.model_fields_set - {"status"}
-            if sent:
-                sessions.update_session(
-                    session, row, data=SessionUpdate.model_validate(rest.model_dump(include=sent))
-                )
-            rosters.cancel_session(session, row, audit_id=change.audit_id)
-        else:
-            sessions.update_session(session, row, data=data)
-    except sessions.SessionProblem as problem:
-        raise _refused(problem) from None
+    if data.status == CANCELLED:
+        rest = data.model_copy(update={"status": None})
+        sent = data.model_fields_set - {"status"}
+        if sent:
+            sessions.update_session(
+                session, row, data=SessionUpdate.model_validate(rest.model_dump(include=sent))
+            )
+        rosters.cancel_session(session, row, audit_id=change.audit_id)
+    else:
+        sessions.update_session(session, row, data=data)
     return Reply(_read(session, row))
 
 
