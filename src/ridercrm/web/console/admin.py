@@ -139,10 +139,13 @@ async def revoke_key(posted: Posted, key_id: str) -> Response:
 async def _users_page(
     visit: Visit, done: Done | None = None, shown: tuple[str, str] | None = None
 ) -> Response:
-    listed = await visit.read(lambda session: list(staff_service.list_users(session)))
+    def read(session: Session) -> tuple[list[Any], dict[int, Any]]:
+        return list(staff_service.list_users(session)), staff_service.failed_sign_ins(session)
+
+    listed, failed = await visit.read(read)
     return visit.render(
         "admin_users.html",
-        {"users": listed, "roles": rules.ROLES, "done": done, "shown": shown},
+        {"users": listed, "failed": failed, "roles": rules.ROLES, "done": done, "shown": shown},
         status=done.status if done else 200,
     )
 
