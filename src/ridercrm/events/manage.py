@@ -22,7 +22,7 @@ from ridercrm.events.models import (
     is_open,
 )
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
-from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
+from ridercrm.netsafety import AllowList, Target, UnsafeUrl, resolve
 
 
 class EndpointProblem(ValueError):
@@ -50,20 +50,20 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(event_types))
 
 
-CheckedUrls = Mapping[str, UnsafeUrl | None]
+CheckedUrls = Mapping[str, UnsafeUrl | Target]
 
 
 def check_url(url: str, allow: AllowList) -> CheckedUrls:
-    """Resolve and check a URL now, before any transaction: {url: None, or why unsafe}.
+    """Resolve and check a URL now, before any transaction: {url: where it goes, or why
+    it is unsafe}.
 
     DNS can take seconds; done inside the write transaction it would hold the write
     lock (SQLite) that long. ``create_endpoint`` takes the result.
     """
     try:
-        resolve(url, allow)
+        return {url: resolve(url, allow)}
     except UnsafeUrl as exc:
         return {url: exc}
-    return {url: None}
 
 
 def create_endpoint(
@@ -78,20 +78,24 @@ def create_endpoint(
     """Register an endpoint; return it and its secret (shown once).
 
     ``checked`` is ``check_url``'s answer, made before the transaction; a URL it does
-    not hold is checked here.
+    not hold is checked here. The entries of ``allow`` the URL needed (a loopback or
+    private address the operator allowed) are stored with the endpoint: every deliverer
+    honours them, whether or not its own RIDERCRM_WEBHOOK_ALLOWED_HOSTS names them.
     """
     if checked is not None and url in checked:
-        unsafe = checked[url]
-        if unsafe is not None:
-            raise unsafe
+        found = checked[url]
+        if isinstance(found, UnsafeUrl):
+            raise found
+        target = found
     else:
-        resolve(url, allow)  # raises UnsafeUrl
+        target = resolve(url, allow)  # raises UnsafeUrl
     endpoint = WebhookEndpoint(
         id="ep_" + secrets.token_hex(8),
         url=url,
         description=description,
         event_types=check_event_types(event_types),
         secret=new_secret(),
+        allowed_hosts=",".join(target.allowed),
         enabled=True,
         created_at=utcnow(),
     )
@@ -242,6 +246,7 @@ def endpoint_json(
         "url": endpoint.url,
         "description": endpoint.description,
         "event_types": list(endpoint.event_types),
+        "allowed_hosts": [entry for entry in (endpoint.allowed_hosts or "").split(",") if entry],
         "enabled": endpoint.enabled,
         "disabled_reason": endpoint.disabled_reason,
         "disabled_at": _iso(endpoint.disabled_at),
