@@ -6,6 +6,7 @@ import base64
 import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -214,7 +215,16 @@ def replay(
     return len(rows)
 
 
-def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Health:
+    """How an endpoint's deliveries are going (endpoint_health says what each means)."""
+
+    last_success: dt.datetime | None
+    failing_since: dt.datetime | None
+    pending: int
+
+
+def health_of(session: Session, endpoint_id: str) -> Health:
     """How an endpoint's deliveries are going: when one last succeeded, since when they
     have been failing (the oldest delivery tried and not delivered since that success:
     still retrying, or given up), and how many wait to be sent. `enabled` alone says
@@ -228,10 +238,16 @@ def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
     if last_success is not None:
         failing = failing.where(Delivery.created_at >= last_success)
     pending = session.scalar(select(func.count()).where(mine, is_open(Delivery.status)))
+    return Health(last_success, session.scalar(failing), pending or 0)
+
+
+def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
+    """health_of as the admin API and `webhooks list` show it (ISO 8601 times, UTC)."""
+    health = health_of(session, endpoint_id)
     return {
-        "last_success": _iso(last_success),
-        "failing_since": _iso(session.scalar(failing)),
-        "pending": pending or 0,
+        "last_success": _iso(health.last_success),
+        "failing_since": _iso(health.failing_since),
+        "pending": health.pending,
     }
 
 
