@@ -159,6 +159,8 @@ def test_the_allowance_given_at_registration_is_honoured_by_every_deliverer(
     secret = result.stdout.strip().splitlines()[-1]
     (listed,) = client.get("/admin/webhooks", headers=admin_headers).json()["webhooks"]
     assert listed["allowed_hosts"] == ["127.0.0.1/32"]
+    shown = runner.invoke(app, ["webhooks", "list"], env={"RIDERCRM_DATABASE_URL": db_url})
+    assert "allowed 127.0.0.1/32" in shown.stdout
     create_person(client, admin_headers)
     make_deliverer(webhook_allowed_hosts="").run_until_idle()
     (got,) = receiver.delivered()

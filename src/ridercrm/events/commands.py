@@ -86,7 +86,8 @@ def webhooks_add(
 @webhooks_app.command("list")
 def webhooks_list() -> None:
     """List endpoints, one a line: id, state and health, event types, URL, why disabled
-    (never secrets). Health: failing since when, how many deliveries wait, last success."""
+    (never secrets). Health: failing since when, how many deliveries wait, last success;
+    then the internal addresses its registration allowed, if any."""
     with _work(Settings()) as session:
         for endpoint in manage.list_endpoints(session):
             health = manage.endpoint_health(session, endpoint.id)
@@ -95,6 +96,8 @@ def webhooks_list() -> None:
                 state += f", failing since {health['failing_since']}"
             state += f", {health['pending']} pending"
             state += f", last success {health['last_success'] or 'never'}"
+            if endpoint.allowed_hosts:
+                state += f", allowed {endpoint.allowed_hosts}"
             console.print(
                 f"{endpoint.id}  {state}  {','.join(endpoint.event_types)}  {endpoint.url}"
                 + (f"  {endpoint.description}" if endpoint.description else "")
