@@ -1,5 +1,5 @@
-"""Staff console with a long audit trail: the audit page filtered by person or booking,
-and a person's page, at 100,000 people and 300,000 courses plus N audit records.
+"""Staff console with a long audit trail: the audit page filtered by person, booking or
+who, and a person's page, at 100,000 people and 300,000 courses plus N audit records.
 
 Run from the repository root on a store built by ``bench.console_bench --store PATH``:
 
@@ -177,6 +177,29 @@ def main(argv: list[str] | None = None) -> int:
                         lambda s, b=b: audit_search.search(s, audit_search.Filters(booking=b)),
                     )
                     for b in bookings
+                ],
+            ),
+            # Who: the key that wrote every record (a page at once), and a staff user
+            # with none (an OR of two columns walked the whole trail for it; now one
+            # range of ix_audit_records_who, empty).
+            row(
+                "audit page, by who (the key of every record)",
+                [
+                    timed(
+                        sessions,
+                        lambda s: audit_search.search(s, audit_search.Filters(who="website")),
+                    )
+                    for _ in range(args.samples)
+                ],
+            ),
+            row(
+                "audit page, by who (a name without records)",
+                [
+                    timed(
+                        sessions,
+                        lambda s: audit_search.search(s, audit_search.Filters(who="frontdesk")),
+                    )
+                    for _ in range(args.samples)
                 ],
             ),
             row(

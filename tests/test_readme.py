@@ -2,10 +2,12 @@
 
 Every ```sh block of README.md runs, in order, in one bash script in an empty
 directory where a real server (a subprocess on a free port) serves the demo data,
-with the virtualenv's bin on PATH, PORT set and KEY an admin key. A block preceded by
+with the virtualenv's bin on PATH, PORT (and HOOK_PORT, the webhook receiver's) set
+and KEY an admin key. A block preceded by
 ``<!-- readme-test: skip (reason) -->`` is left out (starting a second server, a
 PostgreSQL host). Any curl answer that is an error (status 400 or more, an item not
-delivered, a record not modified) fails the test, and so does any command that fails.
+delivered, a record not modified) fails the test, and so does any command that fails;
+the webhook example's event must reach its receiver through the server's deliverer.
 """
 
 from __future__ import annotations
@@ -93,7 +95,12 @@ def served(tmp_path: Path) -> Any:
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     env = {name: value for name, value in os.environ.items() if not name.startswith("RIDERCRM_")}
     port = free_port()
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PORT=str(port))
+    # HOOK_PORT: the webhook example's receiver, on a free port rather than 9000.
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        PORT=str(port),
+        HOOK_PORT=str(free_port()),
+    )
     log = (tmp_path / "serve.log").open("wb")
     server = subprocess.Popen(
         ["ridercrm", "serve", "--demo", "--port", str(port)],
@@ -158,6 +165,17 @@ def test_readme_shell_examples_run_as_written(served: Any) -> None:
     assert errors == [], output
     again = json.loads(answers[-1][1])["details"][0]
     assert (again["delivery"], again["receipt"]) == ("true", "Course updated."), again
+    # The webhook example's receiver got the event from the server's own deliverer.
+    hooks = [json.loads(line) for line in (directory / "hooks.jsonl").read_text().splitlines()]
+    assert [(hook["verified"], hook["event"]["type"]) for hook in hooks] == [
+        (True, "course.status_changed")
+    ], hooks
+    change = hooks[0]["event"]["data"]
+    assert (change["course_id"], change["from"], change["to"]) == (
+        "02iDEMO00000001YDA",
+        "cancelled",
+        "booked",
+    ), hooks
 
 
 @pytest.mark.parametrize(

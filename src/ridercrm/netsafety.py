@@ -3,7 +3,9 @@
 An endpoint's URL is checked when it is registered and again before every attempt, and
 the attempt connects to the very address that was checked, so a host name that later
 resolves somewhere else (DNS rebinding) cannot steer a delivery inside the network.
-``RIDERCRM_WEBHOOK_ALLOWED_HOSTS`` lets an operator allow named hosts or CIDR ranges.
+``RIDERCRM_WEBHOOK_ALLOWED_HOSTS`` lets an operator allow named hosts or CIDR ranges;
+the entries a URL needed when it was registered are stored with its endpoint and honoured
+by every deliverer (``Target.allowed``).
 """
 
 from __future__ import annotations
@@ -52,7 +54,20 @@ class AllowList:
         return cls(frozenset(hosts), tuple(networks))
 
     def allows(self, host: str, address: IPAddress) -> bool:
-        return host.lower() in self.hosts or any(address in net for net in self.networks)
+        return bool(self.entries_for(host, address))
+
+    def entries_for(self, host: str, address: IPAddress) -> list[str]:
+        """The entries that allow ``address`` for ``host``: its name, or the ranges it is in."""
+        if host.lower() in self.hosts:
+            return [host.lower()]
+        return [str(net) for net in self.networks if address in net]
+
+    def union(self, other: AllowList) -> AllowList:
+        """What either list allows."""
+        if not other.hosts and not other.networks:
+            return self
+        networks = tuple(dict.fromkeys((*self.networks, *other.networks)))
+        return AllowList(self.hosts | other.hosts, networks)
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,9 @@ class Target:
     host: str
     port: int
     address: str
+    # The allow-list entries its non-public addresses needed (AllowList.parse reads them
+    # back), in the form RIDERCRM_WEBHOOK_ALLOWED_HOSTS takes; empty for a public host.
+    allowed: tuple[str, ...] = ()
 
 
 def parse_url(url: str) -> SplitResult:
@@ -127,13 +145,24 @@ def resolve(url: str, allow: AllowList) -> Target:
     addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:
         raise UnsafeUrl(f"url: host {host} does not resolve")
+    allowed: list[str] = []
     for text in addresses:
         address = ipaddress.ip_address(text.split("%", 1)[0])
         reason = _refusal(address)
+        if reason is None:
+            continue
+        entries = allow.entries_for(host, address)
         # Any one disallowed address refuses the host: a resolver may answer with either.
-        if reason is not None and not allow.allows(host, address):
+        if not entries:
             raise UnsafeUrl(
                 f"url: {host} resolves to {address}, a {reason} address;"
                 " allow it with RIDERCRM_WEBHOOK_ALLOWED_HOSTS"
             )
-    return Target(url=parts, host=host, port=port, address=addresses[0])
+        allowed.extend(entries)
+    return Target(
+        url=parts,
+        host=host,
+        port=port,
+        address=addresses[0],
+        allowed=tuple(dict.fromkeys(allowed)),
+    )

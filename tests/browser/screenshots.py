@@ -18,7 +18,11 @@ from playwright.sync_api import sync_playwright
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.demo import load_demo
+from ridercrm.events import manage
+from ridercrm.events import service as events
+from ridercrm.events.delivery import Deliverer
 from ridercrm.migrate import upgrade
+from ridercrm.netsafety import AllowList
 from ridercrm.people.index import keep_keys
 from ridercrm.staff import service as staff_service
 from tests.browser import screenshots_duplicates, screenshots_ops
@@ -33,6 +37,23 @@ def _sign_in(page: Any, root: str, name: str) -> None:
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
+
+
+def _failing_webhook(sessions: Any, settings: Settings) -> None:
+    """An endpoint on a closed port, enabled, whose one delivery failed (retried later)."""
+    with session_scope(sessions, write=True) as session:
+        manage.create_endpoint(
+            session, url="http://127.0.0.1:9/hooks", event_types=["person.created"],
+            description="CRM sync (not listening)", allow=AllowList.parse("127.0.0.1"),
+        )  # fmt: skip
+    with session_scope(sessions, write=True) as session:
+        events.record(session, event_type="person.created", subject="person:x", data={})
+    deliverer = Deliverer(settings.model_copy(update={"webhook_retry_schedule": "3600"}))
+    try:
+        deliverer.run_until_idle()
+    finally:
+        deliverer.close()
+        deliverer.sessions.kw["bind"].dispose()
 
 
 def take(folder: Path) -> None:
@@ -53,6 +74,7 @@ def take(folder: Path) -> None:
         with session_scope(sessions, write=True) as session:
             staff_service.create_user(session, name="ada", role="admin", password=PASSWORD)
             staff_service.create_user(session, name="sid", role="staff", password=PASSWORD)
+        _failing_webhook(sessions, settings)
         engine.dispose()
         with live_server(settings) as base, sync_playwright() as playwright:
             browser = launch(playwright, executable)
@@ -90,6 +112,8 @@ def take(folder: Path) -> None:
             shot("admin-users")
             page.goto(root + "/admin/products")
             shot("admin-products")
+            page.goto(root + "/admin/webhooks")
+            shot("admin-webhooks")
             # A phone on the range (390 px): today's sheet at Somerton, and a person.
             phone = browser.new_page(viewport={"width": 390, "height": 844}, has_touch=True)
             _sign_in(phone, root, "sid")

@@ -1,19 +1,29 @@
-"""The day sheet, a person's page and the dashboard at a phone's width (390 px) and a
-desktop's (1280 px), in a real browser: no sideways scroll, one card per rider with a
-large result list, and a readable dashboard. Each page's screenshot is kept in
+"""The day sheet, a person's page, the dashboard and the admins' webhooks page at a
+phone's width (390 px) and a desktop's (1280 px), in a real browser: no sideways scroll,
+one card per rider with a large result list, a readable dashboard, one card per endpoint
+with its health. Each page's screenshot is kept in
 RIDERCRM_BROWSER_SHOTS (a temporary folder by default) to be looked at."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from sqlalchemy.orm import Session, sessionmaker
+from testkit.receiver import receiving
 
+from ridercrm.config import Settings
+from ridercrm.db import session_scope
 from ridercrm.demo_courses import BEN
+from ridercrm.events import manage
+from ridercrm.events import service as events
+from ridercrm.events.delivery import Deliverer
+from ridercrm.netsafety import AllowList
 from tests.browser.conftest import PASSWORD, USERS
 
 pytestmark = pytest.mark.browser
@@ -24,6 +34,25 @@ WIDTHS = {"phone": (390, 844), "desktop": (1280, 900)}
 def sized(
     request: pytest.FixtureRequest, playwright_browser: Any, console_url: str, tmp_path: Path
 ) -> Any:
+    """A page at each width, signed in as the staff user."""
+    yield from _sized(request, playwright_browser, console_url, tmp_path, "staff")
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized_admin(
+    request: pytest.FixtureRequest, playwright_browser: Any, console_url: str, tmp_path: Path
+) -> Any:
+    """A page at each width, signed in as the admin."""
+    yield from _sized(request, playwright_browser, console_url, tmp_path, "admin")
+
+
+def _sized(
+    request: pytest.FixtureRequest,
+    playwright_browser: Any,
+    console_url: str,
+    tmp_path: Path,
+    role: str,
+) -> Iterator[Any]:
     width, height = WIDTHS[request.param]
     context = playwright_browser.new_context(
         viewport={"width": width, "height": height}, has_touch=request.param == "phone"
@@ -31,7 +60,7 @@ def sized(
     context.set_default_timeout(15_000)
     page = context.new_page()
     page.goto(console_url + "/login")
-    page.get_by_label("User name").fill(USERS["staff"])
+    page.get_by_label("User name").fill(USERS[role])
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(re.compile(r"/console/people$"))
@@ -128,3 +157,46 @@ def test_the_dashboard_is_readable(sized: tuple[Any, int, Any], console_url: str
         assert table.evaluate("e => e.scrollHeight - e.clientHeight") <= 0
         assert table.evaluate("e => e.scrollWidth - e.clientWidth") <= 0
     shot("dashboard")
+
+
+def test_the_webhooks_page_shows_each_endpoints_health(
+    sized_admin: tuple[Any, int, Any],
+    console_url: str,
+    db_url: str,
+    sessions: sessionmaker[Session],
+) -> None:
+    page, width, shot = sized_admin
+    with receiving() as receiver:
+        with session_scope(sessions, write=True) as session:
+            for url, description in (
+                (receiver.url, "Booking website: confirmations"),
+                ("http://127.0.0.1:9/hooks/a-rather-long-path-for-the-crm-sync", "CRM sync"),
+            ):
+                manage.create_endpoint(
+                    session, url=url, event_types=["person.created", "course.status_changed"],
+                    description=description, allow=AllowList.parse("127.0.0.1"),
+                )  # fmt: skip
+        # One event: the receiver takes it, the closed port refuses it (retried in an hour).
+        with session_scope(sessions, write=True) as session:
+            events.record(session, event_type="person.created", subject="person:x", data={})
+        deliverer = Deliverer(Settings(database_url=db_url, webhook_retry_schedule="3600"))
+        try:
+            deliverer.run_until_idle()
+        finally:
+            deliverer.close()
+            deliverer.sessions.kw["bind"].dispose()
+        assert len(receiver.delivered()) == 1
+    page.goto(console_url + "/admin/webhooks")
+    expect(page.get_by_role("heading", name="Webhook endpoints")).to_be_visible()
+    no_sideways_scroll(page)
+    failing = page.locator("tr", has_text="CRM sync")
+    expect(failing.locator("td[data-label='Failing since'] .error")).to_be_visible()
+    expect(failing.locator("td[data-label='Pending']")).to_have_text("1")
+    expect(failing.locator("td[data-label='Last success']")).to_have_text("never")
+    working = page.locator("tr", has_text="Booking website")
+    expect(working.locator("td[data-label='Failing since']")).to_have_text("not failing")
+    if width < 600:
+        box = failing.bounding_box()
+        assert box is not None
+        assert box["width"] >= width - 40  # one card per endpoint
+    shot("admin-webhooks")

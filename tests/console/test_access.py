@@ -53,6 +53,7 @@ ROUTES: list[tuple[str, str, str | None]] = [
     ("POST", "/admin/users/someone/disable", "admin"),
     ("POST", "/admin/users/someone/enable", "admin"),
     ("POST", "/admin/users/someone/reset-password", "admin"),
+    ("GET", "/admin/webhooks", "admin"),
     ("GET", "/messages", "viewer"),
     ("GET", "/messages/5", "viewer"),
     ("POST", f"/people/{PERSON}/reminders", "staff"),

@@ -1,6 +1,6 @@
 """The audit page's filters read an index, never the whole audit trail: by operation, by
-outcome (success or failure) and both, each a range of an index in the page's order
-(docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)")."""
+outcome (success or failure) and both, by who (a staff user or a key), each a range of an
+index in the page's order (docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)")."""
 
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ CASES = {
     "operation and success": (
         Filters(operation="crm.rider_courses", outcome="success"),
         "ix_audit_records_operation_succeeded",
+    ),
+    # A staff user's or a key's name: one expression, one index (ridercrm.audit.models.who).
+    "who": (Filters(who="frontdesk"), "ix_audit_records_who"),
+    "who since a day": (
+        Filters(who="booking-website", since=dt.date(2026, 11, 1)),
+        "ix_audit_records_who",
     ),
     "failure since a day": (
         Filters(outcome="failure", since=dt.date(2026, 11, 1)),

@@ -110,3 +110,23 @@ def test_the_first_admins_name_is_a_setting(
         assert repository.by_name(session, "admin") is None
     with pytest.raises(ValueError, match="console_admin_user"):
         Settings(console_admin_user="bad/name")
+
+
+def test_the_users_page_shows_failed_sign_ins_not_a_lock(
+    client_from: Callable[..., TestClient],
+    make_staff: Callable[..., str],
+    console_as: Callable[..., TestClient],
+) -> None:
+    """The account is never locked (locked_until is no longer set): the admin sees how
+    many sign-ins failed lately, from how many addresses, and which wait."""
+    name = make_staff("staff", name="guessed")
+    attacker = client_from(ATTACKER, console_lockout_attempts=3)
+    for _ in range(3):
+        sign_in(attacker, name, "guess guess!")
+    sign_in(client_from(OWNER, console_lockout_attempts=3), name, "one typo!!!!")
+    page = console_as("admin").get("/console/admin/users")
+    assert page.status_code == 200
+    row = page.text.split("<td>guessed</td>", 1)[1].split("</tr>", 1)[0]
+    assert "<td>active</td>" in row
+    assert "4 from 2 addresses; 1 waiting until" in row
+    assert "locked" not in row

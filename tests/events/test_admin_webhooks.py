@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,6 +14,7 @@ from testkit.factories import create_person
 from testkit.receiver import Receiver, receiving
 from typer.testing import CliRunner
 
+from ridercrm import netsafety
 from ridercrm.cli import app
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
@@ -138,22 +141,68 @@ def test_internal_addresses_are_refused_unless_allowed(
     assert allowing.post("/admin/webhooks", json=body, headers=admin_headers).status_code == 201
 
 
-def test_the_address_is_checked_again_when_delivering(
+def test_the_allowance_given_at_registration_is_honoured_by_every_deliverer(
+    db_url: str,
     client: TestClient,
     admin_headers: dict[str, str],
     receiver: Receiver,
     make_deliverer: Callable[..., Deliverer],
 ) -> None:
-    endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
+    """`RIDERCRM_WEBHOOK_ALLOWED_HOSTS=127.0.0.1 ridercrm webhooks add ...` is enough: the
+    server's deliverer, started without the setting, sends there (the README's example)."""
+    result = runner.invoke(
+        app,
+        ["webhooks", "add", receiver.url, "--event", "person.created"],
+        env={"RIDERCRM_DATABASE_URL": db_url, "RIDERCRM_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"},
+    )
+    assert result.exit_code == 0, result.output
+    secret = result.stdout.strip().splitlines()[-1]
+    (listed,) = client.get("/admin/webhooks", headers=admin_headers).json()["webhooks"]
+    assert listed["allowed_hosts"] == ["127.0.0.1/32"]
+    shown = runner.invoke(app, ["webhooks", "list"], env={"RIDERCRM_DATABASE_URL": db_url})
+    assert "allowed 127.0.0.1/32" in shown.stdout
     create_person(client, admin_headers)
-    # The operator withdrew the allowance after the endpoint was registered.
+    make_deliverer(webhook_allowed_hosts="").run_until_idle()
+    (got,) = receiver.delivered()
+    assert got.verifies_with(secret)
+
+
+def test_the_address_is_checked_again_when_delivering(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What was allowed is the address range the URL needed, not the endpoint: a name that
+    resolves elsewhere later (DNS rebinding) is refused before anything is sent."""
+    port = receiver.url.rsplit(":", 1)[1].split("/", 1)[0]
+    resolves_to = ["127.0.0.1"]
+    real = socket.getaddrinfo
+
+    def lookup(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host == "hooks.example":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (resolves_to[0], int(port)))]
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(netsafety.socket, "getaddrinfo", lookup)
+    url = f"http://hooks.example:{port}/hook"
+    endpoint, _ = register(client, admin_headers, url, "person.created")
+    resolves_to[0] = "10.0.0.7"
+    create_person(client, admin_headers)
     make_deliverer(webhook_allowed_hosts="").run_once()
     assert receiver.requests == []
     (entry,) = client.get(f"/admin/webhooks/{endpoint}/deliveries", headers=admin_headers).json()[
         "deliveries"
     ]
     assert entry["status"] == "pending"
-    assert "loopback" in entry["error"]
+    assert "10.0.0.7, a private address" in entry["error"]
+    # Back where it was allowed, it is delivered.
+    resolves_to[0] = "127.0.0.1"
+    client.post(f"/admin/webhooks/{endpoint}/disable", headers=admin_headers)
+    client.post(f"/admin/webhooks/{endpoint}/enable", headers=admin_headers)  # due at once
+    make_deliverer(webhook_allowed_hosts="").run_once()
+    assert len(receiver.delivered()) == 1
 
 
 def test_redirects_are_not_followed(

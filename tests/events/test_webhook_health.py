@@ -1,5 +1,5 @@
-"""An endpoint's health — last success, failing since, pending count — in the admin API
-and `ridercrm webhooks list`: `enabled` alone says nothing of an endpoint whose every
+"""An endpoint's health — last success, failing since, pending count — in the admin API,
+`ridercrm webhooks list` and the console's Webhooks page (admins): `enabled` alone says nothing of an endpoint whose every
 delivery fails."""
 
 from __future__ import annotations
@@ -7,13 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person
 from testkit.receiver import Receiver
 from typer.testing import CliRunner
 
 from ridercrm.cli import app
 from ridercrm.config import Settings
+from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
+from ridercrm.staff import service as staff_service
+from tests.console.conftest import PASSWORD, sign_in
 from tests.events.conftest import register
 
 
@@ -63,3 +67,39 @@ def test_health_shows_last_success_failing_since_and_pending(
     assert f"failing since {failing['failing_since']}" in line
     assert "2 pending" in line
     assert f"last success {good['last_success']}" in line
+
+
+def test_the_console_lists_endpoints_with_their_health_for_admins(
+    client: TestClient,
+    make_client: Callable[..., TestClient],
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+    sessions: sessionmaker[Session],
+) -> None:
+    endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
+    receiver.answer(500)
+    create_person(client, admin_headers)
+    make_deliverer(webhook_retry_schedule="3600").run_until_idle()
+    with session_scope(sessions, write=True) as session:
+        staff_service.create_user(session, name="boss", role="admin", password=PASSWORD)
+        staff_service.create_user(session, name="desk", role="staff", password=PASSWORD)
+    admin = make_client()
+    admin.follow_redirects = False
+    assert sign_in(admin, "boss").status_code == 303
+    page = admin.get("/console/admin/webhooks")
+    assert page.status_code == 200
+    assert 'href="/console/admin/webhooks"' in page.text  # in the navigation
+    row = page.text.split(f'<span class="badge">{endpoint}</span>', 1)[1].split("</tr>", 1)[0]
+    assert receiver.url in row
+    assert '<span class="ok">enabled</span>' in row  # enabled, yet failing:
+    failing = row.split('data-label="Failing since">', 1)[1].split("</td>", 1)[0]
+    assert '<span class="error">' in failing
+    assert 'data-label="Pending">1</td>' in row
+    assert 'data-label="Last success">never</td>' in row
+    assert "127.0.0.1/32" in row  # the allowance it was registered with
+    staff = make_client()
+    staff.follow_redirects = False
+    assert sign_in(staff, "desk").status_code == 303
+    assert staff.get("/console/admin/webhooks").status_code == 403
+    assert "/console/admin/webhooks" not in staff.get("/console/people").text

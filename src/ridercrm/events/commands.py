@@ -6,13 +6,16 @@ import datetime as dt
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from sqlalchemy.orm import Session, sessionmaker
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
@@ -83,7 +86,8 @@ def webhooks_add(
 @webhooks_app.command("list")
 def webhooks_list() -> None:
     """List endpoints, one a line: id, state and health, event types, URL, why disabled
-    (never secrets). Health: failing since when, how many deliveries wait, last success."""
+    (never secrets). Health: failing since when, how many deliveries wait, last success;
+    then the internal addresses its registration allowed, if any."""
     with _work(Settings()) as session:
         for endpoint in manage.list_endpoints(session):
             health = manage.endpoint_health(session, endpoint.id)
@@ -92,10 +96,91 @@ def webhooks_list() -> None:
                 state += f", failing since {health['failing_since']}"
             state += f", {health['pending']} pending"
             state += f", last success {health['last_success'] or 'never'}"
+            if endpoint.allowed_hosts:
+                state += f", allowed {endpoint.allowed_hosts}"
             console.print(
                 f"{endpoint.id}  {state}  {','.join(endpoint.event_types)}  {endpoint.url}"
                 + (f"  {endpoint.description}" if endpoint.description else "")
             )
+
+
+class _Listener(BaseHTTPRequestHandler):
+    """One request to `webhooks listen`: verify, print, answer."""
+
+    server: _ListenServer
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(min(length, 1 << 20))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        verified: bool | None = None
+        if self.server.secret:
+            try:
+                Webhook(self.server.secret).verify(body, headers)
+                verified = True
+            except WebhookVerificationError:
+                verified = False
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = body.decode("utf-8", "replace")
+        # A bad signature answers 401: the delivery fails and the endpoint's health says so.
+        self.send_response(401 if verified is False else 204)
+        self.end_headers()
+        line = {"webhook-id": headers.get("webhook-id"), "verified": verified, "event": payload}
+        print(json.dumps(line, ensure_ascii=False), flush=True)
+        if verified is not False:
+            self.server.received += 1
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # the events are the output
+
+
+class _ListenServer(HTTPServer):
+    secret: str | None = None
+    received = 0
+
+
+@webhooks_app.command("listen")
+def webhooks_listen(
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 9000,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    secret: Annotated[
+        str | None,
+        typer.Option(help="The endpoint's secret (whsec_...): verify each signature with it."),
+    ] = None,
+    count: Annotated[
+        int | None, typer.Option(min=1, help="Stop after this many events (verified ones).")
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0, help="Stop after this many seconds; exit 1 if --count was not reached."
+        ),
+    ] = None,
+) -> None:
+    """A receiver to try webhooks with: print each event as one JSON line (its id, whether
+    its signature verified, the event), answer 204 (401 to a bad signature). Not for
+    production: a receiver belongs in the system that acts on the events."""
+    server = _ListenServer((host, port), _Listener)
+    server.secret = secret
+    server.timeout = 0.2
+    errors.print(f"listening on http://{host}:{port}/ (any path)")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while count is None or server.received < count:
+            if deadline is not None and time.monotonic() >= deadline:
+                if count is not None:
+                    errors.print(
+                        f"error: {server.received} of {count} event(s) arrived in {timeout:g} s"
+                    )
+                    raise typer.Exit(1)
+                break
+            server.handle_request()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 @webhooks_app.command("rotate")

@@ -66,6 +66,7 @@ class Job:
     secrets: tuple[str, ...]
     event_id: str
     body: str
+    allowed_hosts: str = ""  # what the operator allowed when registering it (netsafety)
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class Deliverer:
                 Delivery.event_id,
                 WebhookEndpoint.id.label("endpoint_id"),
                 WebhookEndpoint.url,
+                WebhookEndpoint.allowed_hosts,
                 WebhookEndpoint.secret,
                 WebhookEndpoint.previous_secret,
                 WebhookEndpoint.previous_secret_until,
@@ -301,6 +303,7 @@ class Deliverer:
                 attempt=row.attempts + 1,
                 endpoint_id=row.endpoint_id,
                 url=row.url,
+                allowed_hosts=row.allowed_hosts or "",
                 secrets=_secrets(row, now),
                 event_id=row.event_id,
                 body=json.dumps(payloads[row.event_id], separators=(",", ":"), ensure_ascii=False),
@@ -309,6 +312,15 @@ class Deliverer:
         ]
 
     # --- One delivery -------------------------------------------------------------------
+
+    def _allow(self, stored: str) -> AllowList:
+        """This deliverer's allow list and what was allowed when the endpoint was registered."""
+        if not stored:
+            return self.allow
+        try:
+            return self.allow.union(AllowList.parse(stored))
+        except ValueError:  # written by create_endpoint from parsed entries: never, in practice
+            return self.allow
 
     def send_safely(self, job: Job) -> Answer:
         """Send one claimed delivery; a bug in sending is an error answer, not a lost claim."""
@@ -326,7 +338,7 @@ class Deliverer:
             return round((time.perf_counter() - started) * 1000)
 
         try:
-            target = resolve(job.url, self.allow)
+            target = resolve(job.url, self._allow(job.allowed_hosts))
         except UnsafeUrl as exc:
             return Answer(code=None, latency_ms=elapsed(), error=str(exc)[:200])
         address = f"[{target.address}]" if ":" in target.address else target.address

@@ -6,6 +6,7 @@ import base64
 import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -23,7 +24,7 @@ from ridercrm.events.models import (
     is_open,
 )
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
-from ridercrm.netsafety import AllowList, UnsafeUrl, resolve
+from ridercrm.netsafety import AllowList, Target, UnsafeUrl, resolve
 
 
 class EndpointProblem(DomainError, ValueError):
@@ -58,20 +59,20 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(event_types))
 
 
-CheckedUrls = Mapping[str, UnsafeUrl | None]
+CheckedUrls = Mapping[str, UnsafeUrl | Target]
 
 
 def check_url(url: str, allow: AllowList) -> CheckedUrls:
-    """Resolve and check a URL now, before any transaction: {url: None, or why unsafe}.
+    """Resolve and check a URL now, before any transaction: {url: where it goes, or why
+    it is unsafe}.
 
     DNS can take seconds; done inside the write transaction it would hold the write
     lock (SQLite) that long. ``create_endpoint`` takes the result.
     """
     try:
-        resolve(url, allow)
+        return {url: resolve(url, allow)}
     except UnsafeUrl as exc:
         return {url: exc}
-    return {url: None}
 
 
 def create_endpoint(
@@ -86,15 +87,18 @@ def create_endpoint(
     """Register an endpoint; return it and its secret (shown once).
 
     ``checked`` is ``check_url``'s answer, made before the transaction; a URL it does
-    not hold is checked here.
+    not hold is checked here. The entries of ``allow`` the URL needed (a loopback or
+    private address the operator allowed) are stored with the endpoint: every deliverer
+    honours them, whether or not its own RIDERCRM_WEBHOOK_ALLOWED_HOSTS names them.
     """
     if checked is not None and url in checked:
-        unsafe = checked[url]
-        if unsafe is not None:
-            raise EndpointProblem(str(unsafe), field="url") from unsafe
+        found = checked[url]
+        if isinstance(found, UnsafeUrl):
+            raise EndpointProblem(str(found), field="url") from found
+        target = found
     else:
         try:
-            resolve(url, allow)
+            target = resolve(url, allow)
         except UnsafeUrl as exc:
             raise EndpointProblem(str(exc), field="url") from exc
     endpoint = WebhookEndpoint(
@@ -103,6 +107,7 @@ def create_endpoint(
         description=description,
         event_types=check_event_types(event_types),
         secret=new_secret(),
+        allowed_hosts=",".join(target.allowed),
         enabled=True,
         created_at=utcnow(),
     )
@@ -221,7 +226,16 @@ def replay(
     return len(rows)
 
 
-def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Health:
+    """How an endpoint's deliveries are going (endpoint_health says what each means)."""
+
+    last_success: dt.datetime | None
+    failing_since: dt.datetime | None
+    pending: int
+
+
+def health_of(session: Session, endpoint_id: str) -> Health:
     """How an endpoint's deliveries are going: when one last succeeded, since when they
     have been failing (the oldest delivery tried and not delivered since that success:
     still retrying, or given up), and how many wait to be sent. `enabled` alone says
@@ -235,10 +249,16 @@ def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
     if last_success is not None:
         failing = failing.where(Delivery.created_at >= last_success)
     pending = session.scalar(select(func.count()).where(mine, is_open(Delivery.status)))
+    return Health(last_success, session.scalar(failing), pending or 0)
+
+
+def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
+    """health_of as the admin API and `webhooks list` show it (ISO 8601 times, UTC)."""
+    health = health_of(session, endpoint_id)
     return {
-        "last_success": _iso(last_success),
-        "failing_since": _iso(session.scalar(failing)),
-        "pending": pending or 0,
+        "last_success": _iso(health.last_success),
+        "failing_since": _iso(health.failing_since),
+        "pending": health.pending,
     }
 
 
@@ -253,6 +273,7 @@ def endpoint_json(
         "url": endpoint.url,
         "description": endpoint.description,
         "event_types": list(endpoint.event_types),
+        "allowed_hosts": [entry for entry in (endpoint.allowed_hosts or "").split(",") if entry],
         "enabled": endpoint.enabled,
         "disabled_reason": endpoint.disabled_reason,
         "disabled_at": _iso(endpoint.disabled_at),

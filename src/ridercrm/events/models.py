@@ -70,6 +70,10 @@ class WebhookEndpoint(Base):
     secret: Mapped[str] = mapped_column(String(100))
     previous_secret: Mapped[str | None] = mapped_column(String(100))
     previous_secret_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # The entries of RIDERCRM_WEBHOOK_ALLOWED_HOSTS the URL needed when it was registered
+    # (its host name, or the ranges its addresses are in): every deliverer honours them,
+    # with or without that setting (docs/decisions.md, "A webhook's allowance is stored").
+    allowed_hosts: Mapped[str] = mapped_column(String(2000), default="", server_default="")
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(String(200))
     disabled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

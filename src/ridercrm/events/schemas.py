@@ -83,6 +83,10 @@ class WebhookRead(BaseModel):
     url: str
     description: str
     event_types: list[str]
+    allowed_hosts: list[str] = Field(
+        description="The RIDERCRM_WEBHOOK_ALLOWED_HOSTS entries (host names, CIDR ranges)"
+        " its URL needed when it was registered: every deliverer honours them."
+    )
     enabled: bool
     disabled_reason: str | None = Field(
         description="Why it is disabled: by an operator, a 410 answer or a failed retry schedule."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, String, func
+from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, Integer, String, func
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ridercrm.db import Base, UTCDateTime, utcnow
@@ -50,6 +50,12 @@ class Person(Base):
     duplicate_touched_at: Mapped[dt.datetime | None] = mapped_column(
         UTCDateTime, default=utcnow, onupdate=utcnow
     )
+
+    # Where an imported person came from: the import run (import_runs.id; no foreign key,
+    # people sit below imports) and the file's line (the header is line 1). Empty for
+    # people created any other way.
+    import_run_id: Mapped[int | None] = mapped_column(Integer)
+    import_line: Mapped[int | None] = mapped_column(Integer)
 
     # Lets one flush insert the new contact before it updates the lead that points to it.
     converted_contact: Mapped[Person | None] = relationship(

@@ -11,7 +11,7 @@ from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ridercrm.audit import subjects
-from ridercrm.audit.models import AuditRecord, AuditSubject, failed, succeeded
+from ridercrm.audit.models import AuditRecord, AuditSubject, failed, succeeded, who
 from ridercrm.ids import RecordKind, canonical_id
 
 PAGE = 50
@@ -94,8 +94,8 @@ def statement(session: Session, filters: Filters) -> Select[AuditRecord]:
 
     A person or booking filter walks that subject's records (``audit_subjects``, newest
     first) and joins them to the records; the other filters then apply to few rows. An
-    operation or an outcome is a range of its own index, in the page's order
-    (ridercrm.audit.models): the outcome's conditions are written as those indexes' are.
+    operation, an outcome or who is a range of its own index, in the page's order
+    (ridercrm.audit.models): their conditions are written as those indexes' are.
     """
     statement = select(AuditRecord)
     named = [
@@ -123,9 +123,7 @@ def statement(session: Session, filters: Filters) -> Select[AuditRecord]:
         end = _start_of(filters.until + dt.timedelta(days=1), filters.zone)
         statement = statement.where(AuditRecord.created_at < end)
     if filters.who:
-        statement = statement.where(
-            or_(AuditRecord.staff_user == filters.who, AuditRecord.api_key_name == filters.who)
-        )
+        statement = statement.where(who(AuditRecord) == filters.who)
     if filters.outcome == "success":
         statement = statement.where(succeeded(AuditRecord))
     elif filters.outcome == "failure":

@@ -55,11 +55,20 @@ def users_create(
 @users_app.command("list")
 def users_list() -> None:
     """List staff users (never their passwords)."""
-    table = Table("name", "role", "state", "created")
+    table = Table("name", "role", "state", "failed sign-ins (last day)", "created")
     with session_scope(_sessions()) as session:
+        failed = service.failed_sign_ins(session)
         for user in service.list_users(session):
-            state = "disabled" if user.disabled else "locked" if user.locked_until else "active"
-            table.add_row(user.name, user.role, state, user.created_at.strftime("%Y-%m-%d %H:%M"))
+            state = "disabled" if user.disabled else "active"
+            trouble = failed.get(user.id)
+            shown = "none"
+            if trouble is not None:
+                shown = f"{trouble.failures} from {trouble.addresses} address(es)"
+                if trouble.waiting_until is not None:
+                    until = trouble.waiting_until.strftime("%H:%M UTC")
+                    shown += f"; {trouble.waiting} waiting until {until}"
+            created = user.created_at.strftime("%Y-%m-%d %H:%M")
+            table.add_row(user.name, user.role, state, shown, created)
     console.print(table)
 
 

@@ -18,7 +18,8 @@ class StaffUser(Base):
     role: Mapped[str] = mapped_column(String(10))
     password_hash: Mapped[str] = mapped_column(String(255))
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
-    # Consecutive failed sign-ins; at the bound the account is locked until ``locked_until``.
+    # No longer set (an account is never locked: StaffSignInFailure slows one address
+    # down); kept so that older databases need no rewrite. Pages show failed_sign_ins.
     failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
     locked_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

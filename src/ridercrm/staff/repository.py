@@ -57,3 +57,10 @@ def forget_failures(session: Session, *, user_id: int, address: str | None = Non
     if address is not None:
         statement = statement.where(StaffSignInFailure.address == address[:64])
     session.execute(statement)
+
+
+def recent_failures(session: Session, *, since: dt.datetime) -> Sequence[StaffSignInFailure]:
+    """Every account's rows of failed sign-ins whose last failure is after ``since``."""
+    return session.scalars(
+        select(StaffSignInFailure).where(StaffSignInFailure.last_failed_at > since)
+    ).all()

@@ -237,6 +237,35 @@ def record_sign_in(
     return SignIn(user)
 
 
+@dataclass(frozen=True)
+class FailedSignIns:
+    """An account's failed sign-ins in a row over the last day (FORGET_AFTER), what the
+    users page shows instead of a lock: the account itself is never locked."""
+
+    failures: int  # summed over the addresses they came from
+    addresses: int
+    waiting: int  # addresses now waiting before their next try at the account
+    waiting_until: dt.datetime | None  # the last of those waits to end
+
+
+def failed_sign_ins(session: Session) -> dict[int, FailedSignIns]:
+    """Each account with failed sign-ins in the last day, by user id."""
+    now = utcnow()
+    rows: dict[int, list[StaffSignInFailure]] = {}
+    for row in repository.recent_failures(session, since=now - FORGET_AFTER):
+        rows.setdefault(row.user_id, []).append(row)
+    summary = {}
+    for user_id, found in rows.items():
+        waits = [r.blocked_until for r in found if r.blocked_until and r.blocked_until > now]
+        summary[user_id] = FailedSignIns(
+            failures=sum(r.failures for r in found),
+            addresses=len(found),
+            waiting=len(waits),
+            waiting_until=max(waits, default=None),
+        )
+    return summary
+
+
 def lockout_delay(beyond: int, *, most_minutes: float) -> dt.timedelta:
     """The wait after a failure ``beyond`` failures past the bound: 1, 2, 4, ... minutes."""
     return dt.timedelta(minutes=min(float(2 ** min(beyond, 20)), most_minutes))

@@ -26,7 +26,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people.index import keep_keys
-from ridercrm.startup import open_database
+from ridercrm.startup import open_database, operator
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
 from ridercrm.transfer.importer import (
@@ -160,6 +160,7 @@ def _run_import(
                 on_matched=bad_row,
                 on_progress=advance,
                 thresholds=thresholds_of(settings),
+                operator=operator(),  # --as NAME or the OS user, as its audit record
             )
     except ImportFailed as exc:
         errors.print(f"error: {path}: {exc}", markup=False)

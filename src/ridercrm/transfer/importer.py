@@ -137,6 +137,7 @@ def import_csv(
     on_matched: Callable[[MatchedRow], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    operator: str | None = None,
 ) -> ImportResult:
     """Import every good row of a CSV file; report the bad ones through ``on_bad_row``.
 
@@ -147,7 +148,9 @@ def import_csv(
     A column ``target`` does not know refuses the file unless ``ignore_columns`` names
     it. ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
     reached after each batch. ``workers`` processes check rows (default: by file size
-    and CPUs; 0 checks in this process). Raises ImportFailed when nothing was imported.
+    and CPUs; 0 checks in this process). The import run is stored with ``operator`` (who
+    ran it), and each person it stores with that run and its line in the file (the
+    person page's origin). Raises ImportFailed when nothing was imported.
     """
     try:
         digest = file_digest(path)
@@ -177,25 +180,35 @@ def import_csv(
                         f" {earlier.created_at:%Y-%m-%d %H:%M} UTC; nothing imported"
                         " (--force imports it again)"
                     )
+                stored = None
+                if not dry_run:
+                    # Stored first, so that the people it imports can name it.
+                    stored = ImportRun(
+                        target=target.name,
+                        sha256=digest,
+                        file_name=str(path)[-500:],
+                        operator=operator[:80] if operator else None,
+                        imported=0,
+                        updated=0,
+                        skipped=0,
+                        bad_rows=0,
+                        created_at=utcnow(),
+                    )
+                    session.add(stored)
+                    session.flush()
                 matcher = Matcher(session, target, on_match, thresholds)
                 run = _Run(session, target, result, on_bad_row, matcher, on_matched)
+                run.run_id = stored.id if stored is not None else None
                 for batch in checked_batches(reader, spec, batch_size=batch_size, workers=workers):
                     run.batch(batch)
                     if on_progress is not None and batch:
                         on_progress(batch[-1].line)
                 run.merged_records()
-                if not dry_run:
-                    session.add(
-                        ImportRun(
-                            target=target.name,
-                            sha256=digest,
-                            file_name=str(path)[-500:],
-                            imported=result.imported,
-                            updated=result.updated,
-                            skipped=result.skipped,
-                            bad_rows=result.bad_rows,
-                        )
-                    )
+                if stored is not None:
+                    stored.imported = result.imported
+                    stored.updated = result.updated
+                    stored.skipped = result.skipped
+                    stored.bad_rows = result.bad_rows
         except IntegrityError as exc:
             raise ImportFailed(
                 f"the database refused a row ({exc.orig}); nothing imported"
@@ -277,6 +290,18 @@ class _Run:
         # their survivor is; and, in a dry run, the ids the file would have stored.
         self.merged: list[Checked] = []
         self.would_store: set[str] = set()
+        self.run_id: int | None = None  # the stored import run (None in a dry run)
+
+    def _origin(
+        self, columns: tuple[str, ...], rows: list[tuple[Any, ...]], lines: list[int]
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """People's rows with where they came from: this run and their line in the file."""
+        if self.products:
+            return columns, rows
+        return (
+            (*columns, "import_run_id", "import_line"),
+            [(*row, self.run_id, line) for row, line in zip(rows, lines, strict=True)],
+        )
 
     def batch(self, checked: Sequence[Checked]) -> None:
         """Finish checking a batch, write its good rows, report its bad ones in line order."""
@@ -291,8 +316,10 @@ class _Run:
         known = self._known_people(candidates)
         refused = self._refused_by_database([row for row in candidates if row.line not in known])
         good: list[tuple[Any, ...]] = []
+        good_lines: list[int] = []
         keys: list[tuple[int, str]] = []
         aliases: list[tuple[Any, ...]] = []
+        alias_lines: list[int] = []
         alias_keys: list[tuple[int, str]] = []
         aliased: list[tuple[MatchedRow, str]] = []  # (the person matched, the id kept)
         matched: list[MatchedRow] = []
@@ -324,13 +351,17 @@ class _Run:
                     if "converted_contact_id" in values:
                         values["converted_contact_id"] = None  # the link stays the person's
                     aliases.append(tuple(values[name] for name in self.alias_columns))
+                    alias_lines.append(row.line)
                     alias_keys.extend(row.keys)
                     aliased.append((found, row.record_id))
                 continue
             good.append(row.row)
+            good_lines.append(row.line)
             keys.extend(row.keys)
         if aliases and not self.result.dry_run:
-            bulk_insert(self.session, self.table, self.alias_columns, aliases)
+            bulk_insert(
+                self.session, self.table, *self._origin(self.alias_columns, aliases, alias_lines)
+            )
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), alias_keys)
             self.result.aliases += len(aliases)
             # Each kept id is announced as merged into its person (docs/events.md), under
@@ -343,7 +374,7 @@ class _Run:
         if good and self.result.dry_run and not self.products:
             self.would_store.update(values[self.columns.index("id")] for values in good)
         if good and not self.result.dry_run:
-            bulk_insert(self.session, self.table, self.columns, good)
+            bulk_insert(self.session, self.table, *self._origin(self.columns, good, good_lines))
             bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
             if not self.products:
                 imported = [dict(zip(self.columns, row, strict=True)) for row in good]
@@ -380,7 +411,10 @@ class _Run:
             if self.result.dry_run:
                 self.would_store.update(row.record_id for row in ready if row.record_id)
             else:
-                bulk_insert(self.session, self.table, self.alias_columns, rows)
+                lines = [row.line for row in ready]
+                bulk_insert(
+                    self.session, self.table, *self._origin(self.alias_columns, rows, lines)
+                )
                 keys = [key for row in ready for key in row.keys]
                 bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
             self.result.imported += len(ready)

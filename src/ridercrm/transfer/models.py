@@ -1,4 +1,5 @@
-"""Import runs: which file went into which target, so an identical file is not imported twice."""
+"""Import runs: which file went into which target, when and by whom, so an identical file
+is not imported twice and an imported person's page shows where it came from."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class ImportRun(Base):
     target: Mapped[str] = mapped_column(String(20))  # contacts, leads or products
     sha256: Mapped[str] = mapped_column(String(64))  # of the file's bytes
     file_name: Mapped[str] = mapped_column(String(500))  # as given, for the operator
+    # Who ran it (`ridercrm --as NAME` or the OS user); empty for runs before 2026-11-27.
+    operator: Mapped[str | None] = mapped_column(String(80))
     imported: Mapped[int] = mapped_column(Integer)
     updated: Mapped[int] = mapped_column(Integer)
     skipped: Mapped[int] = mapped_column(Integer)

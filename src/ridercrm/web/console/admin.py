@@ -1,4 +1,4 @@
-"""Console pages for admins: products, API keys and staff users.
+"""Console pages for admins: products, API keys, staff users and webhook endpoints.
 
 Secrets (a new API key, a new or reset password) are shown once, on the page that
 answers the change, and kept nowhere: the audit record stores the change without them.
@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from ridercrm.events import manage as webhooks
 from ridercrm.fields import error_messages
 from ridercrm.keys import service as keys
 from ridercrm.products import service as products
@@ -136,10 +137,13 @@ async def revoke_key(posted: Posted, key_id: str) -> Response:
 async def _users_page(
     visit: Visit, done: Done | None = None, shown: tuple[str, str] | None = None
 ) -> Response:
-    listed = await visit.read(lambda session: list(staff_service.list_users(session)))
+    def read(session: Session) -> tuple[list[Any], dict[int, Any]]:
+        return list(staff_service.list_users(session)), staff_service.failed_sign_ins(session)
+
+    listed, failed = await visit.read(read)
     return visit.render(
         "admin_users.html",
-        {"users": listed, "roles": rules.ROLES, "done": done, "shown": shown},
+        {"users": listed, "failed": failed, "roles": rules.ROLES, "done": done, "shown": shown},
         status=done.status if done else 200,
     )
 
@@ -201,3 +205,19 @@ async def reset_password(posted: Posted, name: str) -> Response:
     done = await posted.change(asked={"name": name}, work=work)
     shown = (name, secret["password"]) if "password" in secret else None
     return await _users_page(posted, done, shown)
+
+
+# --- webhook endpoints ------------------------------------------------------------
+
+
+@router.page("/webhooks", role="admin", name="admin_webhooks")
+async def webhooks_page(visit: Visit) -> Response:
+    """Webhook endpoints with their health: last success, failing since, pending."""
+
+    def read(session: Session) -> list[tuple[Any, webhooks.Health]]:
+        return [
+            (endpoint, webhooks.health_of(session, endpoint.id))
+            for endpoint in webhooks.list_endpoints(session)
+        ]
+
+    return visit.render("admin_webhooks.html", {"endpoints": await visit.read(read)})

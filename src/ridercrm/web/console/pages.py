@@ -40,5 +40,6 @@ NAV: list[NavItem] = [
     NavItem("Products", "/admin/products", role="admin"),
     NavItem("API keys", "/admin/keys", role="admin"),
     NavItem("Staff users", "/admin/users", role="admin"),
+    NavItem("Webhooks", "/admin/webhooks", role="admin"),
     NavItem("Message templates", "/admin/templates", role="admin"),
 ]
