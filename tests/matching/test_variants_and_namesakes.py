@@ -146,3 +146,18 @@ def test_scanner_slips_know_short_names() -> None:
     assert given("Rvby", "Ruby") == "ocr_slip"  # u read as v
     # c read as e only in names of five letters or more: Lec/Lee may be two people
     assert given("Lec", "Lee") == "short_slip"
+
+
+def test_a_namesakes_mailbox_made_of_the_same_name_is_no_evidence() -> None:
+    """stefano.rossi@ one slip from the stored stefanorossi@: names and suburb agree,
+    the birth date differs outright, the mobile and street are the namesake's own."""
+    base = {"first_name": "Stefano", "last_name": "Rossi", "street": "12 Church Street"}
+    stored = person(**base, email="stefanorossi@gmail.com")
+    query = person(
+        **{**base, "street": "395 Chapel Street"}, date_of_birth=dt.date(1997, 3, 9),
+        email="stefano.rossi@gmail.com", phones=("0471 941 163",),
+    )  # fmt: skip
+    found = verdict(query, stored)
+    assert found.levels["email"] == "close"
+    assert not found.accepted
+    assert found.rule == score.GUARD_NAMESAKE

@@ -390,7 +390,8 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
        personal fields off at once is another member (Anastasia/Anastasios).
 
     3c. A given name that agrees only as a nickname, variant or sound (Amy/Amelia) at the
-       household's address, while the query's own e-mail or phone does not agree and no
+       household's address, while the query's own e-mail or phone does not agree (nor the
+       e-mail nearly) and no
        licence agrees: a twin or sibling named from one name family.
 
     Rules 3-5 read the query's e-mail and phones: a query and a stored person with
@@ -403,7 +404,8 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
        another name or date; the licence was re-issued). A licence that changed with an
        interstate move comes with another address, and is left to the weights.
     4b. A namesake: the birth date differs beyond a slip (``two_digits`` or
-       ``different``), the query's e-mail and phone do not agree (nor nearly), the street
+       ``different``), the query's e-mail and phone do not agree (nor the e-mail nearly,
+       unless the date differs outright), the street
        does not agree and no licence agrees: only the names and the suburb are shared.
     5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
        with no agreeing licence: another person under the household's e-mail or phone;
@@ -439,6 +441,7 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
         given in _GIVEN_VARIANT
         and not licence_agrees
         and _contact(found) == "differs"
+        and found["email"] != "close"  # the person's own mailbox, mistyped
         and _same_address(found)
     ):
         # twins and siblings are often named from one name family (Amy/Amelia, Sam/Sami):
@@ -470,7 +473,9 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
     if (
         found["date_of_birth"] in (compare.DIFFERENT, "two_digits")
         and _contact(found) == "differs"
-        and found["email"] != "close"
+        # a namesake's mailbox is often made of the same name (stefano.rossi@ at another
+        # provider): one slip from it is no evidence when the birth date differs outright
+        and (found["email"] != "close" or found["date_of_birth"] == compare.DIFFERENT)
         and found["street"] not in ("exact", "close", "partial")
     ):
         return GUARD_NAMESAKE
