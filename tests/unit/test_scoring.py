@@ -561,6 +561,7 @@ def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
 EARLY = (
     score.GUARD_OUTRIGHT, score.GUARD_NEAR, score.GUARD_GENERATION, score.TOO_LITTLE,
     score.GUARD_TYPO, score.GUARD_LICENCE, score.GUARD_BIRTH_ADDRESS, score.GUARD_RELATIVE,
+    score.GUARD_VARIANT, score.GUARD_NAMESAKE,
 )  # fmt: skip
 
 

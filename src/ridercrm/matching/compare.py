@@ -24,8 +24,8 @@ DIFFERENT = "different"
 
 LEVELS: dict[str, tuple[str, ...]] = {
     "given_name": (
-        "exact", "nickname", "close", "ocr_slip", "keyboard_slip", "truncated", "phonetic",
-        "near", "initial", "swapped", "short_slip", DIFFERENT, MISSING,
+        "exact", "nickname", "close", "ocr_slip", "keyboard_slip", "truncated", "name_part",
+        "phonetic", "near", "initial", "swapped", "short_slip", DIFFERENT, MISSING,
     ),
     "family_name": ("exact", "close", "part", "phonetic", "near", "swapped", DIFFERENT, MISSING),
     "date_of_birth": (
@@ -52,7 +52,10 @@ GIVEN_OUTRIGHT = (DIFFERENT, "short_slip")
 # a slip a keyboard or a scanner makes in a short name (Hui/Nui, Emily/Ernily), or a
 # leading part of the other (Sukh/Sukhdeep). Accepted when the e-mail, a phone or the
 # licence agrees; with only the household's values (surname, address) another person.
-GIVEN_TYPO = ("ocr_slip", "keyboard_slip", "truncated")
+GIVEN_TYPO = ("ocr_slip", "keyboard_slip", "truncated", "name_part")
+# The levels that need the e-mail, a phone or the licence to agree, always: a part of the
+# other name is evidence only beside the person's own contact details.
+GIVEN_PART = ("truncated", "name_part")
 
 
 def _slips(first: str, second: str, most: int) -> int:
@@ -105,10 +108,14 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
         # a letter added or dropped in a short name (Jo/Joe, Mia/Miaq, Luke/Lue); a letter
         # replaced (Mei/Wei, Tom/Tim) is as likely another name: short_slip below
         return "close"
-    if not _transposed(q, s) and _ocr_fold(q) == _ocr_fold(s):
-        return "ocr_slip"  # rn read as m, cl as d (Emily/Ernily)
+    if not _transposed(q, s) and (
+        _ocr_fold(q) == _ocr_fold(s) or (shortest >= 5 and _ocr_fold_long(q) == _ocr_fold_long(s))
+    ):
+        return "ocr_slip"  # rn read as m, cl as d (Emily/Ernily), e as c in longer names
     if given and _truncated(q, s):
         return "truncated"
+    if given and _name_part(q, s):
+        return "name_part"
     if _sounds_alike(q, s):
         return "phonetic"
     # near: two slips in seven letters or more, or Jaro-Winkler 0.88 in five or more
@@ -146,12 +153,23 @@ _NEIGHBOURS = _key_neighbours()
 # What a scanner or a hurried hand reads one glyph (or pair) as: rn/m, cl/d, 0/O, 1/l/I,
 # vv/w, 5/S, 8/B. Names are lower case here; digits survive normalize.name only in typos.
 _OCR = (("rn", "m"), ("cl", "d"), ("vv", "w"), ("0", "o"), ("1", "l"), ("i", "l"),
-        ("5", "s"), ("8", "b"))  # fmt: skip
+        ("5", "s"), ("8", "b"), ("v", "u"))  # fmt: skip
+# Confusions of a scanner between whole letters that are also names' only difference in
+# short names (Bao/Hao, Nam/Ham): read only in names of five letters or more.
+_OCR_LONG = (("c", "e"), ("b", "h"), ("n", "h"))
 
 
 @memo()
 def _ocr_fold(name: str) -> str:
     for seen, meant in _OCR:
+        name = name.replace(seen, meant)
+    return name
+
+
+@lru_cache(maxsize=65536)
+def _ocr_fold_long(name: str) -> str:
+    name = _ocr_fold(name)
+    for seen, meant in _OCR_LONG:
         name = name.replace(seen, meant)
     return name
 
@@ -170,6 +188,14 @@ def _truncated(first: str, second: str) -> bool:
     """One name a leading part of the other, three letters or more (Sukh/Sukhdeep)."""
     short, long = sorted((first, second), key=len)
     return len(short) >= 3 and len(long) > len(short) and long.startswith(short)
+
+
+def _name_part(first: str, second: str) -> bool:
+    """One name the end or the middle of the other, three letters or more, the other six
+    letters or more: the short forms made from a name's stressed syllables (Preet/Harpreet,
+    Vanni/Giovanni, Thanasi/Athanasios, Tasia/Anastasia)."""
+    short, long = sorted((first, second), key=len)
+    return len(short) >= 3 and len(long) >= 6 and len(long) > len(short) and short in long[1:]
 
 
 def _typo(first: str, second: str) -> bool:

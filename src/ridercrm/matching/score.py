@@ -42,6 +42,14 @@ GUARD_TYPO = (
     "the given name agrees only as a slip or a truncation, and no e-mail, phone or licence"
     " agrees (household guard)"
 )
+GUARD_VARIANT = (
+    "the given name agrees only as a nickname or by sound at the household's address, and no"
+    " e-mail, phone or licence agrees (household guard)"
+)
+GUARD_NAMESAKE = (
+    "only the names and the locality agree: the birth date differs beyond a slip and no"
+    " e-mail, phone, street or licence agrees (namesake guard)"
+)
 GUARD_LICENCE = "licences on both sides differ at the household's address (household guard)"
 GUARD_BIRTH_ADDRESS = (
     "birth dates that differ beyond a slip at the household's address, with other contact"
@@ -57,6 +65,8 @@ REACHES_THRESHOLD = "the total weight reaches the match threshold"
 # A licence with one slip agrees: a mistyped digit is the commonest error in one.
 _LICENCE_AGREES = ("exact", "one_digit")
 _GIVEN_AGREES = ("exact", "nickname", "close")
+# A given name of the other's name family, or sounding alike: what twins are often named.
+_GIVEN_VARIANT = ("nickname", "phonetic", "near")
 
 
 @dataclass(frozen=True)
@@ -379,15 +389,24 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
        digits) in the household (its e-mail, phone or address), no licence agreeing: two
        personal fields off at once is another member (Anastasia/Anastasios).
 
+    3c. A given name that agrees only as a nickname, variant or sound (Amy/Amelia) at the
+       household's address, while the query's own e-mail or phone does not agree (nor the
+       e-mail nearly) and no
+       licence agrees: a twin or sibling named from one name family.
+
     Rules 3-5 read the query's e-mail and phones: a query and a stored person with
     neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
     and rules 1-2, because there a given name, birth date or licence damaged outright is
     the data set's commonest damage, not a relative.
     4. Licences on both sides that differ beyond a slip at the household's address: two
        people, whatever the household shares, unless the person's own fields agree (the
-       given name, or both names crosswise, and the very birth date: a relative has
+       given name, not a nickname of it, or both names crosswise, and the very birth date: a relative has
        another name or date; the licence was re-issued). A licence that changed with an
        interstate move comes with another address, and is left to the weights.
+    4b. A namesake: the birth date differs beyond a slip (``two_digits`` or
+       ``different``), the query's e-mail and phone do not agree (nor the e-mail nearly,
+       unless the date differs outright), the street
+       does not agree and no licence agrees: only the names and the suburb are shared.
     5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
        with no agreeing licence: another person under the household's e-mail or phone;
        birth dates that differ beyond a slip at the household's address, when the query
@@ -412,12 +431,22 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
     if given in compare.GIVEN_TYPO or given == "close":
         contact = _contact(found)
         if not licence_agrees and contact != "agrees":
-            if given == "truncated":  # only where the rest of the evidence is strong
+            if given in compare.GIVEN_PART:  # only where the rest of the evidence is strong
                 return GUARD_TYPO
             # a slip in a given name is a typo unless the query brings contact details of
             # its own (without any, FEBRL's records, the weights decide)
             if contact == "differs" and (given != "close" or _same_address(found)):
                 return GUARD_TYPO
+    if (
+        given in _GIVEN_VARIANT
+        and not licence_agrees
+        and _contact(found) == "differs"
+        and found["email"] != "close"  # the person's own mailbox, mistyped
+        and _same_address(found)
+    ):
+        # twins and siblings are often named from one name family (Amy/Amelia, Sam/Sami):
+        # at the household's address a variant needs the person's own e-mail, phone or licence
+        return GUARD_VARIANT
     if (
         not licence_agrees
         and given not in ("exact", "nickname")
@@ -429,13 +458,27 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
         return GUARD_RELATIVE
     if (
         licence == compare.DIFFERENT
-        and not (names_agree and found["date_of_birth"] == "exact")
+        and not (
+            (given in ("exact", "close") or names_agree_crosswise)
+            and found["date_of_birth"] == "exact"
+        )
         and _contact(found) != "missing"
         and _same_address(found)
     ):
         return GUARD_LICENCE
     if licence_agrees:
         return None
+    # A namesake: a common name in one suburb, born another day, with a mailbox, mobile and
+    # street of their own. The names and the postcode alone never make a match.
+    if (
+        found["date_of_birth"] in (compare.DIFFERENT, "two_digits")
+        and _contact(found) == "differs"
+        # a namesake's mailbox is often made of the same name (stefano.rossi@ at another
+        # provider): one slip from it is no evidence when the birth date differs outright
+        and (found["email"] != "close" or found["date_of_birth"] == compare.DIFFERENT)
+        and found["street"] not in ("exact", "close", "partial")
+    ):
+        return GUARD_NAMESAKE
     # A parent and a child of one name share the household's e-mail and phone, and the
     # birth date alone tells them apart: a date a generation off is not a slip.
     if generation and (found["email"] == "exact" or found["phone"] == "exact"):
