@@ -184,8 +184,14 @@ def writer_turn(engine: Any) -> Iterator[None]:
         os.close(descriptor)
 
 
+CACHES = "ridercrm_caches"
+"""``session.info[CACHES]``: a dict shared by the sessions of one factory, where a feature
+keeps what it caches for the app or command that made the factory (the matching model:
+matching/model_store.py). It lives and dies with the factory, never with the process."""
+
+
 def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False)
+    return sessionmaker(bind=engine, expire_on_commit=False, info={CACHES: {}})
 
 
 @contextmanager
