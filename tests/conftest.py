@@ -25,7 +25,6 @@ from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
-from ridercrm.matching import model_store
 from ridercrm.migrate import upgrade
 from ridercrm.models import Base
 from ridercrm.people.index import keep_keys
@@ -185,9 +184,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
         return
     url = request.getfixturevalue("postgres_ready")
     truncate_all(url)
-    # Emptied under the same URL: the matching model this process read from an earlier
-    # test's database (a trained one, trusted for CHECK_SECONDS) is not this one's.
-    model_store.forget()
     yield url
 
 

@@ -72,9 +72,9 @@ async def readyz(request: Request) -> Response:
     openapi_extra=openapi.NO_SECURITY,
     responses={200: {"description": "The Prometheus text format."}},
 )
-async def metrics_endpoint() -> Response:
+async def metrics_endpoint(request: Request) -> Response:
     """Prometheus metrics: requests and latency per operation and status."""
-    body, media = metrics.exposition()
+    body, media = metrics.exposition(request.app.state.metrics)
     return Response(body, media_type=media)
 
 
@@ -119,9 +119,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_batch=settings.audit_batch_max,
         writers=1 if settings.is_sqlite else max(1, settings.db_pool_size // 2),
     )
-    # /metrics reads the webhook queue gauges from this database at scrape time.
-    events_metrics.watch_queue(app.state.context.sessions)
-    message_metrics.watch(app.state.context.sessions)
+    # /metrics reads the webhook and message metrics from this app's database at scrape
+    # time (never the process's: docs/decisions.md, "State belongs to the app").
+    app.state.metrics = (
+        events_metrics.WebhookMetrics(app.state.context.sessions),
+        message_metrics.MessageMetrics(app.state.context.sessions),
+    )
     api = APIRouter(prefix=settings.base_path)
     for router in (
         courses_router,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -131,9 +130,11 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
-_WRITER_QUEUES: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
-"""SQLite engines whose writers queue for their turn, each with its lock file."""
-_UNQUEUED: set[str] = set()  # lock files that could not be opened (logged once each)
+WRITER_LOCK = "ridercrm_writer_lock"
+"""An engine's execution option: the lock file its SQLite writers queue on (none: no queue)."""
+# Lock files that could not be opened, logged once each a process: a log's
+# de-duplication, which changes no answer (docs/decisions.md, "State belongs to the app").
+_UNQUEUED: set[str] = set()
 
 
 def _queue_sqlite_writers(engine: Engine) -> None:
@@ -141,7 +142,7 @@ def _queue_sqlite_writers(engine: Engine) -> None:
     database = engine.url.database
     if fcntl is None or not database or database == ":memory:" or database.startswith("file:"):
         return
-    _WRITER_QUEUES[engine] = f"{database}.writelock"
+    engine.update_execution_options(**{WRITER_LOCK: f"{database}.writelock"})
 
 
 @contextmanager
@@ -163,7 +164,7 @@ def writer_turn(engine: Any) -> Iterator[None]:
     import``) still serves; a lock file that cannot be opened at all costs the queue, not
     the write: the writer waits in the busy handler, and the log says why.
     """
-    path = _WRITER_QUEUES.get(engine)
+    path = engine.get_execution_options().get(WRITER_LOCK) if engine is not None else None
     if path is None:
         yield
         return
@@ -184,8 +185,14 @@ def writer_turn(engine: Any) -> Iterator[None]:
         os.close(descriptor)
 
 
+CACHES = "ridercrm_caches"
+"""``session.info[CACHES]``: a dict shared by the sessions of one factory, where a feature
+keeps what it caches for the app or command that made the factory (the matching model:
+matching/model_store.py). It lives and dies with the factory, never with the process."""
+
+
 def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False)
+    return sessionmaker(bind=engine, expire_on_commit=False, info={CACHES: {}})
 
 
 @contextmanager

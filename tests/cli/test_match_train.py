@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -10,7 +9,6 @@ from testkit.factories import create_person
 
 from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
-from ridercrm.matching import model_store
 from ridercrm.matching.model import Model
 from ridercrm.matching.models import MatchModel
 from ridercrm.people.models import Person
@@ -22,13 +20,9 @@ def test_train_stores_a_new_version_that_the_matcher_uses(
     sessions: sessionmaker[Session],
     client: TestClient,
     admin_headers: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A worker looks for a newer model every CHECK_SECONDS; here, at every request.
-    monkeypatch.setattr(model_store, "CHECK_SECONDS", 0.0)
     load_demo(sessions, people=200)
     ann = create_person(client, admin_headers)
-    model_store.forget()  # a database of an earlier test may have had the same URL
     before = client.post(
         "/crm/people/match",
         json={"person_data": _ann(), "explain": True},

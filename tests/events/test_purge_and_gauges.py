@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
@@ -150,3 +152,21 @@ def test_queue_gauges_are_read_at_scrape_time(
     depth, oldest = _gauges(client.get("/metrics").text)
     assert depth == 2.0
     assert oldest > 0
+
+
+def test_each_app_reports_its_own_database(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    receiver: Receiver,
+    make_client: Callable[..., TestClient],
+    sqlite_template: Path,
+    tmp_path: Path,
+) -> None:
+    register(client, admin_headers, receiver.url, "person.created")
+    create_person(client, admin_headers, first_name="A")
+    other = tmp_path / "other.db"
+    shutil.copy(sqlite_template, other)
+    # A second app in this process, on an empty database, made after the first.
+    elsewhere = make_client(database_url=f"sqlite:///{other}")
+    assert _gauges(elsewhere.get("/metrics").text) == (0.0, 0.0)
+    assert _gauges(client.get("/metrics").text)[0] == 1.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,10 +12,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person
 
 from ridercrm.audit.models import AuditRecord
+from ridercrm.cli import app
 from ridercrm.db import session_scope
 from ridercrm.duplicates import scan
 from ridercrm.matching.score import Thresholds
-from tests.cli.transfer_helpers import cli
+from ridercrm.people.models import Person
+from tests.cli.transfer_helpers import cli, runner
 
 REVIEW = 12.0
 
@@ -145,3 +148,26 @@ def test_cli_scan_list_and_dismiss_are_audited_and_dry_run_writes_nothing(
             select(AuditRecord.operation).where(AuditRecord.method == "CLI")
         ).all()
     assert sorted(operations) == ["cli.duplicates_dismiss", "cli.duplicates_scan"]
+
+
+def test_a_scan_with_an_auto_merge_threshold_merges_the_clusters_reaching_it(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    db_url: str,
+    sessions: sessionmaker[Session],
+) -> None:
+    people = household(client, admin_headers)
+    result = runner.invoke(
+        app,
+        ["duplicates", "scan"],
+        env={"RIDERCRM_DATABASE_URL": db_url, "RIDERCRM_DUPLICATES_AUTO_MERGE_THRESHOLD": "0"},
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["clusters"] == 1
+    assert len(summary["auto_merged"]) == 1
+    assert queue(client, admin_headers)["clusters"] == []
+    pair = (people["ann"], people["again"])
+    with session_scope(sessions) as session:
+        into = {pid: session.get(Person, pid).merged_into for pid in pair}  # type: ignore[union-attr]
+    assert set(into.values()) in ({None, pair[0]}, {None, pair[1]}), into  # one into the other

@@ -125,7 +125,7 @@ def scan_command(
         "seconds": round(time.perf_counter() - started, 1),
     }
     if settings.duplicates_auto_merge_threshold is not None:
-        summary["auto_merged"] = scan.auto_merge(
+        summary["auto_merged"] = service.auto_merge(
             sessions, threshold=settings.duplicates_auto_merge_threshold
         )
     with session_scope(sessions, write=True) as session:

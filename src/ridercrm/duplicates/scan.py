@@ -282,27 +282,3 @@ def pending(session: Session, *, full: bool) -> int:
             .order_by(DuplicateScan.id.desc())
         ).first()
     return session.scalar(select(func.count()).select_from(scoring.live(since).subquery())) or 0
-
-
-def auto_merge(sessions: sessionmaker[Session], *, threshold: float) -> list[int]:
-    """Merge each open cluster whose weakest pair reaches ``threshold``; return the merge ids."""
-    from ridercrm.duplicates import merge, service
-
-    merged: list[int] = []
-    with session_scope(sessions) as session:
-        ids = session.scalars(
-            select(DuplicateCluster.id).where(
-                DuplicateCluster.status == OPEN, DuplicateCluster.score >= threshold
-            )
-        ).all()
-    for cluster_id in ids:
-        try:
-            with session_scope(sessions, write=True) as session:
-                cluster = session.get(DuplicateCluster, cluster_id)
-                if cluster is None or cluster.status != OPEN:
-                    continue
-                result = service.decide(session, cluster, decision="merge")
-                merged.append(result["merge_id"])
-        except merge.MergeError:
-            continue  # left in the queue for review
-    return merged

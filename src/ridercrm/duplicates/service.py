@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
-from ridercrm.db import utcnow
+from ridercrm.db import session_scope, utcnow
 from ridercrm.duplicates import merge
 from ridercrm.duplicates.models import (
     DISMISSED,
@@ -209,3 +209,25 @@ def audit_cli(
     )
     record.staff_user = operator()  # who ran the command: --as NAME or the OS user
     return call.audit_id
+
+
+def auto_merge(sessions: sessionmaker[Session], *, threshold: float) -> list[int]:
+    """Merge each open cluster whose weakest pair reaches ``threshold``; return the merge ids."""
+    merged: list[int] = []
+    with session_scope(sessions) as session:
+        ids = session.scalars(
+            select(DuplicateCluster.id).where(
+                DuplicateCluster.status == OPEN, DuplicateCluster.score >= threshold
+            )
+        ).all()
+    for cluster_id in ids:
+        try:
+            with session_scope(sessions, write=True) as session:
+                cluster = session.get(DuplicateCluster, cluster_id)
+                if cluster is None or cluster.status != OPEN:
+                    continue
+                result = decide(session, cluster, decision="merge")
+                merged.append(result["merge_id"])
+        except merge.MergeError:
+            continue  # left in the queue for review
+    return merged

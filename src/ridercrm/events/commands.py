@@ -310,11 +310,14 @@ def deliver_command(
     settings = Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
     open_database(settings, may_create=False).dispose()  # says which; refuses a missing one
+    deliverer = Deliverer(settings)
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
-        start_http_server(metrics_port, addr="127.0.0.1")
-    deliverer = Deliverer(settings)
+        from ridercrm.events.metrics import WebhookMetrics, registry_with
+
+        found = registry_with(WebhookMetrics(deliverer.sessions))
+        start_http_server(metrics_port, addr="127.0.0.1", registry=found)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

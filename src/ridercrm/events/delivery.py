@@ -132,8 +132,6 @@ class Deliverer:
         self.client = deadline.client(settings.webhook_timeout_seconds)
         self.pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="ridercrm-deliver")
         self._purged_at = -PURGE_SECONDS  # the first round purges
-        # /metrics of this process reads the queue gauges from this database.
-        metrics.watch_queue(self.sessions)
         self._inflight: dict[Future[None], str] = {}
 
     def close(self) -> None:

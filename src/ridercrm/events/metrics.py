@@ -18,7 +18,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Table, func, select
@@ -92,10 +92,14 @@ def _counter(name: str, documentation: str, label: str, values: dict[str, int]) 
 
 
 class WebhookMetrics(Collector):
-    """The webhook counters and queue gauges, read from the database at scrape time."""
+    """The webhook counters and queue gauges, read from the database at scrape time.
 
-    def __init__(self) -> None:
-        self.sessions: sessionmaker[Session] | None = None
+    One per app (create_app) or deliverer command, reading that one's database: nothing
+    is registered at import, so two apps in one process each answer for their own.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session] | None) -> None:
+        self.sessions = sessions
 
     def describe(self) -> Iterable[Metric]:
         return []  # registering must not query the database
@@ -138,10 +142,12 @@ class WebhookMetrics(Collector):
         ]
 
 
-WEBHOOKS = WebhookMetrics()
-REGISTRY.register(WEBHOOKS)
-
-
-def watch_queue(sessions: sessionmaker[Session]) -> None:
-    """Read the webhook metrics from this database (the app's or the deliverer's)."""
-    WEBHOOKS.sessions = sessions
+def registry_with(*collectors: Collector) -> CollectorRegistry:
+    """This process's own metrics (prometheus_client's REGISTRY: the process, the
+    requests it answered) and ``collectors``, an app's or a deliverer's database-read
+    metrics; a new registry, so the global one never holds a database."""
+    registry = CollectorRegistry()
+    registry.register(REGISTRY)
+    for collector in collectors:
+        registry.register(collector)
+    return registry

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from ridercrm.db import utcnow
+from ridercrm.db import CACHES, utcnow
 from ridercrm.matching.model import Model, default_model
 from ridercrm.matching.models import MatchModel
 
-# How long a worker trusts the model it has before reading the newest version number.
-CHECK_SECONDS = 5.0
-
 _NEWEST = select(func.max(MatchModel.version))
 _MODEL = select(MatchModel.model).where(MatchModel.version == bindparam("version"))
-
-_lock = threading.Lock()
-_cache: dict[tuple[str, int], Model] = {}
-_checked: dict[str, tuple[float, Model]] = {}
+_KEY = "matching.model"  # in the session factory's caches (db.CACHES)
 
 
 def save(session: Session, model: Model) -> Model:
@@ -40,32 +31,19 @@ def save(session: Session, model: Model) -> Model:
 def current(session: Session) -> Model:
     """The newest stored model (the shipped default if none).
 
-    A worker reads the newest version number (the primary key's last entry) at most
-    every CHECK_SECONDS and parses each version once, so a newly trained model is in
-    use everywhere within seconds at no cost per request.
+    Each call reads the newest version number (the primary key's last entry: one index
+    look-up); the model of that version is parsed once and kept in the caches of the
+    session's factory (``db.CACHES``), which belong to the app or command that made it.
+    A newly trained model is used from the next call on, in every worker; a database
+    recreated under the same URL is another app's, with caches of its own.
     """
-    url = str(session.get_bind().engine.url)
-    now = time.monotonic()
-    with _lock:
-        checked = _checked.get(url)
-    if checked is not None and now - checked[0] < CHECK_SECONDS:
-        return checked[1]
     newest = session.scalar(_NEWEST) or 0
-    with _lock:
-        model = _cache.get((url, newest))
-    if model is None:
-        text = session.scalar(_MODEL, {"version": newest}) if newest else None
-        model = Model.from_json(text) if text else default_model()
-    with _lock:
-        if len(_cache) > 16:
-            _cache.clear()
-        _cache[(url, newest)] = model
-        _checked[url] = (now, model)
+    caches = session.info.get(CACHES)
+    held = caches.get(_KEY) if caches is not None else None
+    if held is not None and held[0] == newest:
+        return held[1]
+    text = session.scalar(_MODEL, {"version": newest}) if newest else None
+    model = Model.from_json(text) if text else default_model()
+    if caches is not None:
+        caches[_KEY] = (newest, model)  # one assignment: threads see the old or the new
     return model
-
-
-def forget() -> None:
-    """Drop the cached models (a database recreated under the same URL)."""
-    with _lock:
-        _cache.clear()
-        _checked.clear()

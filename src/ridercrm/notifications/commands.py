@@ -51,12 +51,16 @@ def deliver_command(
     settings = Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
     open_database(settings, may_create=False).dispose()  # says which; refuses a missing one
+    deliverer = Deliverer(settings)
+    sender = MessageSender(settings)
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
-        start_http_server(metrics_port, addr="127.0.0.1")
-    deliverer = Deliverer(settings)
-    sender = MessageSender(settings)
+        from ridercrm.events.metrics import WebhookMetrics, registry_with
+        from ridercrm.notifications.metrics import MessageMetrics
+
+        found = registry_with(WebhookMetrics(deliverer.sessions), MessageMetrics(sender.sessions))
+        start_http_server(metrics_port, addr="127.0.0.1", registry=found)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -12,7 +12,6 @@ import datetime as dt
 import logging
 from collections.abc import Iterable
 
-from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -52,8 +51,10 @@ def queue_state(session: Session) -> tuple[int, float]:
 
 
 class MessageMetrics(Collector):
-    def __init__(self) -> None:
-        self.sessions: sessionmaker[Session] | None = None
+    """The message counters and queue gauges of one app's or deliverer's database."""
+
+    def __init__(self, sessions: sessionmaker[Session] | None) -> None:
+        self.sessions = sessions
 
     def describe(self) -> Iterable[Metric]:
         return []  # registering must not query the database
@@ -91,12 +92,3 @@ class MessageMetrics(Collector):
             )
         )
         return families
-
-
-MESSAGES = MessageMetrics()
-REGISTRY.register(MESSAGES)
-
-
-def watch(sessions: sessionmaker[Session]) -> None:
-    """Read the message metrics from this database (the app's or the deliverer's)."""
-    MESSAGES.sessions = sessions

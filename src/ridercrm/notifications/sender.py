@@ -32,7 +32,7 @@ from ridercrm import __version__
 from ridercrm.config import Settings, parse_schedule
 from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.events import service as events
-from ridercrm.notifications import compose, metrics, timing
+from ridercrm.notifications import compose, timing
 from ridercrm.notifications.models import (
     EMAIL,
     FAILED,
@@ -108,8 +108,6 @@ class MessageSender:
         self.lease = dt.timedelta(seconds=settings.notify_lease_seconds)
         self.quiet = timing.QuietHours.parse(settings.sms_quiet_hours)
         self.poll_seconds = min(POLL_SECONDS, settings.webhook_poll_seconds * 4)
-        # /metrics of this process (`deliver --metrics-port`) reads messages from this database.
-        metrics.watch(self.sessions)
 
     # --- The loop ---------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ address can still sign in, so nobody can lock the owner out by guessing from els
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import secrets
@@ -28,8 +29,16 @@ from ridercrm.staff import repository, rules
 from ridercrm.staff.models import StaffSession, StaffSignInFailure, StaffUser
 
 _hasher = PasswordHasher()
-# Verified against when the name is unknown, so the answer takes as long either way.
-_DUMMY_HASH = _hasher.hash("not a password of anyone")
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Verified against when the name is unknown, so the answer takes as long either way.
+
+    Made on first use, not at import: hashing costs a good part of a second of CPU,
+    which every `ridercrm` command would otherwise pay at start.
+    """
+    return _hasher.hash("not a password of anyone")
 
 
 class StaffProblem(DomainError, ValueError):
@@ -166,10 +175,10 @@ def verify_password(stored: Credentials | None, password: str) -> PasswordCheck:
     the answer's time tells nobody whether a name exists or is locked.
     """
     if stored is None:
-        _verify(_DUMMY_HASH, password)
+        _verify(_dummy_hash(), password)
         return PasswordCheck(None, correct=False)
     if stored.locked_until is not None and stored.locked_until > utcnow():
-        _verify(_DUMMY_HASH, password)
+        _verify(_dummy_hash(), password)
         return PasswordCheck(stored, correct=None)
     correct = _verify(stored.password_hash, password)
     rehashed = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -12,6 +13,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.registry import Collector
 
 from ridercrm.events import metrics as events_metrics
 
@@ -31,12 +33,15 @@ def observe(operation: str, status: int, seconds: float) -> None:
     LATENCY.labels(operation).observe(seconds)
 
 
-def exposition() -> tuple[bytes, str]:
-    """The metrics text; across all workers when PROMETHEUS_MULTIPROC_DIR is set."""
+def exposition(own: Sequence[Collector]) -> tuple[bytes, str]:
+    """The metrics text: the requests (across all workers when PROMETHEUS_MULTIPROC_DIR is
+    set) and ``own``, the app's metrics read from its database at scrape time (the same in
+    every worker)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        # Read from the database at scrape time: the same in every worker.
-        registry.register(events_metrics.WEBHOOKS)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(), CONTENT_TYPE_LATEST
+        for collector in own:
+            registry.register(collector)
+    else:
+        registry = events_metrics.registry_with(*own)
+    return generate_latest(registry), CONTENT_TYPE_LATEST

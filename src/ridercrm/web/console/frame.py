@@ -59,6 +59,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.db import session_scope
 from ridercrm.errors import DomainError
+from ridercrm.web.console.nav import NAV
 from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS, retry_pause
 from ridercrm.web.runtime import AppContext as Services
 from ridercrm.web.runtime import app_context as services_of
@@ -93,15 +94,6 @@ class Staff:
     def may(self, role: str) -> bool:
         """Whether this user's role reaches ``role`` (templates use it to hide buttons)."""
         return rules.allows(self.role, role)
-
-
-@dataclass(frozen=True)
-class NavItem:
-    """A link in the console's navigation, shown to users whose role reaches ``role``."""
-
-    label: str
-    path: str  # below the console's root, e.g. "/people"
-    role: str = "viewer"
 
 
 class ConsoleRefusal(Exception):
@@ -572,8 +564,6 @@ def render(
     ``staff``, ``csrf``, ``nav``, ``root`` (the console's path), ``static`` and
     ``partial`` (an htmx request: render only the ``content`` block if the template
     checks it)."""
-    from ridercrm.web.console.pages import NAV
-
     values = {
         "staff": staff,
         "csrf": staff.csrf if staff is not None else "",

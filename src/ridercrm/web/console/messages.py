@@ -1,5 +1,6 @@
-"""Console pages of notifications: the messages list, one message as sent, a person's
-reminders setting, the message templates (admin), and the public stop-reminders page."""
+"""Console pages of notifications: the messages list, one message as sent, the message
+templates (admin), and the public stop-reminders page. What the person page shows of
+notifications is read here (``person_messages``); its reminders form is in people.py."""
 
 from __future__ import annotations
 
@@ -96,37 +97,6 @@ def person_messages(session: Session, person_id: str) -> dict[str, Any]:
         "reminders_stopped": notifications.reminders_stopped(session, person_id),
         "kind_labels": KIND_LABELS,
     }
-
-
-@router.form(
-    "/people/{person_id}/reminders",
-    role="staff",
-    audit=lambda form: (
-        "console.resume_reminders" if form.get("reminders") == "on" else "console.stop_reminders"
-    ),
-)
-async def change_reminders(posted: Posted, person_id: str) -> Response:
-    """Stop or resume a person's reminders (confirmations and results always go)."""
-    from ridercrm.web.console.people import person_page_with
-
-    person_id = person_id[:40]
-    resume = posted.form.get("reminders") == "on"
-    staff = posted.user.name
-
-    def work(session: Session) -> Any:
-        person = session.get(Person, person_id)
-        if person is None:
-            raise frame.ConsoleProblem(f"no contact or lead with id {person_id}")
-        if resume:
-            changed = notifications.resume_reminders(session, person_id=person_id)
-        else:
-            changed = notifications.stop_reminders(
-                session, person_id=person_id, stopped_by=f"{staff} (console)"
-            )
-        return {"person_id": person_id, "reminders": "on" if resume else "off", "changed": changed}
-
-    done = await posted.change(asked={"ID": person_id, "reminders": resume}, work=work)
-    return await person_page_with(posted, person_id, done=done)
 
 
 # --- The public stop-reminders page (the link in every reminder) ---------------------

@@ -1,4 +1,4 @@
-"""Console pages: find a person, and a person's page."""
+"""Console pages: find a person, a person's page and its forms (reminders too)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import service as courses_service
 from ridercrm.courses.schemas import CourseResult
+from ridercrm.notifications import service as notifications_service
 from ridercrm.people import modify
 from ridercrm.people import service as people_service
-from ridercrm.people.models import LEAD
+from ridercrm.people.models import LEAD, Person
 from ridercrm.people.schemas import ModifiedPerson
 from ridercrm.staff import finder, person_view
 from ridercrm.web.console import frame, messages
@@ -57,8 +58,6 @@ async def _person_page(
         status=done.status if done else 200,
     )
 
-
-person_page_with = _person_page  # the reminders form (messages.py) answers with this page
 
 FIELD_LABELS = {
     "first_name": "First name",
@@ -155,4 +154,33 @@ async def change_course(posted: Posted, person_id: str, asset_id: str) -> Respon
         return answer
 
     done = await posted.change(asked=item, work=work)
+    return await _person_page(posted, person_id, done=done)
+
+
+@router.form(
+    "/people/{person_id}/reminders",
+    role="staff",
+    audit=lambda form: (
+        "console.resume_reminders" if form.get("reminders") == "on" else "console.stop_reminders"
+    ),
+)
+async def change_reminders(posted: Posted, person_id: str) -> Response:
+    """Stop or resume a person's reminders (confirmations and results always go)."""
+    person_id = person_id[:40]
+    resume = posted.form.get("reminders") == "on"
+    staff = posted.user.name
+
+    def work(session: Session) -> Any:
+        person = session.get(Person, person_id)
+        if person is None:
+            raise frame.ConsoleProblem(f"no contact or lead with id {person_id}")
+        if resume:
+            changed = notifications_service.resume_reminders(session, person_id=person_id)
+        else:
+            changed = notifications_service.stop_reminders(
+                session, person_id=person_id, stopped_by=f"{staff} (console)"
+            )
+        return {"person_id": person_id, "reminders": "on" if resume else "off", "changed": changed}
+
+    done = await posted.change(asked={"ID": person_id, "reminders": resume}, work=work)
     return await _person_page(posted, person_id, done=done)

@@ -1,4 +1,6 @@
-"""The `ridercrm` command. It calls the same services as the HTTP API."""
+"""The `ridercrm` command's own commands (serve, db, keys, audit, reports, match, demo,
+deliver); the features' groups are in their ``commands.py``. They call the same services
+as the HTTP API. ``ridercrm.cli`` loads this module only to run one of them."""
 
 from __future__ import annotations
 
@@ -8,9 +10,6 @@ import math
 import os
 import sys
 import tempfile
-import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,74 +20,28 @@ from ridercrm.audit import service as audit
 from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
-from ridercrm.duplicates.commands import duplicates_app
 from ridercrm.duplicates.recheck import start_rechecker
-from ridercrm.events.commands import webhooks_app
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.notifications.commands import deliver_command, messages_app, start_deliverer
+from ridercrm.notifications.commands import deliver_command, start_deliverer
 from ridercrm.people.index import keep_keys
-from ridercrm.rosters.commands import sessions_app
 from ridercrm.sessions.timer import start_waitlist_timer
-from ridercrm.staff.commands import users_app
 from ridercrm.startup import (
     StartupProblem,
-    failure_line,
     open_database,
-    set_operator,
     write_owner_only,
 )
 from ridercrm.tables import print_json, print_table
-from ridercrm.transfer.commands import export_command, import_app
 
-# `-h` as well as `--help`, on every command: click's child contexts inherit the names.
-HELP = {"help_option_names": ["-h", "--help"]}
-app = typer.Typer(
-    help="ridercrm: CRM service for a rider-training business.",
-    no_args_is_help=True,
-    context_settings=HELP,
-    # A traceback's locals could hold keys and personal data.
-    pretty_exceptions_show_locals=False,
-)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
 reports_app = typer.Typer(help="The dashboard's figures.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(keys_app, name="keys")
-app.add_typer(audit_app, name="audit")
-app.add_typer(reports_app, name="reports")
+match_app = typer.Typer(help="The matcher's model.", no_args_is_help=True)
 
 # No Rich markup: names, ids and messages are printed as written ("[staging]" stays).
 console = Console(markup=False)
 errors = Console(stderr=True, markup=False)
-
-
-@app.callback()
-def _options(
-    debug: Annotated[
-        bool,
-        typer.Option(
-            "--debug",
-            envvar="RIDERCRM_DEBUG",
-            help="On failure, show the full traceback instead of one line (or RIDERCRM_DEBUG=1).",
-        ),
-    ] = False,
-    as_name: Annotated[
-        str | None,
-        typer.Option(
-            "--as",
-            help="Who runs the command, as its audit records name them (default: the OS user).",
-        ),
-    ] = None,
-) -> None:
-    """ridercrm: CRM service for a rider-training business."""
-    global _debug
-    _debug = debug
-    set_operator(as_name)
-
-
-_debug = False
 
 
 def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
@@ -106,7 +59,6 @@ def ensure_admin_key(settings: Settings) -> str | None:
         return plaintext
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8000,
@@ -337,10 +289,6 @@ def audit_purge(
     console.print(f"purged {count} audit record(s) older than {older_than:g} day(s)")
 
 
-match_app = typer.Typer(help="The matcher's model.", no_args_is_help=True)
-app.add_typer(match_app, name="match")
-
-
 @match_app.command("train")
 def match_train(
     seed: Annotated[
@@ -380,10 +328,6 @@ def demo_command(
         engine.dispose()
 
 
-app.add_typer(import_app, name="import")
-app.add_typer(webhooks_app, name="webhooks")
-
-
 @functools.wraps(deliver_command)
 def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
     """Deliver webhooks and messages until stopped (SIGINT or SIGTERM); run as many as you like. The
@@ -393,94 +337,3 @@ def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
         deliver_command(*args, **kwargs)
     finally:
         stop_timer()
-
-
-app.command("deliver")(deliver_with_timer)
-app.add_typer(messages_app, name="messages")
-app.add_typer(duplicates_app, name="duplicates")
-app.add_typer(users_app, name="users")
-app.add_typer(sessions_app, name="sessions")
-app.command("export")(export_command)
-app.command("demo")(demo_command)
-
-
-# The CLI actions that change something, audited like an admin API request (method CLI,
-# operation cli.<group>_<command>, the arguments as the request, the exit code as the
-# response) with the operator's name: `ridercrm --as NAME`, or the OS user. The
-# duplicates commands record theirs in the action's own transaction (duplicates/commands.py).
-AUDITED = {
-    ("keys", keys_app): ("create", "revoke"),
-    ("users", users_app): ("create", "reset-password", "disable", "enable"),
-    ("webhooks", webhooks_app): ("add", "rotate", "disable", "enable", "replay", "purge"),
-    ("import", import_app): ("contacts", "leads", "products"),
-}
-_SECRET_ARGUMENTS = {"password"}
-
-
-def _audit_action(group: str, name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
-    """``callback`` that leaves an audit record of its run (not of a --dry-run)."""
-
-    @functools.wraps(callback)
-    def audited(**arguments: Any) -> Any:
-        started = time.perf_counter()
-        code = 0
-        try:
-            return callback(**arguments)
-        except typer.Exit as exc:
-            code = exc.exit_code
-            raise
-        except (StartupProblem, SystemExit):
-            code = -1  # it never reached the database: nothing to record
-            raise
-        except Exception:
-            code = 1
-            raise
-        finally:
-            if code >= 0 and not arguments.get("dry_run"):
-                _record_action(group, name, arguments, code, started)
-
-    return audited
-
-
-def _record_action(
-    group: str, name: str, arguments: dict[str, Any], code: int, started: float
-) -> None:
-    from ridercrm.duplicates.service import audit_cli
-
-    shown = {
-        key: str(value) if isinstance(value, Path) else value
-        for key, value in arguments.items()
-        if key not in _SECRET_ARGUMENTS
-    }
-    settings = Settings()
-    try:
-        with session_scope(_sessions(settings), write=True) as session:
-            audit_cli(
-                session, operation=f"cli.{group}_{name.replace('-', '_')}",
-                command=f"ridercrm {group} {name}", arguments=shown,
-                status=200 if code == 0 else 400,
-                result={"exit_code": code}, started=started, redact=settings.audit_redact,
-            )  # fmt: skip
-    except Exception as exc:  # the action is done; say the record is missing, do not hide it
-        errors.print(f"warning: no audit record of this command: {failure_line(exc)}")
-
-
-for (_group, _typer), _names in AUDITED.items():
-    for _command in _typer.registered_commands:
-        _name = _command.name or (_command.callback.__name__ if _command.callback else "")
-        if _command.callback is not None and _name in _names:
-            _command.callback = _audit_action(_group, _name, _command.callback)
-
-
-def main() -> None:
-    """Run the command; a failure is one line on standard error (all of it with --debug)."""
-    try:
-        app()
-    except Exception as exc:
-        if _debug or os.environ.get("RIDERCRM_DEBUG", "").lower() in ("1", "true", "yes", "on"):
-            # Python's own traceback: Rich's costs seconds of CPU to highlight every frame.
-            traceback.print_exc()
-            sys.exit(1)
-        # Plain print: one line however wide the terminal is.
-        print(failure_line(exc), file=sys.stderr, flush=True)
-        sys.exit(1)
