@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.courses import service as courses
 from ridercrm.db import session_scope
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.notifications.models import PENDING, SKIPPED
+from ridercrm.notifications.models import PENDING, SKIPPED, SUPERSEDED
 from ridercrm.notifications.timing import course_start
 from tests.courses import builders
 from tests.notifications.helpers import book, change, messages, wall_time
@@ -64,11 +64,11 @@ def test_a_move_reschedules_the_reminders(sessions: sessionmaker[Session]) -> No
     assert moved[0].course_datetime == new_start
     assert moved[0].sequence == 1  # the invitation's SEQUENCE goes up
     pending = [m for m in rows if m.kind == "reminder" and m.status == PENDING]
-    skipped = [m for m in rows if m.kind == "reminder" and m.status == SKIPPED]
+    superseded = [m for m in rows if m.kind == "reminder" and m.status == SUPERSEDED]
     assert {m.course_datetime for m in pending} == {new_start}
     assert len(pending) == 2
-    assert len(skipped) == 2
-    assert {m.reason for m in skipped} == {"the course moved"}
+    assert len(superseded) == 2
+    assert {m.reason for m in superseded} == {"the course moved before it went"}
     # A change that is not a move (an instructor) announces nothing.
     change(sessions, asset_id, rider_instructor_1="Jo Park")
     assert len(messages(sessions, asset_id=asset_id)) == len(rows)
@@ -84,7 +84,7 @@ def test_a_cancellation_drops_the_reminders(sessions: sessionmaker[Session]) -> 
     assert cancelled[0].sequence == 1
     reminders = [m for m in rows if m.kind == "reminder"]
     assert reminders
-    assert all(m.status == SKIPPED for m in reminders)
+    assert all(m.status == SUPERSEDED for m in reminders)
     # Booked again: a new confirmation and new reminders.
     last = max(m.id for m in rows)
     change(sessions, asset_id, course_status="booked")
@@ -99,7 +99,8 @@ def test_a_result_is_announced(sessions: sessionmaker[Session]) -> None:
     change(sessions, asset_id, course_status="completed - pass", course_feedback="pass A")
     results = messages(sessions, asset_id=asset_id, kind="result")
     assert [(m.detail, m.status) for m in results] == [("completed - pass", PENDING)]
-    assert all(m.status == SKIPPED for m in messages(sessions, asset_id=asset_id, kind="reminder"))
+    reminders = messages(sessions, asset_id=asset_id, kind="reminder")
+    assert all(m.status == SUPERSEDED for m in reminders)
 
 
 def test_a_refused_item_writes_no_message(sessions: sessionmaker[Session]) -> None:

@@ -27,9 +27,12 @@ PENDING = "pending"  # waiting for due_at (a retry too)
 SENDING = "sending"  # claimed by a deliverer until lease_until; then due again
 SENT = "sent"
 FAILED = "failed"  # refused for good (bad address, gateway refusing) or retries used up
-SKIPPED = "skipped"  # not to be sent: its moment passed, the course moved or was cancelled
+SKIPPED = "skipped"  # not to be sent: its moment passed, reminders stopped, quiet hours
+# Replaced before it went by a later change of its course (a cancellation, a move, a new
+# booking, a result): never sent stale (docs/decisions.md, "Notifications (issue 27)").
+SUPERSEDED = "superseded"
 UNSENT = "unsent"  # cannot be sent here: no SMTP server or SMS gateway configured, no address
-STATUSES = (PENDING, SENDING, SENT, FAILED, SKIPPED, UNSENT)
+STATUSES = (PENDING, SENDING, SENT, FAILED, SKIPPED, SUPERSEDED, UNSENT)
 OPEN_STATUSES = (PENDING, SENDING)
 _OPEN_SQL = "status IN ('pending', 'sending')"
 

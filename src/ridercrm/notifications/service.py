@@ -31,6 +31,7 @@ from ridercrm.notifications.models import (
     RESULT,
     SKIPPED,
     SMS,
+    SUPERSEDED,
     WAITLIST_OFFER,
     Message,
     ReminderStop,
@@ -157,27 +158,35 @@ def _schedule_reminders(session: Session, asset: Any) -> None:
             )
 
 
-def drop_reminders(session: Session, asset_id: str, reason: str) -> None:
-    """Skip a course's reminders not sent yet (kept with the reason, never deleted)."""
+# What a later change of a course replaces while still queued: its announcements and
+# reminders (a seat offer is about a session, not a course: it stays).
+REPLACEABLE = (CONFIRMATION, MOVED, CANCELLED, REMINDER, RESULT)
+
+
+def supersede(session: Session, asset_id: str, reason: str) -> None:
+    """Mark a course's messages not sent yet (``pending``: due, deferred by quiet hours or
+    waiting for a retry) as superseded, in the transaction of the change that replaces
+    them; kept with the reason, never deleted. A message in a sender's hands (``sending``)
+    is left to its outcome: it may already be on its way."""
     session.execute(
         update(Message)
         .where(
             Message.asset_id == asset_id,
-            Message.kind == REMINDER,
+            Message.kind.in_(REPLACEABLE),
             Message.status == PENDING,
         )
-        .values(status=SKIPPED, reason=reason, updated_at=utcnow()),
+        .values(status=SUPERSEDED, reason=reason, updated_at=utcnow()),
         execution_options={"synchronize_session": False},
     )
-    # Pending ORM rows of this transaction (not flushed yet) are skipped too.
+    # Pending ORM rows of this transaction (not flushed yet) are superseded too.
     for pending in session.new:
         if (
             isinstance(pending, Message)
             and pending.asset_id == asset_id
-            and pending.kind == REMINDER
+            and pending.kind in REPLACEABLE
             and pending.status == PENDING
         ):
-            pending.status, pending.reason = SKIPPED, reason
+            pending.status, pending.reason = SUPERSEDED, reason
 
 
 def _next_sequence(session: Session, asset_id: str) -> int:
@@ -205,8 +214,9 @@ def course_changed(
 ) -> None:
     """A course changed (operation 1, the console): announce what the rider must know.
 
+    Whatever of the course's is still queued is superseded first (:func:`supersede`).
     Booked again after a cancellation: a confirmation and new reminders. Cancelled: a
-    cancellation (the invitation cancelled) and the reminders dropped. Completed: the
+    cancellation (the invitation cancelled). Completed: the
     result. Moved (date, end or site) while booked: a "moved" message with the updated
     invitation, and the reminders rescheduled.
     """
@@ -214,21 +224,22 @@ def course_changed(
     moved = bool(set(changed) & set(MOVE_FIELDS))
     if to_status != from_status:
         if to_status == BOOKED:
-            drop_reminders(session, asset.id, "the course was booked again")
+            supersede(session, asset.id, "the course was booked again before it went")
             _announce(session, asset, CONFIRMATION, sequence=_next_sequence(session, asset.id))
             _schedule_reminders(session, asset)
         elif to_status == CANCELLED_STATUS:
-            drop_reminders(session, asset.id, "the course was cancelled")
+            supersede(session, asset.id, "the course was cancelled before it went")
             _announce(session, asset, CANCELLED, sequence=_next_sequence(session, asset.id))
         elif to_status in COMPLETED:
-            drop_reminders(session, asset.id, "the course was completed")
+            supersede(session, asset.id, "the course was completed before it went")
             _announce(session, asset, RESULT)
         return
     if moved and to_status == BOOKED:
-        drop_reminders(session, asset.id, "the course moved")
+        supersede(session, asset.id, "the course moved before it went")
         _announce(session, asset, MOVED, sequence=_next_sequence(session, asset.id))
         _schedule_reminders(session, asset)
     elif to_status in COMPLETED and "course_feedback" in set(changed):
+        supersede(session, asset.id, "a corrected result replaced it")
         _announce(session, asset, RESULT)
 
 
