@@ -207,9 +207,9 @@ class MessageSender:
                 message.status, message.due_at, message.lease_until = PENDING, allowed, None
                 message.reason = "waiting for the end of the SMS quiet hours"
                 return None
-        person = session.get(Person, message.person_id)
+        person = session.get(Person, message.person_id) if message.person_id else None
         stop = ""
-        if message.kind == REMINDER:
+        if message.kind == REMINDER and message.person_id:
             secret = compose.link_secret(session, self.settings)
             stop = compose.stop_url(self.settings, compose.stop_token(secret, message.person_id))
         try:
@@ -224,7 +224,9 @@ class MessageSender:
         message.body_text = rendered.text
         message.body_html = rendered.html or None
         if message.channel == EMAIL:
-            recipient = person.email if person is not None else None
+            # A staff digest has no person: its address was written with it.
+            recipient = message.recipient if message.person_id is None else None
+            recipient = recipient or (person.email if person is not None else None)
             if not recipient:
                 self._close(session, message, UNSENT, "no e-mail address on record")
                 return None
@@ -388,7 +390,10 @@ def _smtp_refusal(code: int, text: bytes | str) -> Outcome:
 
 
 def _record(session: Session, message: Message, event_type: str) -> None:
-    """message.sent or message.failed, in the transaction that stores the outcome."""
+    """message.sent or message.failed, in the transaction that stores the outcome. A staff
+    digest (no person) publishes none: the events are a person's (docs/events.md)."""
+    if message.person_id is None:
+        return
     session.flush()
     events.record(
         session,

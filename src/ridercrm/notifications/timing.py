@@ -76,3 +76,16 @@ def sms_length(text: str) -> SmsLength:
         single, part, encoding = 70, 67, "UCS-2"
     segments = 1 if units <= single else math.ceil(units / part)
     return SmsLength(encoding, units, segments)
+
+
+def digest_days(now: dt.datetime, sites: list[str], at: dt.time) -> list[tuple[str, dt.date]]:
+    """The staff digests due at ``now`` (aware): for each site whose local wall clock has
+    reached ``at`` today, (site, tomorrow's local date). Read on the site's own clock, so
+    17:00 is 17:00 at the site on the days clocks change too (a time the change skips is
+    reached when the clock jumps past it)."""
+    due = []
+    for site in sites:
+        local = now.astimezone(site_zone(site))
+        if local.time().replace(tzinfo=None) >= at:
+            due.append((site, local.date() + dt.timedelta(days=1)))
+    return due
