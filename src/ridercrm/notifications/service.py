@@ -23,6 +23,7 @@ from ridercrm.notifications import timing
 from ridercrm.notifications.models import (
     CANCELLED,
     CONFIRMATION,
+    DIGEST,
     EMAIL,
     MOVED,
     OPEN_STATUSES,
@@ -277,6 +278,45 @@ def queue_seat_offer(
         _message(session, course, kind=WAITLIST_OFFER, channel=channel, due_at=now, detail=until)
         for channel in _channels(person)
     ]
+
+
+def digest_key(site: str, day: dt.date) -> str:
+    """A staff digest's key: one per site and day, so a second writer (another deliverer,
+    a restart) cannot add another (the key is unique) and its Message-ID is stable."""
+    return f"digest-{'-'.join(site.lower().split())}-{day.isoformat()}"
+
+
+def digest_written(session: Session, site: str, day: dt.date) -> bool:
+    """Whether the staff digest of this site and day exists."""
+    key = digest_key(site, day)
+    return session.scalar(select(Message.id).where(Message.key == key)) is not None
+
+
+def queue_digest(
+    session: Session, *, site: str, day: dt.date, recipient: str, listing: dict[str, Any]
+) -> Message:
+    """Write the staff digest of ``day`` at ``site`` to ``recipient`` (an e-mail, no
+    person); with nothing on that day it is kept as skipped. The caller's transaction
+    fails on the unique key if it was written already."""
+    empty = not listing.get("sessions") and not listing.get("courses")
+    message = Message(
+        key=digest_key(site, day),
+        person_id=None,
+        channel=EMAIL,
+        kind=DIGEST,
+        location=site,
+        detail=day.isoformat(),
+        data=listing,
+        due_at=utcnow(),
+        status=SKIPPED if empty else PENDING,
+        reason="nothing is booked that day" if empty else None,
+        recipient=recipient,
+        sequence=0,
+        attempts=0,
+    )
+    session.add(message)
+    session.flush()
+    return message
 
 
 def messages_of(session: Session, person_id: str, *, limit: int = 200) -> list[Message]:
