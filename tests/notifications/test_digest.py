@@ -67,8 +67,12 @@ def test_the_digest_addresses_setting() -> None:
     assert everywhere["kilsyth"] == "kil@example.com"
     assert everywhere["st ives"] == "ops@example.com"
     assert len(everywhere) == 7
-    for bad in ("mars=desk@example.com", "somerton=desk", "somerton=a b@example.com"):
-        with pytest.raises(ValueError):
+    for bad, why in (
+        ("mars=desk@example.com", "no site 'mars'"),
+        ("somerton=desk", "not an e-mail address"),
+        ("somerton=a b@example.com", "not an e-mail address"),
+    ):
+        with pytest.raises(ValueError, match=why):
             parse_digest_to(bad)
     with pytest.raises(ValueError, match="digest_to"):
         Settings(digest_to="mars=desk@example.com")
