@@ -4,8 +4,11 @@ result; reminders at their moments, skipped when passed, rescheduled, dropped.""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import new_booking
 
 from ridercrm.courses import service as courses
 from ridercrm.db import session_scope
@@ -146,3 +149,50 @@ def test_console_status_changes_announce_too(sessions: sessionmaker[Session]) ->
     assert [m.kind for m in messages(sessions, asset_id=asset_id, kind="cancelled")] == [
         "cancelled"
     ]
+
+
+def test_a_savepoint_that_rolls_back_takes_its_messages(sessions: sessionmaker[Session]) -> None:
+    with session_scope(sessions, write=True) as session:
+        product = builders.product(session)
+        kept, gone = builders.person(session), builders.person(session)
+        builders.course(session, kept, product, course_datetime=wall_time(5 * DAYS))
+        savepoint = session.begin_nested()
+        builders.course(session, gone, product, course_datetime=wall_time(5 * DAYS))
+        savepoint.rollback()
+    assert {m.person_id for m in messages(sessions)} == {kept}
+    assert len(messages(sessions)) == 6
+
+
+def test_a_booking_writes_its_messages_in_one_statement(
+    engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    """A 200-item booking writes 1,200 messages; as ORM rows that was 200 statements or
+    more and as long as the booking itself (bench/README.md, Messages)."""
+    with session_scope(sessions, write=True) as session:
+        product = builders.product(session)
+        people = [builders.person(session, email=f"rider{n}@example.com") for n in range(200)]
+    inserts: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO MESSAGES"):
+            inserts.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with session_scope(sessions, write=True) as session:
+            items = [
+                new_booking(
+                    person_id,
+                    product,
+                    booking_number=f"BULK-{n}",
+                    course_datetime=wall_time(5 * DAYS),
+                    course_date_end=wall_time(5 * DAYS + dt.timedelta(hours=8)),
+                )
+                for n, person_id in enumerate(people)
+            ]
+            results = courses.book_courses(session, items=items, audit_id=new_id(RecordKind.AUDIT))
+            assert all(result.delivery for result in results)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(messages(sessions)) == 1200
+    assert len(inserts) == 1

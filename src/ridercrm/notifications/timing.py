@@ -4,6 +4,7 @@ length (GSM-7 or UCS-2 segments). Plain Python, unit-tested without a database."
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
@@ -24,8 +25,10 @@ def site_zone(location: str | None) -> ZoneInfo:
     return ZoneInfo(_ZONES.get((location or "").strip().lower(), DEFAULT_ZONE))
 
 
+@functools.lru_cache(maxsize=4096)
 def course_start(course_datetime: str | None, location: str | None) -> dt.datetime | None:
-    """A course's start as an aware local time in its site's zone, or None if unknown."""
+    """A course's start as an aware local time in its site's zone, or None if unknown
+    (kept for the next call: a 200-item booking names a few starts many times)."""
     if not course_datetime:
         return None
     try:
