@@ -12,8 +12,9 @@ announcing a confirmation and two reminders on two channels (1,200 message rows)
 round runs every variant once, in turn, so a noisy neighbour slows all alike:
 
 - ``bulk``: as the service runs (rows kept with the session, one executemany at commit);
-- ``orm``: each message an ORM row added to the session (as before 2026-11-27), by
-  putting that ``_message`` in the service's place (this bench only);
+- ``orm``: as before 2026-11-27: each message an ORM row added to the session, and a
+  look-up of the person's reminder stop per item (``session.get``), by putting those
+  in the service's place (this bench only);
 - ``none``: the same booking with ``notifications.service.course_booked`` replaced by a
   function that writes nothing (this bench only), the floor without messages.
 
@@ -117,10 +118,15 @@ def main() -> int:
         row = session.info[notifications._PENDING].pop()
         session.add(Message(**row))
 
-    variants: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-        "bulk": (real, bulk_message),
-        "orm": (real, orm_message),
-        "none": (nothing, bulk_message),
+    bulk_stopped: Callable[..., Any] = notifications._stopped
+
+    def orm_stopped(session: Session, person_id: str) -> bool:
+        return session.get(notifications.ReminderStop, person_id) is not None
+
+    variants: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]] = {
+        "bulk": (real, bulk_message, bulk_stopped),
+        "orm": (real, orm_message, orm_stopped),
+        "none": (nothing, bulk_message, bulk_stopped),
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
     rows: dict[str, int] = {}
@@ -133,9 +139,10 @@ def main() -> int:
         os.environ.setdefault("RIDERCRM_REMINDERS", "48h,2h")
         rep = 0
         for round_number in range(args.rounds + 1):  # the first round warms up
-            for name, (booked, writer) in variants.items():
+            for name, (booked, writer, stopped) in variants.items():
                 notifications.course_booked = booked
                 notifications._message = writer
+                notifications._stopped = stopped
                 before = count_messages(sessions)
                 elapsed = booking(sessions, product, people_ids, rep)
                 rows[name] = count_messages(sessions) - before
@@ -144,6 +151,7 @@ def main() -> int:
                     times[name].append(elapsed)
         notifications.course_booked = real
         notifications._message = bulk_message
+        notifications._stopped = bulk_stopped
         engine.dispose()
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     for name in variants:
