@@ -34,8 +34,11 @@ from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.events import service as events
 from ridercrm.notifications import compose, metrics, timing
 from ridercrm.notifications.models import (
+    CANCELLED,
+    CONFIRMATION,
     EMAIL,
     FAILED,
+    MOVED,
     PENDING,
     REMINDER,
     SENDING,
@@ -59,6 +62,8 @@ MESSAGE_FAILED = events.MESSAGE_FAILED
 # then send too). Messages are few next to webhooks; a claim is one short transaction.
 BATCH = 1
 POLL_SECONDS = 1.0
+# Messages worth sending only before their course begins (not results, not digests).
+BEFORE_THE_COURSE = (REMINDER, CONFIRMATION, MOVED, CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -195,8 +200,10 @@ class MessageSender:
         if message.channel == SMS and self.quiet is not None:
             allowed = self.quiet.next_allowed(now, timing.site_zone(message.location))
             if allowed > now:
+                # A message about the course that would arrive after it began is moot: a
+                # reminder, and a confirmation, move or cancellation (its e-mail went).
                 if (
-                    message.kind == REMINDER
+                    message.kind in BEFORE_THE_COURSE
                     and start is not None
                     and timing.to_utc(start) <= allowed
                 ):
