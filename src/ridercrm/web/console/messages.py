@@ -223,6 +223,7 @@ _COPIED = (
     "booking_number",
     "sequence",
     "detail",
+    "data",
 )
 
 
