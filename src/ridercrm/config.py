@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ridercrm.fields import SITE_ZONES
 from ridercrm.netsafety import AllowList
 from ridercrm.ratelimit import check_storage, parse_limits
 
@@ -426,6 +427,24 @@ class Settings(BaseSettings):
             " and kept in the database"
         ),
     )
+    digest_to: str = Field(
+        default="",
+        description=(
+            "Notifications: the staff digest of tomorrow's sessions goes to these addresses,"
+            " per site (somerton=desk@example.com,kilsyth=...) or one address for every site;"
+            " unset: no digest"
+        ),
+    )
+    digest_at: str = Field(
+        default="17:00",
+        description="Notifications: the site-local time the staff digest of tomorrow is written",
+    )
+    digest_timer_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="How often the deliverer's timer looks for staff digests to write",
+    )
 
     @field_validator("base_path")
     @classmethod
@@ -490,6 +509,18 @@ class Settings(BaseSettings):
         QuietHours.parse(value)
         return value.strip()
 
+    @field_validator("digest_to")
+    @classmethod
+    def _check_digest_to(cls, value: str) -> str:
+        parse_digest_to(value)
+        return value.strip()
+
+    @field_validator("digest_at")
+    @classmethod
+    def _check_digest_at(cls, value: str) -> str:
+        parse_digest_at(value)
+        return value.strip()
+
     @field_validator("smtp_url")
     @classmethod
     def _check_smtp_url(cls, value: str) -> str:
@@ -543,6 +574,42 @@ def parse_reminders(text: str) -> tuple[tuple[str, dt.timedelta], ...]:
         delta = dt.timedelta(seconds=amount * _UNIT_SECONDS[found.group(2).lower()])
         offsets.append((raw.strip().lower(), delta))
     return tuple(offsets)
+
+
+def parse_digest_to(text: str) -> dict[str, str]:
+    """Read RIDERCRM_DIGEST_TO: ``site=address`` pairs separated by commas (a site named
+    as the interface names it, any case), or one bare address for every site (also
+    ``*=address``, which the named sites override). Return {site: address} with the
+    interface's spelling of each site; raise ValueError naming a bad entry."""
+    sites = {site.lower(): site for site in SITE_ZONES}
+    everywhere = ""
+    named: dict[str, str] = {}
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        site, equals, address = entry.rpartition("=")
+        address = address.strip()
+        if "@" not in address or any(char.isspace() for char in address):
+            raise ValueError(f"{entry!r}: {address!r} is not an e-mail address")
+        site = site.strip().lower()
+        if not equals or site == "*":
+            everywhere = address
+        elif site in sites:
+            named[sites[site]] = address
+        else:
+            raise ValueError(f"{entry!r}: no site {site!r} (sites: {', '.join(SITE_ZONES)})")
+    if everywhere:
+        return {site: named.get(site, everywhere) for site in SITE_ZONES}
+    return named
+
+
+def parse_digest_at(text: str) -> dt.time:
+    """Read RIDERCRM_DIGEST_AT ("17:00"): a site-local time of day."""
+    try:
+        return dt.time.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time of day such as 17:00") from None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ridercrm.db import session_scope
 from ridercrm.notifications import compose
 from ridercrm.notifications.models import PENDING, SKIPPED, MessageTemplate
 from ridercrm.notifications.sender import MessageSender
+from ridercrm.notifications.service import queue_digest
 from ridercrm.people.models import Person
 from tests.console.conftest import csrf
 from tests.notifications.helpers import book, messages
@@ -211,3 +212,38 @@ def test_metrics_count_messages_by_outcome(
     assert 'ridercrm_messages_unsent_total{channel="email"} 1.0' in text
     assert 'ridercrm_messages_sent_total{channel="email"} 0.0' in text
     assert "ridercrm_messages_queue_depth 0.0" in text
+
+
+def test_the_digest_template_is_previewed_with_a_real_digest(
+    sessions: sessionmaker[Session], console_as: Callable[..., TestClient]
+) -> None:
+    listing = {
+        "site": "Kilsyth",
+        "date": "2027-03-02",
+        "day": "Tuesday 2 March 2027",
+        "sessions": [],
+        "courses": [{"time": "9 am", "name": "Learner Approved", "riders": 1, "names": ["Ann"]}],
+    }
+    with session_scope(sessions, write=True) as session:
+        queue_digest(
+            session,
+            site="kilsyth",
+            day=dt.date(2027, 3, 2),
+            recipient="kilsyth-desk@example.com",
+            listing=listing,
+        )
+    client = console_as("admin")
+    page = client.get("/console/admin/templates/digest/email")
+    assert page.status_code == 200
+    assert "Tomorrow at Kilsyth: Tuesday 2 March 2027" in page.text
+    saved = client.post(
+        "/console/admin/templates/digest/email",
+        data={
+            "csrf": csrf(client),
+            "action": "save",
+            "subject": "{{ digest.site }} tomorrow",
+            "text": "{% for c in digest.courses %}{{ c.time }} {{ c.names|join(', ') }}{% endfor %}",
+        },
+    )
+    assert saved.status_code == 200
+    assert "9 am Ann" in saved.text

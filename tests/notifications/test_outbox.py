@@ -4,13 +4,16 @@ result; reminders at their moments, skipped when passed, rescheduled, dropped.""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import new_booking
 
 from ridercrm.courses import service as courses
 from ridercrm.db import session_scope
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.notifications.models import PENDING, SKIPPED
+from ridercrm.notifications.models import PENDING, SKIPPED, SUPERSEDED
 from ridercrm.notifications.timing import course_start
 from tests.courses import builders
 from tests.notifications.helpers import book, change, messages, wall_time
@@ -64,11 +67,11 @@ def test_a_move_reschedules_the_reminders(sessions: sessionmaker[Session]) -> No
     assert moved[0].course_datetime == new_start
     assert moved[0].sequence == 1  # the invitation's SEQUENCE goes up
     pending = [m for m in rows if m.kind == "reminder" and m.status == PENDING]
-    skipped = [m for m in rows if m.kind == "reminder" and m.status == SKIPPED]
+    superseded = [m for m in rows if m.kind == "reminder" and m.status == SUPERSEDED]
     assert {m.course_datetime for m in pending} == {new_start}
     assert len(pending) == 2
-    assert len(skipped) == 2
-    assert {m.reason for m in skipped} == {"the course moved"}
+    assert len(superseded) == 2
+    assert {m.reason for m in superseded} == {"the course moved before it went"}
     # A change that is not a move (an instructor) announces nothing.
     change(sessions, asset_id, rider_instructor_1="Jo Park")
     assert len(messages(sessions, asset_id=asset_id)) == len(rows)
@@ -84,7 +87,7 @@ def test_a_cancellation_drops_the_reminders(sessions: sessionmaker[Session]) -> 
     assert cancelled[0].sequence == 1
     reminders = [m for m in rows if m.kind == "reminder"]
     assert reminders
-    assert all(m.status == SKIPPED for m in reminders)
+    assert all(m.status == SUPERSEDED for m in reminders)
     # Booked again: a new confirmation and new reminders.
     last = max(m.id for m in rows)
     change(sessions, asset_id, course_status="booked")
@@ -99,7 +102,8 @@ def test_a_result_is_announced(sessions: sessionmaker[Session]) -> None:
     change(sessions, asset_id, course_status="completed - pass", course_feedback="pass A")
     results = messages(sessions, asset_id=asset_id, kind="result")
     assert [(m.detail, m.status) for m in results] == [("completed - pass", PENDING)]
-    assert all(m.status == SKIPPED for m in messages(sessions, asset_id=asset_id, kind="reminder"))
+    reminders = messages(sessions, asset_id=asset_id, kind="reminder")
+    assert all(m.status == SUPERSEDED for m in reminders)
 
 
 def test_a_refused_item_writes_no_message(sessions: sessionmaker[Session]) -> None:
@@ -145,3 +149,50 @@ def test_console_status_changes_announce_too(sessions: sessionmaker[Session]) ->
     assert [m.kind for m in messages(sessions, asset_id=asset_id, kind="cancelled")] == [
         "cancelled"
     ]
+
+
+def test_a_savepoint_that_rolls_back_takes_its_messages(sessions: sessionmaker[Session]) -> None:
+    with session_scope(sessions, write=True) as session:
+        product = builders.product(session)
+        kept, gone = builders.person(session), builders.person(session)
+        builders.course(session, kept, product, course_datetime=wall_time(5 * DAYS))
+        savepoint = session.begin_nested()
+        builders.course(session, gone, product, course_datetime=wall_time(5 * DAYS))
+        savepoint.rollback()
+    assert {m.person_id for m in messages(sessions)} == {kept}
+    assert len(messages(sessions)) == 6
+
+
+def test_a_booking_writes_its_messages_in_one_statement(
+    engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    """A 200-item booking writes 1,200 messages; as ORM rows that was 200 statements or
+    more and as long as the booking itself (bench/README.md, Messages)."""
+    with session_scope(sessions, write=True) as session:
+        product = builders.product(session)
+        people = [builders.person(session, email=f"rider{n}@example.com") for n in range(200)]
+    inserts: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO MESSAGES"):
+            inserts.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with session_scope(sessions, write=True) as session:
+            items = [
+                new_booking(
+                    person_id,
+                    product,
+                    booking_number=f"BULK-{n}",
+                    course_datetime=wall_time(5 * DAYS),
+                    course_date_end=wall_time(5 * DAYS + dt.timedelta(hours=8)),
+                )
+                for n, person_id in enumerate(people)
+            ]
+            results = courses.book_courses(session, items=items, audit_id=new_id(RecordKind.AUDIT))
+            assert all(result.delivery for result in results)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(messages(sessions)) == 1200
+    assert len(inserts) == 1

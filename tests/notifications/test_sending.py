@@ -311,6 +311,30 @@ def test_a_reminder_in_quiet_hours_until_the_course_is_skipped(
     assert gateway.requests == []
 
 
+def test_an_sms_confirmation_held_past_the_course_start_is_skipped(
+    settings: Settings, sessions: sessionmaker[Session], gateway: Receiver
+) -> None:
+    # Booked in the evening for a course 30 minutes away while the quiet hours last an
+    # hour more: the SMS confirmation would arrive after the course began.
+    _person, asset_id = book(
+        sessions, starts_in=dt.timedelta(minutes=30), site="somerton", reminders=""
+    )
+    _sender(
+        settings, sessions, sms_url=gateway.url, sms_quiet_hours=_quiet_now("somerton")
+    ).run_until_idle()
+    [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
+    assert row.status == SKIPPED
+    assert row.reason == "quiet hours last until the course begins"
+    assert gateway.requests == []
+    # One for a course after the quiet hours still waits for their end.
+    _person, later = book(sessions, starts_in=5 * DAYS, site="somerton", reminders="")
+    _sender(
+        settings, sessions, sms_url=gateway.url, sms_quiet_hours=_quiet_now("somerton")
+    ).run_until_idle()
+    [row] = messages(sessions, asset_id=later, kind="confirmation", channel="sms")
+    assert row.status == PENDING
+
+
 def test_a_waiting_list_seat_offer(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:

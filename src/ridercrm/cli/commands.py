@@ -25,6 +25,7 @@ from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.notifications.commands import deliver_command, start_deliverer
 from ridercrm.people.index import keep_keys
+from ridercrm.rosters.digest import start_digest_timer
 from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.startup import (
     StartupProblem,
@@ -115,6 +116,8 @@ def serve(
     stop_deliverer = start_deliverer(settings) if settings.webhook_deliverer else None
     # The waiting list's timer lives in the deliverer's process (lapsed offers pass on).
     stop_timer = start_waitlist_timer(settings) if settings.webhook_deliverer else None
+    # So does the staff digest's (RIDERCRM_DIGEST_TO; docs/notifications.md).
+    stop_digests = start_digest_timer(settings) if settings.webhook_deliverer else None
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
     # The dashboard's weekly count deltas are folded into the counts here (reports.counts).
@@ -131,6 +134,8 @@ def serve(
             stop_deliverer()
         if stop_timer is not None:
             stop_timer()
+        if stop_digests is not None:
+            stop_digests()
 
 
 def _first_console_admin(sessions, sock, settings: Settings) -> None:  # type: ignore[no-untyped-def]
@@ -331,9 +336,14 @@ def demo_command(
 @functools.wraps(deliver_command)
 def deliver_with_timer(*args: Any, **kwargs: Any) -> None:
     """Deliver webhooks and messages until stopped (SIGINT or SIGTERM); run as many as you like. The
-    waiting list's timer runs beside it (lapsed offers pass to the next person)."""
-    stop_timer = start_waitlist_timer(Settings())
+    waiting list's timer runs beside it (lapsed offers pass to the next person), and the staff
+    digest's (RIDERCRM_DIGEST_TO)."""
+    settings = Settings()
+    stop_timer = start_waitlist_timer(settings)
+    stop_digests = start_digest_timer(settings)
     try:
         deliver_command(*args, **kwargs)
     finally:
         stop_timer()
+        if stop_digests is not None:
+            stop_digests()

@@ -2,9 +2,9 @@
 
 Nothing is deleted: the other members stay stored with ``merged_into`` set, so their
 ids keep working (people.service.resolve follows them to the survivor). Their courses
-(with each course's status history) move to the survivor; leads converted into a
-member reach the survivor through their own link, and records merged into a member
-earlier are pointed at the new survivor (chains stay one hop; the undo points them back).
+(with each course's status history) and their messages move to the survivor; leads
+converted into a member reach the survivor through their own link, and records merged
+into a member earlier are pointed at the new survivor (chains stay one hop; the undo points them back).
 A merge asked for by a person (CLI, admin API, console) is refused when the matcher
 scores two members as different people, unless forced. The whole merge is one
 transaction.
@@ -29,6 +29,7 @@ from ridercrm.duplicates.scoring import SameCheck, scored_as_different
 from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
+from ridercrm.notifications.models import Message
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
 
@@ -174,6 +175,7 @@ def merge_people(
             .values(person_id=survivor.id, updated_at=Asset.updated_at),
             execution_options={"synchronize_session": False},
         )
+    moved_messages = _move_messages(session, [person.id for person in plan.merged], survivor.id)
     record = PersonMerge(
         created_at=now,
         survivor_id=survivor.id,
@@ -181,6 +183,7 @@ def merge_people(
         before=before,
         after={name: _dump(getattr(survivor, name)) for name in PERSON_FIELDS},
         moved_assets=plan.moved_assets,
+        moved_messages=moved_messages,
         audit_id=audit_id,
     )
     session.add(record)
@@ -196,6 +199,49 @@ def merge_people(
     events.follow_survivor(session, survivor_id=survivor.id, merged_ids=record.merged_ids)
     _courses_moved(session, list(plan.moved_assets), publisher=survivor.id)
     return plan, record
+
+
+def _move_messages(session: Session, from_ids: Sequence[str], to_id: str) -> dict[str, str]:
+    """Re-point the messages of ``from_ids`` to ``to_id`` (the survivor's page lists them;
+    a pending one goes to the survivor's address); return {message id: its person}."""
+    owners = {
+        str(message_id): person_id
+        for message_id, person_id in session.execute(
+            select(Message.id, Message.person_id).where(Message.person_id.in_(list(from_ids)))
+        )
+        if person_id is not None
+    }
+    if owners:
+        session.execute(
+            update(Message)
+            .where(Message.id.in_([int(key) for key in owners]))
+            .values(person_id=to_id, updated_at=Message.updated_at),
+            execution_options={"synchronize_session": False},
+        )
+    return owners
+
+
+def _messages_back(session: Session, record: PersonMerge) -> None:
+    """An undo: each moved message back to its person, if still the survivor's; and the
+    messages written since about a course that moves back, with their course."""
+    for message_id, owner in (record.moved_messages or {}).items():
+        session.execute(
+            update(Message)
+            .where(Message.id == int(message_id), Message.person_id == record.survivor_id)
+            .values(person_id=owner, updated_at=Message.updated_at),
+            execution_options={"synchronize_session": False},
+        )
+    for asset_id, owner in record.moved_assets.items():
+        session.execute(
+            update(Message)
+            .where(
+                Message.asset_id == asset_id,
+                Message.person_id == record.survivor_id,
+                Message.created_at >= record.created_at,
+            )
+            .values(person_id=owner, updated_at=Message.updated_at),
+            execution_options={"synchronize_session": False},
+        )
 
 
 def _name(person: Person) -> str:
@@ -271,6 +317,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
             .values(person_id=owner, updated_at=Asset.updated_at),
             execution_options={"synchronize_session": False},
         )
+    _messages_back(session, record)
     record.undone_at = utcnow()
     _flush(session, "undo")
     events.person_unmerged(

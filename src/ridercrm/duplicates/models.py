@@ -33,6 +33,9 @@ class PersonMerge(Base):
     after: Mapped[Any] = mapped_column(JSONType)
     # {asset id: the person it belonged to}: the courses re-pointed to the survivor.
     moved_assets: Mapped[Any] = mapped_column(JSONType)
+    # {message id: the person it belonged to}: the messages re-pointed to the survivor
+    # (null for merges made before messages moved with them).
+    moved_messages: Mapped[Any] = mapped_column(JSONType, nullable=True)
     audit_id: Mapped[str | None] = mapped_column(String(18))
     undone_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 

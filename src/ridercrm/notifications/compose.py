@@ -19,6 +19,7 @@ from ridercrm.notifications import timing
 from ridercrm.notifications.models import (
     CANCELLED,
     CONFIRMATION,
+    DIGEST,
     MOVED,
     REMINDER,
     RESULT,
@@ -73,7 +74,7 @@ def context_for(
     session: Session, message: Message, settings: Settings, *, stop_url: str = ""
 ) -> dict[str, Any]:
     """A message's template context, from its person and the course as written in it."""
-    person = session.get(Person, message.person_id)
+    person = session.get(Person, message.person_id) if message.person_id else None
     product = session.get(Product, message.product_id) if message.product_id else None
     offered_until = ""
     if message.kind == WAITLIST_OFFER and message.detail:
@@ -97,6 +98,8 @@ def context_for(
         ),
         "stop_url": stop_url,
         "offered_until": offered_until,
+        # A staff digest lists its day; other messages (and previews) get the sample's.
+        "digest": message.data if message.kind == DIGEST and message.data else SAMPLE_DIGEST,
     }
 
 
@@ -115,7 +118,80 @@ def sample_context(settings: Settings) -> dict[str, Any]:
         ),
         "stop_url": stop_url(settings, "sample"),
         "offered_until": "Friday 4 December 2026, 5 pm",
+        "digest": SAMPLE_DIGEST,
     }
+
+
+def day_text(day: dt.date) -> str:
+    """A day as the messages write it: "Saturday 5 December 2026"."""
+    return f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}"
+
+
+def digest_session(
+    *,
+    product_name: str,
+    location: str,
+    course_datetime: str,
+    course_date_end: str | None,
+    seats: int | None,
+    booked: int,
+    held: int,
+    waiting: int,
+    status: str,
+) -> dict[str, Any]:
+    """One session of a staff digest, with its times in the site's wall time."""
+    course = course_context(
+        product_name=product_name,
+        location=location,
+        course_datetime=course_datetime,
+        course_date_end=course_date_end,
+        booking_number=None,
+        status=None,
+    )
+    return {
+        "time": course["time"],
+        "ends": course["ends"],
+        "name": product_name,
+        "seats": seats,
+        "booked": booked,
+        "held": held,
+        "waiting": waiting,
+        "status": status,
+    }
+
+
+def digest_course(
+    *, product_name: str, location: str, course_datetime: str, names: list[str]
+) -> dict[str, Any]:
+    """One course start of a staff digest (a site without sessions): who is booked."""
+    start = timing.course_start(course_datetime, location)
+    return {
+        "time": _when(start) if start else "",
+        "name": product_name,
+        "riders": len(names),
+        "names": names,
+    }
+
+
+# What a template can use as ``digest`` (a staff digest of tomorrow at a site).
+SAMPLE_DIGEST: dict[str, Any] = {
+    "site": "Somerton",
+    "date": "2026-12-05",
+    "day": "Saturday 5 December 2026",
+    "sessions": [
+        {
+            "time": "8:30 am",
+            "ends": "4:30 pm",
+            "name": "Learner Approved",
+            "seats": 12,
+            "booked": 11,
+            "held": 1,
+            "waiting": 2,
+            "status": "confirmed",
+        }
+    ],
+    "courses": [],
+}
 
 
 # --- The signed stop-reminders link ------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text, literal_column
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ridercrm.db import Base, UTCDateTime, utcnow
+from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
 
 EMAIL = "email"
 SMS = "sms"
@@ -27,9 +27,12 @@ PENDING = "pending"  # waiting for due_at (a retry too)
 SENDING = "sending"  # claimed by a deliverer until lease_until; then due again
 SENT = "sent"
 FAILED = "failed"  # refused for good (bad address, gateway refusing) or retries used up
-SKIPPED = "skipped"  # not to be sent: its moment passed, the course moved or was cancelled
+SKIPPED = "skipped"  # not to be sent: its moment passed, reminders stopped, quiet hours
+# Replaced before it went by a later change of its course (a cancellation, a move, a new
+# booking, a result): never sent stale (docs/decisions.md, "Notifications (issue 27)").
+SUPERSEDED = "superseded"
 UNSENT = "unsent"  # cannot be sent here: no SMTP server or SMS gateway configured, no address
-STATUSES = (PENDING, SENDING, SENT, FAILED, SKIPPED, UNSENT)
+STATUSES = (PENDING, SENDING, SENT, FAILED, SKIPPED, SUPERSEDED, UNSENT)
 OPEN_STATUSES = (PENDING, SENDING)
 _OPEN_SQL = "status IN ('pending', 'sending')"
 
@@ -52,7 +55,8 @@ class Message(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     # Stable per row: the Message-ID's local part, so a resend after a crash is recognisable.
     key: Mapped[str] = mapped_column(String(40), unique=True)
-    person_id: Mapped[str] = mapped_column(String(18), ForeignKey("people.id"))
+    # None for a staff digest (sent to a site's staff address, kept in ``recipient``).
+    person_id: Mapped[str | None] = mapped_column(String(18), ForeignKey("people.id"))
     channel: Mapped[str] = mapped_column(String(10))
     kind: Mapped[str] = mapped_column(String(20))
     # The course it is about, as it was when the message was written (no foreign key:
@@ -67,6 +71,8 @@ class Message(Base):
     sequence: Mapped[int] = mapped_column(Integer, default=0)
     # A reminder's offset ("48h"); a seat offer's deadline (UTC ISO text).
     detail: Mapped[str | None] = mapped_column(String(40))
+    # A staff digest's listing (the site, the day, its sessions or courses), rendered at send.
+    data: Mapped[Any] = mapped_column(JSONType, nullable=True)
     due_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(10), default=PENDING)
     attempts: Mapped[int] = mapped_column(Integer, default=0)

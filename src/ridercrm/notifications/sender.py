@@ -34,8 +34,11 @@ from ridercrm.db import build_engine, session_factory, session_scope, utcnow
 from ridercrm.events import service as events
 from ridercrm.notifications import compose, timing
 from ridercrm.notifications.models import (
+    CANCELLED,
+    CONFIRMATION,
     EMAIL,
     FAILED,
+    MOVED,
     PENDING,
     REMINDER,
     SENDING,
@@ -59,6 +62,8 @@ MESSAGE_FAILED = events.MESSAGE_FAILED
 # then send too). Messages are few next to webhooks; a claim is one short transaction.
 BATCH = 1
 POLL_SECONDS = 1.0
+# Messages worth sending only before their course begins (not results, not digests).
+BEFORE_THE_COURSE = (REMINDER, CONFIRMATION, MOVED, CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -193,8 +198,10 @@ class MessageSender:
         if message.channel == SMS and self.quiet is not None:
             allowed = self.quiet.next_allowed(now, timing.site_zone(message.location))
             if allowed > now:
+                # A message about the course that would arrive after it began is moot: a
+                # reminder, and a confirmation, move or cancellation (its e-mail went).
                 if (
-                    message.kind == REMINDER
+                    message.kind in BEFORE_THE_COURSE
                     and start is not None
                     and timing.to_utc(start) <= allowed
                 ):
@@ -205,9 +212,9 @@ class MessageSender:
                 message.status, message.due_at, message.lease_until = PENDING, allowed, None
                 message.reason = "waiting for the end of the SMS quiet hours"
                 return None
-        person = session.get(Person, message.person_id)
+        person = session.get(Person, message.person_id) if message.person_id else None
         stop = ""
-        if message.kind == REMINDER:
+        if message.kind == REMINDER and message.person_id:
             secret = compose.link_secret(session, self.settings)
             stop = compose.stop_url(self.settings, compose.stop_token(secret, message.person_id))
         try:
@@ -222,7 +229,9 @@ class MessageSender:
         message.body_text = rendered.text
         message.body_html = rendered.html or None
         if message.channel == EMAIL:
-            recipient = person.email if person is not None else None
+            # A staff digest has no person: its address was written with it.
+            recipient = message.recipient if message.person_id is None else None
+            recipient = recipient or (person.email if person is not None else None)
             if not recipient:
                 self._close(session, message, UNSENT, "no e-mail address on record")
                 return None
@@ -386,7 +395,10 @@ def _smtp_refusal(code: int, text: bytes | str) -> Outcome:
 
 
 def _record(session: Session, message: Message, event_type: str) -> None:
-    """message.sent or message.failed, in the transaction that stores the outcome."""
+    """message.sent or message.failed, in the transaction that stores the outcome. A staff
+    digest (no person) publishes none: the events are a person's (docs/events.md)."""
+    if message.person_id is None:
+        return
     session.flush()
     events.record(
         session,

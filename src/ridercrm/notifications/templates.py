@@ -157,9 +157,42 @@ DEFAULTS: dict[tuple[str, str], Template] = {
         ),
     ),
     (DIGEST, EMAIL): Template(
-        subject="Tomorrow at {{ course.site }}",
-        text="Tomorrow's sessions at {{ course.site }}.\n",
-        html="<p>Tomorrow's sessions at {{ course.site }}.</p>",
+        subject="Tomorrow at {{ digest.site }}: {{ digest.day }}",
+        text=(
+            "Tomorrow at {{ digest.site }}, {{ digest.day }}\n\n"
+            "{% if digest.sessions %}"
+            "{% for s in digest.sessions %}"
+            "{{ s.time }}{% if s.ends %} to {{ s.ends }}{% endif %}  {{ s.name }}"
+            "{% if s.status == 'cancelled' %} (cancelled){% endif %}\n"
+            "    {{ s.booked }} booked"
+            "{% if s.seats is not none %} of {{ s.seats }} seats{% endif %}"
+            "{% if s.held %}, {{ s.held }} held for the waiting list{% endif %}"
+            ", {{ s.waiting }} waiting\n"
+            "{% endfor %}"
+            "{% elif digest.courses %}"
+            "No sessions are scheduled; these courses are booked:\n"
+            "{% for c in digest.courses %}"
+            "{{ c.time }}  {{ c.name }}: {{ c.riders }} rider{{ '' if c.riders == 1 else 's' }}"
+            " ({{ c.names|join(', ') }})\n"
+            "{% endfor %}"
+            "{% else %}Nothing is booked.\n{% endif %}"
+            "\n{{ business }}\n"
+        ),
+        html=(
+            "<p><strong>Tomorrow at {{ digest.site }}</strong>, {{ digest.day }}</p>"
+            "{% if digest.sessions %}<table><tr><th align='left'>Time</th>"
+            "<th align='left'>Course</th><th>Booked</th><th>Seats</th><th>Waiting</th></tr>"
+            "{% for s in digest.sessions %}<tr><td>{{ s.time }}"
+            "{% if s.ends %} to {{ s.ends }}{% endif %}</td><td>{{ s.name }}"
+            "{% if s.status == 'cancelled' %} (cancelled){% endif %}</td>"
+            "<td align='right'>{{ s.booked }}</td>"
+            "<td align='right'>{{ '—' if s.seats is none else s.seats }}</td>"
+            "<td align='right'>{{ s.waiting }}</td></tr>{% endfor %}</table>"
+            "{% elif digest.courses %}<p>No sessions are scheduled; these courses are"
+            " booked:</p><ul>{% for c in digest.courses %}<li>{{ c.time }} {{ c.name }}:"
+            " {{ c.names|join(', ') }}</li>{% endfor %}</ul>"
+            "{% else %}<p>Nothing is booked.</p>{% endif %}<p>{{ business }}</p>"
+        ),
     ),
     (CONFIRMATION, SMS): Template(
         subject="",
@@ -205,7 +238,13 @@ DEFAULTS: dict[tuple[str, str], Template] = {
             " until {{ offered_until }}. Book online or call us."
         ),
     ),
-    (DIGEST, SMS): Template(subject="", text="Tomorrow at {{ course.site }}."),
+    (DIGEST, SMS): Template(
+        subject="",
+        text=(
+            "{{ business }}: tomorrow at {{ digest.site }}, {{ digest.sessions|length }}"
+            " session(s), {{ digest.sessions|sum(attribute='booked') }} booked."
+        ),
+    ),
 }
 assert all((kind, channel) in DEFAULTS for kind in KINDS for channel in (EMAIL, SMS))
 

@@ -4,6 +4,7 @@ length (GSM-7 or UCS-2 segments). Plain Python, unit-tested without a database."
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
@@ -24,8 +25,10 @@ def site_zone(location: str | None) -> ZoneInfo:
     return ZoneInfo(_ZONES.get((location or "").strip().lower(), DEFAULT_ZONE))
 
 
+@functools.lru_cache(maxsize=4096)
 def course_start(course_datetime: str | None, location: str | None) -> dt.datetime | None:
-    """A course's start as an aware local time in its site's zone, or None if unknown."""
+    """A course's start as an aware local time in its site's zone, or None if unknown
+    (kept for the next call: a 200-item booking names a few starts many times)."""
     if not course_datetime:
         return None
     try:
@@ -76,3 +79,16 @@ def sms_length(text: str) -> SmsLength:
         single, part, encoding = 70, 67, "UCS-2"
     segments = 1 if units <= single else math.ceil(units / part)
     return SmsLength(encoding, units, segments)
+
+
+def digest_days(now: dt.datetime, sites: list[str], at: dt.time) -> list[tuple[str, dt.date]]:
+    """The staff digests due at ``now`` (aware): for each site whose local wall clock has
+    reached ``at`` today, (site, tomorrow's local date). Read on the site's own clock, so
+    17:00 is 17:00 at the site on the days clocks change too (a time the change skips is
+    reached when the clock jumps past it)."""
+    due = []
+    for site in sites:
+        local = now.astimezone(site_zone(site))
+        if local.time().replace(tzinfo=None) >= at:
+            due.append((site, local.date() + dt.timedelta(days=1)))
+    return due

@@ -193,6 +193,7 @@ _COPIED = (
     "booking_number",
     "sequence",
     "detail",
+    "data",
 )
 
 
