@@ -231,9 +231,9 @@ class _Sandbox(SandboxedEnvironment):
                 raise SecurityError(f"a number above {MAX_BITS} bits is not allowed")
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(times, int):
-                    if len(seq) * times > MAX_REPEAT:
-                        raise SecurityError(f"a repeat longer than {MAX_REPEAT} is not allowed")
+                sequence = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if sequence and len(seq) * times > MAX_REPEAT:
+                    raise SecurityError(f"a repeat longer than {MAX_REPEAT} is not allowed")
         return super().call_binop(context, operator, left, right)
 
 
