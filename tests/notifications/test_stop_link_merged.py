@@ -45,9 +45,7 @@ def test_a_stop_link_of_a_merged_record_stops_the_survivors_reminders(
     done = rider.post(f"/console/stop-reminders/{token}")
     assert done.status_code == 200
     for course in (old_course, live_course):
-        assert {m.status for m in messages(sessions, asset_id=course, kind="reminder")} == {
-            SKIPPED
-        }
+        assert {m.status for m in messages(sessions, asset_id=course, kind="reminder")} == {SKIPPED}
     with session_scope(sessions) as session:
         assert notifications.reminders_stopped(session, live_id) is not None
     assert "Reminders stopped" in rider.get(f"/console/stop-reminders/{token}").text
