@@ -25,10 +25,11 @@ class WebhookCreate(BaseModel):
 
     @field_validator("description")
     @classmethod
-    def _no_nul(cls, value: str) -> str:
-        # PostgreSQL refuses NUL in text: stored, it was a 500.
-        if "\x00" in value:
-            raise ValueError("must be text without NUL characters")
+    def _no_control(cls, value: str) -> str:
+        # PostgreSQL refuses NUL in text (stored, it was a 500); escape sequences would reach
+        # the terminal of whoever runs `ridercrm webhooks list`.
+        if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+            raise ValueError("must be text without NUL or other control characters")
         return value
 
 
