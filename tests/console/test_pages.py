@@ -247,6 +247,19 @@ def test_admin_manages_staff_users(
     assert re.findall(r'id="new-password">([^<]+)<', reset.text)[0] != password
 
 
+@pytest.mark.parametrize("name", ["..", ".", "adm\u200bin", "\u202enimda", "a\u2066b"])
+def test_a_staff_user_name_no_page_can_reach_or_that_passes_for_another_is_refused(
+    name: str, console_as: Callable[..., TestClient]
+) -> None:
+    admin = console_as("admin")
+    made = admin.post(
+        "/console/admin/users", data={"csrf": csrf(admin), "name": name, "role": "viewer"}
+    )
+    assert made.status_code == 400
+    assert "a staff user&#39;s name" in made.text
+    assert f"<td>{name}</td>" not in admin.get("/console/admin/users").text
+
+
 def test_admin_creates_and_deactivates_products(console_as: Callable[..., TestClient]) -> None:
     client = console_as("admin")
     token = csrf(client)

@@ -75,6 +75,20 @@ def test_register_answers_id_and_secret_once_and_lists_without_secrets(
             "control characters",
         ),
         ({"url": "http://127.0.0.1/a b", "event_types": ["person.created"]}, "spaces"),
+        # PostgreSQL refuses NUL in text: it was a 500 there.
+        (
+            {"url": "http://127.0.0.1/x", "event_types": ["person.created"], "description": "\x00"},
+            "NUL",
+        ),
+        # Escape sequences would reach the terminal of whoever runs `ridercrm webhooks list`.
+        (
+            {
+                "url": "http://127.0.0.1/x",
+                "event_types": ["person.created"],
+                "description": "\x1b]0;title\x07\x1b[2J",
+            },
+            "control characters",
+        ),
     ],
 )
 def test_bad_registrations_are_refused_and_store_nothing(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import socket
 import threading
 import time
 from typing import Any
@@ -69,3 +70,26 @@ def test_listen_fails_when_the_events_do_not_arrive_in_time() -> None:
     thread.join(timeout=20)
     assert done["result"].exit_code == 1
     assert "0 of 1 event(s) arrived in 0.5 s" in done["result"].output
+
+
+def test_listen_answers_a_bad_length_and_outlives_a_stalled_client() -> None:
+    port = free_port()
+    thread, done = _listen("--port", str(port), "--secret", SECRET, "--count", "1")
+    event: dict[str, Any] = {"type": "course.status_changed", "data": {"to": "booked"}}
+    _post(port, "{}", new_secret())  # listening now
+    stalled = socket.create_connection(("127.0.0.1", port))
+    try:
+        # Headers promising a body that never comes: the receiver must not wait for ever.
+        stalled.sendall(b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        for length in ("-1", "abc"):
+            with socket.create_connection(("127.0.0.1", port), timeout=15) as bad:
+                bad.sendall(
+                    f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode()
+                )
+                assert bad.recv(100).startswith(b"HTTP/1.0 400"), length
+        assert _post(port, json.dumps(event), SECRET) == 204
+        thread.join(timeout=20)
+    finally:
+        stalled.close()
+        thread.join(timeout=20)
+    assert done["result"].exit_code == 0

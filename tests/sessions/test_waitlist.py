@@ -109,6 +109,10 @@ def test_leaving_the_line_passes_a_held_seat_on(
     assert states == {a: "removed", b: "offered"}
     gone = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
     assert gone.status_code == 404
+    # An id with NUL is nobody on the line (PostgreSQL refuses NUL in a query: was a 500).
+    nul = client.delete(f"/crm/sessions/{created['id']}/waitlist/a%00b", headers=admin_headers)
+    assert nul.status_code == 404, nul.text
+    assert "not on the waiting list" in nul.json()["detail"]
 
 
 def test_more_capacity_is_offered_at_once(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -108,10 +109,17 @@ class _Listener(BaseHTTPRequestHandler):
     """One request to `webhooks listen`: verify, print, answer."""
 
     server: _ListenServer
+    # A client that sends headers and stalls would hold this one-at-a-time receiver (and
+    # its --timeout) for ever; its socket times out instead.
+    timeout = 5
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(min(length, 1 << 20))
+        length_text = (self.headers.get("content-length") or "0").strip()
+        if not length_text.isdigit() or len(length_text) > 12:
+            # int() of "-1" would read until the client closes; "abc" would drop the connection.
+            self.send_error(400, "Content-Length must be a whole number of bytes")
+            return
+        body = self.rfile.read(min(int(length_text), 1 << 20))
         headers = {name.lower(): value for name, value in self.headers.items()}
         verified: bool | None = None
         if self.server.secret:
@@ -139,6 +147,10 @@ class _Listener(BaseHTTPRequestHandler):
 class _ListenServer(HTTPServer):
     secret: str | None = None
     received = 0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that stalled or hung up: one line, not a traceback."""
+        errors.print(f"a request from {client_address[0]} failed: {sys.exc_info()[1]!r}")
 
 
 @webhooks_app.command("listen")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # --- Endpoints (admin API) ------------------------------------------------------------
 
@@ -22,6 +22,15 @@ class WebhookCreate(BaseModel):
         min_length=1, max_length=20, description="The event types to send, e.g. person.created."
     )
     description: str = Field(default="", max_length=500)
+
+    @field_validator("description")
+    @classmethod
+    def _no_control(cls, value: str) -> str:
+        # PostgreSQL refuses NUL in text (stored, it was a 500); escape sequences would reach
+        # the terminal of whoever runs `ridercrm webhooks list`.
+        if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+            raise ValueError("must be text without NUL or other control characters")
+        return value
 
 
 class WebhookAction(BaseModel):

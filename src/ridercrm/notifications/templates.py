@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.runtime import Context
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
@@ -248,10 +249,35 @@ DEFAULTS: dict[tuple[str, str], Template] = {
 }
 assert all((kind, channel) in DEFAULTS for kind in KINDS for channel in (EMAIL, SMS))
 
-_TEXT = SandboxedEnvironment(
-    undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
-)
-_HTML = SandboxedEnvironment(undefined=StrictUndefined, autoescape=True)
+# A message needs no huge numbers or strings: ``9 ** 9 ** 9`` or ``'x' * 10 ** 9`` would
+# hold the worker (and, on save, the write transaction) for minutes or exhaust memory.
+MAX_POWER = 64
+MAX_BITS = 4096
+MAX_REPEAT = 10_000
+
+
+class _Sandbox(SandboxedEnvironment):
+    """Jinja's sandbox with ``**`` and ``*`` bounded."""
+
+    intercepted_binops = frozenset({"**", "*"})
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int | float) and abs(right) > MAX_POWER:
+            raise SecurityError(f"an exponent above {MAX_POWER} is not allowed")
+        if isinstance(left, int) and isinstance(right, int):
+            bits = left.bit_length() * (right if operator == "**" else 1) + right.bit_length()
+            if bits > MAX_BITS:
+                raise SecurityError(f"a number above {MAX_BITS} bits is not allowed")
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                sequence = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if sequence and len(seq) * times > MAX_REPEAT:
+                    raise SecurityError(f"a repeat longer than {MAX_REPEAT} is not allowed")
+        return super().call_binop(context, operator, left, right)
+
+
+_TEXT = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_HTML = _Sandbox(undefined=StrictUndefined, autoescape=True)
 
 
 class TemplateProblem(DomainError, ValueError):
@@ -280,6 +306,8 @@ def render(template: Template, context: dict[str, Any]) -> Template:
             line = getattr(exc, "lineno", None)
             where = f" (line {line})" if line else ""
             raise TemplateProblem(f"{name}{where}: {exc.message or exc}") from None
+        except Exception as exc:  # 1/0, 'a' + 1, {% include %}: the template's fault too
+            raise TemplateProblem(f"{name}: {type(exc).__name__}: {exc}") from None
     subject, text, html = parts
     return Template(" ".join(subject.split()), text, html)
 

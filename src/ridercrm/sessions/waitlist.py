@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from ridercrm.db import utcnow
 from ridercrm.errors import CONFLICT, NOT_FOUND, UNPROCESSABLE
 from ridercrm.events import service as events
+from ridercrm.ids import canonical_id
 from ridercrm.people import service as people
 from ridercrm.sessions import seats
 from ridercrm.sessions.models import (
@@ -123,7 +124,9 @@ def entries(session: Session, session_id: str) -> list[WaitlistRead]:
 
 def _entry(session: Session, session_id: str, raw_person_id: str) -> WaitlistEntry:
     person = people.resolve(session, raw_person_id)
-    ids = {raw_person_id, *([person.id] if person else [])}
+    # The id as given only in its canonical form: one with NUL reached PostgreSQL (a 500).
+    given = canonical_id(raw_person_id)
+    ids = {*([given] if given else []), *([person.id] if person else [])}
     entry = session.scalar(
         select(WaitlistEntry)
         .where(WaitlistEntry.session_id == session_id, WaitlistEntry.person_id.in_(ids))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 ROLES = ("viewer", "staff", "admin")
 """Each role may do what the roles before it may: viewer reads; staff also changes
 people and courses; admin also manages staff users, API keys and products."""
@@ -25,10 +27,15 @@ def name_problem(name: str) -> str | None:
         return "a staff user's name has no leading or trailing spaces"
     if len(name) > MAX_NAME_LENGTH:
         return f"a staff user's name is at most {MAX_NAME_LENGTH} characters"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        return "a staff user's name has no control characters"
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        # Also the invisible ones (zero-width, right-to-left override): "adm\u200bin" would
+        # pass for admin on the audit page.
+        return "a staff user's name has no control or invisible characters"
     if "/" in name or "\\" in name or "?" in name or "#" in name:
         return "a staff user's name has no / \\ ? or # (it is part of page addresses)"
+    if set(name) == {"."}:
+        # A browser resolves /admin/users/../disable to /admin/disable: no page could reach it.
+        return "a staff user's name is not only dots (it is part of page addresses)"
     return None
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from ridercrm.notifications import compose, templates
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import CHANNELS, KINDS, STATUSES, Message
+from ridercrm.people import service as people_service
 from ridercrm.people.models import Person
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
@@ -127,14 +128,28 @@ async def _stop_target(visit: Visit, token: str) -> Person:
     return person
 
 
+def _stop_ids(session: Session, person_id: str) -> list[str]:
+    """The record a link names and the live record it stands for now (a lead converted or a
+    record merged since the reminder was sent): reminders go to either."""
+    try:
+        live = people_service.resolve(session, person_id)
+    except people_service.UnresolvableId:
+        live = None
+    return list(dict.fromkeys([person_id, *([live.id] if live else [])]))
+
+
 @router.page("/stop-reminders/{token}", role=None, name="stop_reminders")
 async def stop_page(visit: Visit, token: str) -> Response:
     """The page a reminder links to: one button stops reminders (no sign-in)."""
     person = await _stop_target(visit, token)
-    stopped = await visit.read(lambda session: notifications.reminders_stopped(session, person.id))
+    stopped = await visit.read(
+        lambda session: all(
+            notifications.reminders_stopped(session, i) for i in _stop_ids(session, person.id)
+        )
+    )
     return visit.render(
         "stop_reminders.html",
-        {"first_name": person.first_name, "token": token, "stopped": stopped is not None},
+        {"first_name": person.first_name, "token": token, "stopped": stopped},
     )
 
 
@@ -144,10 +159,19 @@ async def stop(posted: Posted, token: str) -> Response:
     person = await _stop_target(posted, token)
 
     def work(session: Session) -> Any:
-        changed = notifications.stop_reminders(
-            session, person_id=person.id, stopped_by="the rider (link in a reminder)"
-        )
-        return {"person_id": person.id, "reminders": "off", "changed": changed}
+        ids = _stop_ids(session, person.id)
+        changed = [
+            notifications.stop_reminders(
+                session, person_id=i, stopped_by="the rider (link in a reminder)"
+            )
+            for i in ids
+        ]
+        return {
+            "person_id": person.id,
+            "stopped_for": ids,
+            "reminders": "off",
+            "changed": any(changed),
+        }
 
     done = await posted.change(
         asked={"ID": person.id}, work=work, actor="rider (stop-reminders link)"

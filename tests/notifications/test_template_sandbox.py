@@ -1,0 +1,76 @@
+"""Templates an admin types are the template's problem, never the service's: a template
+that raises (1/0, 'a' + 1, an include) is refused on save with the reason, and one that
+fails only on some rider's data fails that message, not the sender's round. Numbers and
+repeats are bounded so a template cannot hold a worker or its memory."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.config import Settings
+from ridercrm.db import session_scope
+from ridercrm.notifications.models import FAILED, MessageTemplate
+from ridercrm.notifications.sender import MessageSender
+from tests.console.conftest import csrf
+from tests.notifications.helpers import book, messages
+
+DAYS = dt.timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ 1 / 0 }}",
+        "{{ 'a' + 1 }}",
+        "{{ '%s %s' % (1,) }}",
+        "{% include 'other' %}",
+        "{{ 2 ** 100000 }}",
+        "{{ 'x' * 1000000 }}",
+        "{{ 64 ** 64 ** 64 ** 64 }}",
+    ],
+)
+def test_a_template_that_raises_is_refused_on_save(
+    text: str, sessions: sessionmaker[Session], console_as: Callable[..., TestClient]
+) -> None:
+    book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    client = console_as("admin")
+    answer = client.post(
+        "/console/admin/templates/confirmation/email",
+        data={"csrf": csrf(client), "action": "save", "subject": "Hi", "text": text},
+    )
+    assert answer.status_code == 400
+    assert "cannot render" in answer.text
+    with session_scope(sessions) as session:
+        assert session.scalars(select(MessageTemplate)).all() == []
+
+
+def test_a_template_failing_on_one_riders_data_fails_that_message_only(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    with session_scope(sessions, write=True) as session:
+        session.add(
+            MessageTemplate(
+                kind="confirmation",
+                channel="email",
+                subject="Hi",
+                body_text="{{ 100 // (person.first_name | length - 3) }}",
+                body_html="",
+                updated_by="admin",
+            )
+        )
+    book(sessions, starts_in=5 * DAYS, person={"first_name": "Zoe", "mobile_phone": None})
+    book(sessions, starts_in=6 * DAYS, person={"first_name": "Priya", "mobile_phone": None})
+    sender = MessageSender(settings.model_copy(update={"sms_quiet_hours": "off"}), sessions)
+    sender.run_until_idle()
+    zoe, priya = messages(sessions, kind="confirmation")
+    assert zoe.status == FAILED
+    assert "cannot render" in (zoe.reason or "")
+    assert "ZeroDivisionError" in (zoe.reason or "")
+    assert priya.status != FAILED
+    assert priya.body_text == "50"
