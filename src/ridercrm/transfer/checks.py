@@ -29,9 +29,10 @@ from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, pro
 
 Rows = list[tuple[int, list[str]]]
 PARALLEL_MIN_BYTES = 4 << 20  # about 20,000 people: below this, workers cost more than they save
-PARALLEL_MIN_CPUS = 4
-# The writing process needs about 1.5 times a worker's CPU time per person (see
-# bench/README.md), so two workers keep it busy.
+PARALLEL_MIN_CPUS = 2
+# Checking and building rows (field rules, identity, matching keys) is about two thirds
+# of an import's CPU and writing one third (bench/README.md, Import): two workers check
+# while the importing process writes, so on two CPUs both are busy all the time.
 WORKERS = 2
 
 
@@ -181,9 +182,9 @@ def default_workers(path: Path) -> int:
         size = path.stat().st_size
     except OSError:
         return 0
-    # Workers add about a quarter more CPU time in all, for at most a third less wall
-    # time: worth it only with CPUs to spare. They are forked (no re-import, no pickled
-    # set-up), so elsewhere than on Linux the rows are checked in-process.
+    # Workers add about a quarter more CPU time in all (rows travel pickled), for about
+    # half the wall time on two CPUs. They are forked (no re-import, no pickled set-up),
+    # so elsewhere than on Linux the rows are checked in-process.
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < PARALLEL_MIN_CPUS or sys.platform != "linux":
         return 0
