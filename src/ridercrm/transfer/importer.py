@@ -35,8 +35,8 @@ from ridercrm.transfer.checks import (
     UnreadableFile,
     checked_batches,
     default_workers,
-    read_batches,
     read_header,
+    read_through,
 )
 from ridercrm.transfer.columns import HeaderProblem, Target, plan_columns
 from ridercrm.transfer.models import ImportRun
@@ -173,7 +173,7 @@ def import_csv(
             _check_readable(path)
         run = _Run(target, result, on_bad_row, on_matched)
         try:
-            with session_scope(sessions, write=not dry_run) as session:
+            with session_scope(sessions) as session:
                 now = run.begin(
                     session, digest=digest, path=path, force=force, on_match=on_match,
                     thresholds=thresholds, on_resume=on_resume,
@@ -215,8 +215,7 @@ def _check_readable(path: Path) -> None:
     with _open(path) as handle:
         reader = csv.reader(handle)
         read_header(reader)
-        for _batch in read_batches(reader, BATCH_SIZE):
-            pass
+        read_through(reader)
 
 
 @contextmanager
@@ -276,6 +275,7 @@ class _Run:
         self.merged: list[Checked] = []
         self.would_store: set[str] = set()
         self.run_id: int | None = None  # the import_runs row (none in a dry run)
+        self.new_record: ImportRun | None = None  # a new run's, until its first batch
         self.resume_line = 0  # lines before it were imported by an earlier, unfinished run
         self.committed_line: int | None = None  # the line after the last committed batch
         self.cache_before: int | None = None
@@ -318,20 +318,14 @@ class _Run:
                 " (--force imports it again)"
             )
         elif not self.result.dry_run:
-            record = ImportRun(
+            # Stored with the first batch, in its transaction: an import that fails before
+            # any batch commits leaves no record, so the file is not taken as imported.
+            self.new_record = ImportRun(
                 target=self.target.name,
                 sha256=digest,
                 file_name=str(path)[-500:],
-                imported=0,
-                updated=0,
-                skipped=0,
-                bad_rows=0,
-                next_line=1,
                 created_at=now,
             )
-            session.add(record)
-            session.flush()
-            self.run_id = record.id
         self.matcher = Matcher(session, self.target, on_match, thresholds, stored_before)
         self.session = session
         return now
@@ -346,6 +340,12 @@ class _Run:
     def save(self, *, next_line: int | None) -> None:
         """Keep the run's counts, and where it resumes (None: finished), in the batch's
         transaction."""
+        if self.new_record is not None:
+            record, self.new_record = self.new_record, None
+            record.imported = record.updated = record.skipped = record.bad_rows = 0
+            self.session.add(record)
+            self.session.flush()
+            self.run_id = record.id
         if self.run_id is None:
             return
         if next_line is not None:
