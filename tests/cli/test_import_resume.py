@@ -55,7 +55,7 @@ def test_an_import_stopped_between_batches_resumes_after_its_last_batch(
             raise Stop
 
     with pytest.raises(Stop):
-        import_csv(sessions, CONTACTS, file, batch_size=7, workers=0,
+        import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
                    on_progress=stop_after_line_15)  # fmt: skip
     # Lines 2-15 are stored (the merged record waits for the end), and where to go on.
     assert len(people(sessions)) == 12
@@ -63,7 +63,7 @@ def test_an_import_stopped_between_batches_resumes_after_its_last_batch(
 
     bad: list[BadRow] = []
     resumed: list[int] = []
-    result = import_csv(sessions, CONTACTS, file, batch_size=7, workers=0,
+    result = import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
                         on_bad_row=bad.append, on_resume=resumed.append)  # fmt: skip
     assert resumed == [16]
     # A repeat is still named by its first line, though that line was imported before.
@@ -95,7 +95,7 @@ def test_a_batch_stopped_half_way_leaves_nothing_of_itself(
         raise Stop  # line 12, in the second batch (lines 9-15), before it commits
 
     with pytest.raises(Stop):
-        import_csv(sessions, CONTACTS, file, batch_size=7, workers=0,
+        import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
                    on_bad_row=stop_at_the_bad_row)  # fmt: skip
     assert len(people(sessions)) == 6  # the first batch, lines 2-8, less the merged record
     assert runs(sessions) == [(6, 0, 9)]
@@ -128,9 +128,9 @@ def test_a_resumed_import_does_not_match_rows_its_earlier_batches_stored(
             raise Stop
 
     with pytest.raises(Stop):
-        import_csv(sessions, CONTACTS, file, batch_size=7, workers=0,
+        import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
                    on_progress=stop_after_line_8)  # fmt: skip
-    result = import_csv(sessions, CONTACTS, file, batch_size=7, workers=0)
+    result = import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0)
     assert result.summary() == "imported 12 contacts, 0 bad rows"
     stored = [p for p in people(sessions).values() if p["email"] == "p1@example.com"]
     assert len(stored) == 2
@@ -146,7 +146,7 @@ def test_a_dry_run_neither_resumes_nor_finishes_an_unfinished_import(
             raise ImportFailed("stopped")
 
     with pytest.raises(ImportFailed):
-        import_csv(sessions, CONTACTS, file, batch_size=7, workers=0,
+        import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
                    on_progress=stop_after_line_8)  # fmt: skip
     dry = cli(db_url, "import", "contacts", str(file), "--dry-run")
     assert dry.exit_code == 1, dry.output  # a dry run checks the whole file, records nothing
