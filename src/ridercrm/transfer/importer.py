@@ -50,7 +50,7 @@ from ridercrm.transfer.rows import (
 )
 
 BATCH_SIZE = 5_000  # rows checked (by a worker) at a time
-COMMIT_ROWS = 25_000  # rows written per transaction, at least (whole batches)
+COMMIT_ROWS = 50_000  # rows written per transaction, at least (whole batches)
 IMPORT_CACHE_KIB = 256 * 1024  # SQLite page cache while importing (taken only as needed)
 _QUERY_CHUNK = 500  # values per IN (...) query: well under every backend's limit
 
