@@ -142,7 +142,7 @@ def import_by_command(url: str, csv_path: Path, count: int) -> float:
 # Run by a fresh interpreter with PYTHONPATH on the code under test: migrate the empty
 # database, then time import_csv (what `ridercrm import contacts` calls) alone.
 _CHILD = """
-import json, sys, time
+import json, resource, sys, time
 from pathlib import Path
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
@@ -154,17 +154,21 @@ url, csv_path, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 engine = build_engine(Settings(database_url=url))
 upgrade(engine)
 sessions = keep_keys(session_factory(engine))
-started = time.perf_counter()
+def cpu():
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+started, cpu_started = time.perf_counter(), cpu()
 result = import_csv(sessions, CONTACTS, csv_path)
 seconds = time.perf_counter() - started
 engine.dispose()
 assert (result.imported, result.bad_rows) == (count, 0), result.summary()
-print(json.dumps({"seconds": seconds}))
+print(json.dumps({"seconds": seconds, "cpu": cpu() - cpu_started}))
 """
 
 
-def import_child(source: Path, url: str, csv_path: Path, count: int) -> float:
-    """Seconds the code in ``source`` takes to import the file into ``url`` (migrated first)."""
+def import_child(source: Path, url: str, csv_path: Path, count: int) -> tuple[float, float]:
+    """Wall and CPU seconds (its checking workers' included) the code in ``source`` takes
+    to import the file into ``url`` (migrated first)."""
     env = {**os.environ, "PYTHONPATH": str(source), "RIDERCRM_DATABASE_URL": url}
     done = subprocess.run(
         ["nice", "-n", "10", sys.executable, "-c", _CHILD, url, str(csv_path), str(count)],
@@ -175,7 +179,8 @@ def import_child(source: Path, url: str, csv_path: Path, count: int) -> float:
     )
     if done.returncode != 0:
         raise SystemExit(f"the import in {source} failed: {done.stderr[-2000:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(figures["seconds"]), float(figures["cpu"])
 
 
 def sqlite_import(db_path: Path, csv_path: Path) -> float:
@@ -230,7 +235,7 @@ def psql_copy(url: str, csv_path: Path, header: list[str]) -> float:
 
 def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
     """The import against `sqlite3 .import` and psql's `\\copy`, this commit and the previous."""
-    here = ROOT / "src"
+    here = Path(args.source)
     previous = Path(args.previous)
     if not (previous / "ridercrm").is_dir():
         raise SystemExit(
@@ -244,6 +249,7 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
     table: dict[str, dict[str, list[float]]] = {
         b: {"loader": [], "new": [], "previous": []} for b in backends
     }
+    cpus: dict[str, dict[str, list[float]]] = {b: {"new": [], "previous": []} for b in backends}
     for round_ in range(1, args.rounds + 1):
         for backend in backends:
             times = table[backend]
@@ -255,7 +261,10 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
                         seconds = sqlite_import(path, csv_path)
                     else:
                         source = here if what == "new" else previous
-                        seconds = import_child(source, f"sqlite:///{path}", csv_path, args.people)
+                        seconds, cpu = import_child(
+                            source, f"sqlite:///{path}", csv_path, args.people
+                        )
+                        cpus[backend][what].append(cpu)
                     for leftover in root.glob(f"{name}.db*"):
                         leftover.unlink()
                 else:
@@ -266,20 +275,25 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
                             seconds = psql_copy(url, csv_path, header)
                         else:
                             source = here if what == "new" else previous
-                            seconds = import_child(source, url, csv_path, args.people)
+                            seconds, cpu = import_child(source, url, csv_path, args.people)
+                            cpus[backend][what].append(cpu)
                     finally:
                         drop_postgres_database(postgres, name)
                 times[what].append(seconds)
             print(
                 f"round {round_} {backend}: loader {times['loader'][-1]:.2f} s, this commit "
-                f"{times['new'][-1]:.2f} s, previous {times['previous'][-1]:.2f} s; "
+                f"{times['new'][-1]:.2f} s (CPU {cpus[backend]['new'][-1]:.2f} s), previous "
+                f"{times['previous'][-1]:.2f} s (CPU {cpus[backend]['previous'][-1]:.2f} s); "
                 f"load average {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
     loader_name = {"sqlite": "sqlite3 .import", "postgresql": "psql \\copy"}
     print(f"\n{args.people} people; medians of {args.rounds} interleaved rounds")
-    print("| database | loader | loader s | this commit s | ratio | previous s | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| database | loader | loader s | this commit s | ratio | CPU s | previous s | ratio "
+        "| CPU s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for backend in backends:
         times = table[backend]
         loader = statistics.median(times["loader"])
@@ -287,7 +301,8 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
         old = statistics.median(times["previous"])
         print(
             f"| {backend} | {loader_name[backend]} | {loader:.2f} | {new:.2f} | "
-            f"{loader / new:.3f} | {old:.2f} | {loader / old:.3f} |"
+            f"{loader / new:.3f} | {statistics.median(cpus[backend]['new']):.2f} | {old:.2f} | "
+            f"{loader / old:.3f} | {statistics.median(cpus[backend]['previous']):.2f} |"
         )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
@@ -306,6 +321,7 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help="against sqlite3 .import, psql \\copy")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (--floor)")
     parser.add_argument("--previous", default="/tmp/prev-import/src", help="previous src (--floor)")
+    parser.add_argument("--source", default=str(ROOT / "src"), help="src under test (--floor)")
     args = parser.parse_args()
 
     print(
