@@ -1,9 +1,14 @@
 """Import contacts, leads or products from a CSV file.
 
-Rows are read and checked in batches; the good rows of each batch are written with one
-Core bulk insert, all batches inside one write transaction, so a file that turns out
-to be unreadable half-way leaves nothing behind. A bad row is reported with its line
-number and reasons and skipped; it never stops the good rows.
+Rows are read and checked in batches (by worker processes on a large file); the good
+rows of each batch are written with one bulk statement per table (executemany on SQLite,
+COPY on PostgreSQL), and a transaction commits every COMMIT_ROWS rows with the run's
+progress, so an import stopped half-way resumes when the same file is run again. The
+file is parsed once before anything is written, so one that turns out to be unreadable
+half-way leaves nothing behind. A bad row is reported with its line number and reasons
+and skipped; it never stops the good rows.
+
+docs/decisions.md, "Bulk import"
 """
 
 from __future__ import annotations
