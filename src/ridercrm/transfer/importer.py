@@ -205,23 +205,24 @@ def import_csv(
             # again. Not one per checked batch: every commit rewrites the index pages its
             # rows touched, and person_keys' are everywhere (bench/README.md, Import).
             with ExitStack() as transaction:
-                session, rows = None, 0
+                writing: Session | None = None
+                rows = 0
                 for batch in batches:
-                    if session is None:
-                        session = transaction.enter_context(session_scope(sessions, write=True))
-                        run.use(session)
+                    if writing is None:
+                        writing = transaction.enter_context(session_scope(sessions, write=True))
+                        run.use(writing)
                     run.batch(batch)
                     rows += len(batch)
                     if rows >= commit_rows:
                         run.save(next_line=batch[-1].line + 1)
                         transaction.close()  # commits
-                        session, rows = None, 0
+                        writing, rows = None, 0
                         run.committed_line = max(batch[-1].line + 1, run.resume_line)
                     if on_progress is not None:
                         on_progress(batch[-1].line)
-                if session is None:
-                    session = transaction.enter_context(session_scope(sessions, write=True))
-                    run.use(session)
+                if writing is None:
+                    writing = transaction.enter_context(session_scope(sessions, write=True))
+                    run.use(writing)
                 run.merged_records()
                 run.save(next_line=None)
                 run.restore_cache()
