@@ -357,16 +357,19 @@ class _Run:
         self.matcher.session = session
         if not self.result.dry_run:
             self._large_sqlite_cache()
+        if self.new_record is not None:
+            # A new run's record goes first into its first transaction, so that its id is
+            # known before any row is written.
+            record, self.new_record = self.new_record, None
+            record.imported = record.updated = record.skipped = record.bad_rows = 0
+            record.next_line = 1
+            session.add(record)
+            session.flush()
+            self.run_id = record.id
 
     def save(self, *, next_line: int | None) -> None:
         """Keep the run's counts, and where it resumes (None: finished), in the batch's
         transaction."""
-        if self.new_record is not None:
-            record, self.new_record = self.new_record, None
-            record.imported = record.updated = record.skipped = record.bad_rows = 0
-            self.session.add(record)
-            self.session.flush()
-            self.run_id = record.id
         if self.run_id is None:
             return
         if next_line is not None:
