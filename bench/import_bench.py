@@ -12,12 +12,25 @@ Nothing generated is kept.
 ``--rerun`` also imports the same file a second time (``force``, rows matching a stored
 person skipped: what `ridercrm import contacts FILE --force` does) into each run's
 database, which then holds the N people: the cost of looking every row up in the matcher.
+
+``--floor`` measures the import against the database's own bulk loader instead (issue 23's
+floor): in each of ``--rounds`` rounds, interleaved, the same CSV is loaded by
+`sqlite3 .import` into a fresh file, imported by this checkout's code and by the previous
+commit's (``--previous``, a source directory: ``git worktree add /tmp/prev-import REV``),
+each in a fresh process and a fresh, migrated database, the import timed from the
+``import_csv`` call (start-up and migration not included), workers as the command chooses
+them; then the same on PostgreSQL against psql's `copy` meta-command (a fresh database each time) when
+RIDERCRM_TEST_POSTGRES_URL is set. It prints each round's times and the median ratios.
+
+    .venv/bin/python bench/import_bench.py --floor [--people 100000] [--rounds 3]
+        [--previous /tmp/prev-import/src]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import platform
 import resource
@@ -32,6 +45,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import create_engine, make_url, text  # noqa: E402
+from sqlalchemy.pool import NullPool  # noqa: E402
 
 from bench.report import cpu_model  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
@@ -123,6 +139,174 @@ def import_by_command(url: str, csv_path: Path, count: int) -> float:
     return elapsed
 
 
+# Run by a fresh interpreter with PYTHONPATH on the code under test: migrate the empty
+# database, then time import_csv (what `ridercrm import contacts` calls) alone.
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory
+from ridercrm.migrate import upgrade
+from ridercrm.people.index import keep_keys
+from ridercrm.transfer.columns import CONTACTS
+from ridercrm.transfer.importer import import_csv
+url, csv_path, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+engine = build_engine(Settings(database_url=url))
+upgrade(engine)
+sessions = keep_keys(session_factory(engine))
+def cpu():
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+started, cpu_started = time.perf_counter(), cpu()
+result = import_csv(sessions, CONTACTS, csv_path)
+seconds = time.perf_counter() - started
+engine.dispose()
+assert (result.imported, result.bad_rows) == (count, 0), result.summary()
+print(json.dumps({"seconds": seconds, "cpu": cpu() - cpu_started}))
+"""
+
+
+def import_child(source: Path, url: str, csv_path: Path, count: int) -> tuple[float, float]:
+    """Wall and CPU seconds (its checking workers' included) the code in ``source`` takes
+    to import the file into ``url`` (migrated first)."""
+    env = {**os.environ, "PYTHONPATH": str(source), "RIDERCRM_DATABASE_URL": url}
+    done = subprocess.run(
+        ["nice", "-n", "10", sys.executable, "-c", _CHILD, url, str(csv_path), str(count)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the import in {source} failed: {done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(figures["seconds"]), float(figures["cpu"])
+
+
+def sqlite_import(db_path: Path, csv_path: Path) -> float:
+    """Seconds for `sqlite3 FILE .import` of the CSV into a new table (header as columns)."""
+    started = time.perf_counter()
+    subprocess.run(
+        ["nice", "-n", "10", "sqlite3", str(db_path), ".mode csv", f".import {csv_path} people"],
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - started
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def postgres_database(url: str, name: str) -> str:
+    """A fresh, empty database beside ``url``'s, and its URL."""
+    admin = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_postgres_database(url: str, name: str) -> None:
+    admin = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def psql_copy(url: str, csv_path: Path, header: list[str]) -> float:
+    """Seconds for psql's `\\copy` of the CSV into a new table of text columns."""
+    columns = ", ".join(f'"{name}" text' for name in header)
+    subprocess.run(
+        ["psql", "-q", _libpq(url), "-c", f"CREATE TABLE people_copy ({columns})"],
+        check=True,
+        capture_output=True,
+    )
+    started = time.perf_counter()
+    subprocess.run(
+        ["nice", "-n", "10", "psql", "-q", _libpq(url), "-c",
+         f"\\copy people_copy FROM '{csv_path}' CSV HEADER"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return time.perf_counter() - started
+
+
+def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
+    """The import against `sqlite3 .import` and psql's `\\copy`, this commit and the previous."""
+    here = Path(args.source)
+    previous = Path(args.previous)
+    if not (previous / "ridercrm").is_dir():
+        raise SystemExit(
+            f"no previous source at {previous} (git worktree add /tmp/prev-import REV)"
+        )
+    header = CONTACTS.header("ours")
+    backends = ["sqlite"]
+    postgres = os.environ.get("RIDERCRM_TEST_POSTGRES_URL")
+    if postgres:
+        backends.append("postgresql")
+    table: dict[str, dict[str, list[float]]] = {
+        b: {"loader": [], "new": [], "previous": []} for b in backends
+    }
+    cpus: dict[str, dict[str, list[float]]] = {b: {"new": [], "previous": []} for b in backends}
+    for round_ in range(1, args.rounds + 1):
+        for backend in backends:
+            times = table[backend]
+            for what in ("loader", "new", "previous"):
+                name = f"ridercrm_import_floor_{os.getpid()}_{round_}_{what}"
+                if backend == "sqlite":
+                    path = root / f"{name}.db"
+                    if what == "loader":
+                        seconds = sqlite_import(path, csv_path)
+                    else:
+                        source = here if what == "new" else previous
+                        seconds, cpu = import_child(
+                            source, f"sqlite:///{path}", csv_path, args.people
+                        )
+                        cpus[backend][what].append(cpu)
+                    for leftover in root.glob(f"{name}.db*"):
+                        leftover.unlink()
+                else:
+                    assert postgres is not None
+                    url = postgres_database(postgres, name)
+                    try:
+                        if what == "loader":
+                            seconds = psql_copy(url, csv_path, header)
+                        else:
+                            source = here if what == "new" else previous
+                            seconds, cpu = import_child(source, url, csv_path, args.people)
+                            cpus[backend][what].append(cpu)
+                    finally:
+                        drop_postgres_database(postgres, name)
+                times[what].append(seconds)
+            print(
+                f"round {round_} {backend}: loader {times['loader'][-1]:.2f} s, this commit "
+                f"{times['new'][-1]:.2f} s (CPU {cpus[backend]['new'][-1]:.2f} s), previous "
+                f"{times['previous'][-1]:.2f} s (CPU {cpus[backend]['previous'][-1]:.2f} s); "
+                f"load average {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+    loader_name = {"sqlite": "sqlite3 .import", "postgresql": "psql \\copy"}
+    print(f"\n{args.people} people; medians of {args.rounds} interleaved rounds")
+    print(
+        "| database | loader | loader s | this commit s | ratio | CPU s | previous s | ratio "
+        "| CPU s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for backend in backends:
+        times = table[backend]
+        loader = statistics.median(times["loader"])
+        new = statistics.median(times["new"])
+        old = statistics.median(times["previous"])
+        print(
+            f"| {backend} | {loader_name[backend]} | {loader:.2f} | {new:.2f} | "
+            f"{loader / new:.3f} | {statistics.median(cpus[backend]['new']):.2f} | {old:.2f} | "
+            f"{loader / old:.3f} | {statistics.median(cpus[backend]['previous']):.2f} |"
+        )
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--people", type=int, default=100_000)
@@ -134,6 +318,10 @@ def main() -> None:
     )
     parser.add_argument("--no-command", action="store_true", help="skip the subprocess run")
     parser.add_argument("--rerun", action="store_true", help="also time a forced re-import")
+    parser.add_argument("--floor", action="store_true", help="against sqlite3 .import, psql \\copy")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (--floor)")
+    parser.add_argument("--previous", default="/tmp/prev-import/src", help="previous src (--floor)")
+    parser.add_argument("--source", default=str(ROOT / "src"), help="src under test (--floor)")
     args = parser.parse_args()
 
     print(
@@ -152,6 +340,9 @@ def main() -> None:
             f"generated {args.people} people ({size:.1f} MB, ids {ids}) in "
             f"{time.perf_counter() - started:.1f} s; checking workers: {workers}"
         )
+        if args.floor:
+            floor(args, root, csv_path)
+            return
         rates, reruns = [], []
         for run in range(1, args.repeats + 1):
             url = fresh_database(root / f"run{run}.db")

@@ -29,9 +29,10 @@ from ridercrm.transfer.rows import PERSON_RULES, PRODUCT_RULES, person_rows, pro
 
 Rows = list[tuple[int, list[str]]]
 PARALLEL_MIN_BYTES = 4 << 20  # about 20,000 people: below this, workers cost more than they save
-PARALLEL_MIN_CPUS = 4
-# The writing process needs about 1.5 times a worker's CPU time per person (see
-# bench/README.md), so two workers keep it busy.
+PARALLEL_MIN_CPUS = 2
+# Checking and building rows (field rules, identity, matching keys) is about two thirds
+# of an import's CPU and writing one third (bench/README.md, Import): two workers check
+# while the importing process writes, so on two CPUs both are busy all the time.
 WORKERS = 2
 
 
@@ -175,17 +176,34 @@ def read_batches(reader: Any, size: int) -> Iterator[Rows]:
         yield batch
 
 
+def read_through(reader: Any) -> None:
+    """Read every remaining row, keeping none: UnreadableFile, as ``read_batches`` would
+    raise it, if some cannot be read (about 2 µs a row: the csv module's own parsing)."""
+    line = reader.line_num
+    try:
+        for _cells in reader:
+            line = reader.line_num
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(f"{_not_utf8(exc)}; nothing imported") from None
+    except csv.Error as exc:
+        raise UnreadableFile(f"line {line + 1}: {exc}; nothing imported") from None
+
+
 def default_workers(path: Path) -> int:
     """How many worker processes suit this file on this machine (0: check in-process)."""
     try:
         size = path.stat().st_size
     except OSError:
         return 0
-    # Workers add about a quarter more CPU time in all, for at most a third less wall
-    # time: worth it only with CPUs to spare. They are forked (no re-import, no pickled
-    # set-up), so elsewhere than on Linux the rows are checked in-process.
+    # Workers add a fifth to a quarter more CPU time in all (rows travel pickled): worth
+    # it only with CPUs to spare, so not when the machine's load average already keeps
+    # all but one busy (measured on a shared 2-CPU machine at load 5-6: no faster, 18 %
+    # more CPU). They are forked (no re-import, no pickled set-up), so elsewhere than on
+    # Linux the rows are checked in-process.
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < PARALLEL_MIN_CPUS or sys.platform != "linux":
+        return 0
+    if os.getloadavg()[0] > cpus - 1:
         return 0
     return WORKERS
 

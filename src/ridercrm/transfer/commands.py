@@ -125,6 +125,13 @@ def _run_import(
     def bad_row(row: BadRow | MatchedRow) -> None:
         progress.console.print(str(row), markup=False)
 
+    def resuming(line: int) -> None:
+        out.print(
+            f"resuming an unfinished import of this file at line {line}"
+            " (the lines before it were imported)",
+            markup=False,
+        )
+
     def advance(lines: int) -> None:
         progress.update(task, completed=lines, total=max(lines, total or 0))
 
@@ -159,6 +166,7 @@ def _run_import(
                 on_bad_row=bad_row,
                 on_matched=bad_row,
                 on_progress=advance,
+                on_resume=resuming,
                 thresholds=thresholds_of(settings),
                 operator=operator(),  # --as NAME or the OS user, as its audit record
             )

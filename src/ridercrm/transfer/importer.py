@@ -1,22 +1,28 @@
 """Import contacts, leads or products from a CSV file.
 
-Rows are read and checked in batches; the good rows of each batch are written with one
-Core bulk insert, all batches inside one write transaction, so a file that turns out
-to be unreadable half-way leaves nothing behind. A bad row is reported with its line
-number and reasons and skipped; it never stops the good rows.
+Rows are read and checked in batches (by worker processes on a large file); the good
+rows of each batch are written with one bulk statement per table (executemany on SQLite,
+COPY on PostgreSQL), and a transaction commits every COMMIT_ROWS rows with the run's
+progress, so an import stopped half-way resumes when the same file is run again. The
+file is parsed once before anything is written, so one that turns out to be unreadable
+half-way leaves nothing behind. A bad row is reported with its line number and reasons
+and skipped; it never stops the good rows.
+
+docs/decisions.md, "Bulk import"
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import gc
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,10 +41,11 @@ from ridercrm.transfer.checks import (
     checked_batches,
     default_workers,
     read_header,
+    read_through,
 )
 from ridercrm.transfer.columns import HeaderProblem, Target, plan_columns
 from ridercrm.transfer.models import ImportRun
-from ridercrm.transfer.rerun import Matcher, OnMatch, earlier_run, file_digest
+from ridercrm.transfer.rerun import Matcher, OnMatch, earlier_runs, file_digest
 from ridercrm.transfer.rows import (
     PEOPLE_TABLE,
     PERSON_KEYS_TABLE,
@@ -47,7 +54,8 @@ from ridercrm.transfer.rows import (
     PRODUCTS_TABLE,
 )
 
-BATCH_SIZE = 5_000
+BATCH_SIZE = 5_000  # rows checked (by a worker) at a time
+COMMIT_ROWS = 50_000  # rows written per transaction, at least (whole batches)
 IMPORT_CACHE_KIB = 256 * 1024  # SQLite page cache while importing (taken only as needed)
 _QUERY_CHUNK = 500  # values per IN (...) query: well under every backend's limit
 
@@ -130,12 +138,14 @@ def import_csv(
     on_match: OnMatch = OnMatch.skip,
     force: bool = False,
     batch_size: int = BATCH_SIZE,
+    commit_rows: int = COMMIT_ROWS,
     workers: int | None = None,
     ignore_columns: Collection[str] = (),
     on_columns: Callable[[Sequence[str]], None] | None = None,
     on_bad_row: Callable[[BadRow], None] | None = None,
     on_matched: Callable[[MatchedRow], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     operator: str | None = None,
 ) -> ImportResult:
@@ -148,9 +158,12 @@ def import_csv(
     A column ``target`` does not know refuses the file unless ``ignore_columns`` names
     it. ``on_columns`` is told the ignored columns once, ``on_progress`` the file line
     reached after each batch. ``workers`` processes check rows (default: by file size
-    and CPUs; 0 checks in this process). The import run is stored with ``operator`` (who
-    ran it), and each person it stores with that run and its line in the file (the
-    person page's origin). Raises ImportFailed when nothing was imported.
+    and CPUs; 0 checks in this process). A transaction commits after the batch that
+    brings it to ``commit_rows`` rows; an import stopped half-way is resumed by the same
+    file (``on_resume`` is told the line). The import run is stored with ``operator`` (who
+    ran it), and each person it stores with that run and its line in the file (the person
+    page's origin). Raises ImportFailed when nothing was imported or the database refused
+    a row.
     """
     try:
         digest = file_digest(path)
@@ -165,55 +178,68 @@ def import_csv(
         result = ImportResult(target=target, dry_run=dry_run, ignored_columns=plan.ignored)
         if on_columns is not None:
             on_columns(plan.ignored)
-        spec = RowSpec(target=target, plan=plan, now=utcnow())
         if workers is None:
             workers = default_workers(path)
+        if not dry_run:
+            # Batches commit one by one: a file that turns out unreadable half-way must be
+            # refused before the first of them is written.
+            _check_readable(path)
+        run = _Run(target, result, on_bad_row, on_matched, operator)
         try:
-            with (
-                session_scope(sessions, write=not dry_run) as session,
-                _large_sqlite_cache(session),
-            ):
-                earlier = earlier_run(session, target=target, digest=digest)
-                if earlier is not None and not force:
-                    raise ImportFailed(
-                        f"a file with the same content was imported into {target.name} on"
-                        f" {earlier.created_at:%Y-%m-%d %H:%M} UTC; nothing imported"
-                        " (--force imports it again)"
-                    )
-                stored = None
-                if not dry_run:
-                    # Stored first, so that the people it imports can name it.
-                    stored = ImportRun(
-                        target=target.name,
-                        sha256=digest,
-                        file_name=str(path)[-500:],
-                        operator=operator[:80] if operator else None,
-                        imported=0,
-                        updated=0,
-                        skipped=0,
-                        bad_rows=0,
-                        created_at=utcnow(),
-                    )
-                    session.add(stored)
-                    session.flush()
-                matcher = Matcher(session, target, on_match, thresholds)
-                run = _Run(session, target, result, on_bad_row, matcher, on_matched)
-                run.run_id = stored.id if stored is not None else None
-                for batch in checked_batches(reader, spec, batch_size=batch_size, workers=workers):
+            with session_scope(sessions) as session:
+                now = run.begin(
+                    session, digest=digest, path=path, force=force, on_match=on_match,
+                    thresholds=thresholds, on_resume=on_resume,
+                )  # fmt: skip
+            spec = RowSpec(target=target, plan=plan, now=now)
+            batches = checked_batches(reader, spec, batch_size=batch_size, workers=workers)
+            if dry_run:
+                with session_scope(sessions) as session:
+                    run.use(session)
+                    for batch in batches:
+                        run.batch(batch)
+                        if on_progress is not None and batch:
+                            on_progress(batch[-1].line)
+                    run.merged_records()
+                return result
+            # A transaction per COMMIT_ROWS rows or so (the run record's next_line moves
+            # with it), so a running service's writes take their turns between them, and an
+            # import stopped half-way resumes where it stopped when the same file is run
+            # again. Not one per checked batch: every commit rewrites the index pages its
+            # rows touched, and person_keys' are everywhere (bench/README.md, Import).
+            with ExitStack() as transaction:
+                writing: Session | None = None
+                rows = 0
+                for batch in batches:
+                    if writing is None:
+                        writing = transaction.enter_context(session_scope(sessions, write=True))
+                        run.use(writing)
                     run.batch(batch)
-                    if on_progress is not None and batch:
+                    rows += len(batch)
+                    if rows >= commit_rows:
+                        run.save(next_line=batch[-1].line + 1)
+                        transaction.close()  # commits
+                        writing, rows = None, 0
+                        run.committed_line = max(batch[-1].line + 1, run.resume_line)
+                    if on_progress is not None:
                         on_progress(batch[-1].line)
+                if writing is None:
+                    writing = transaction.enter_context(session_scope(sessions, write=True))
+                    run.use(writing)
                 run.merged_records()
-                if stored is not None:
-                    stored.imported = result.imported
-                    stored.updated = result.updated
-                    stored.skipped = result.skipped
-                    stored.bad_rows = result.bad_rows
+                run.save(next_line=None)
+                run.restore_cache()
         except IntegrityError as exc:
-            raise ImportFailed(
-                f"the database refused a row ({exc.orig}); nothing imported"
-            ) from None
+            raise ImportFailed(f"the database refused a row ({exc.orig}); {run.kept()}") from None
     return result
+
+
+def _check_readable(path: Path) -> None:
+    """Read the whole file as CSV text (UnreadableFile if it is not), storing nothing."""
+    with _open(path) as handle:
+        reader = csv.reader(handle)
+        read_header(reader)
+        read_through(reader)
 
 
 @contextmanager
@@ -234,25 +260,6 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-@contextmanager
-def _large_sqlite_cache(session: Session) -> Iterator[None]:
-    """On SQLite, let this connection cache more pages while it writes a large import.
-
-    Rows land at random places in the people and key indexes; with SQLite's default
-    2 MiB cache most inserts then read and spill pages, which halves the import's speed.
-    """
-    connection = session.connection()
-    if connection.dialect.name != "sqlite":
-        yield
-        return
-    before = connection.exec_driver_sql("PRAGMA cache_size").scalar()
-    connection.exec_driver_sql(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        connection.exec_driver_sql(f"PRAGMA cache_size={int(before or -2000)}")
-
-
 def _open(path: Path) -> IO[str]:
     try:
         # utf-8-sig: spreadsheet programs and Salesforce exports often start with a BOM.
@@ -262,20 +269,23 @@ def _open(path: Path) -> IO[str]:
 
 
 class _Run:
-    """One import: what was seen so far, and the checks and writes of each batch."""
+    """One import: what was seen so far, and the checks and writes of each batch.
+
+    Each batch is written in a session of its own (``use``); what spans batches (the ids,
+    links and codes seen, the merged records waiting for their survivors, the counts)
+    lives here.
+    """
 
     def __init__(
         self,
-        session: Session,
         target: Target,
         result: ImportResult,
         on_bad_row: Callable[[BadRow], None] | None,
-        matcher: Matcher,
         on_matched: Callable[[MatchedRow], None] | None,
+        operator: str | None = None,
     ) -> None:
-        self.session = session
-        self.matcher = matcher
         self.on_matched = on_matched
+        self.operator = operator  # who runs it, kept on its import_runs row
         self.target = target
         self.result = result
         self.on_bad_row = on_bad_row
@@ -290,7 +300,149 @@ class _Run:
         # their survivor is; and, in a dry run, the ids the file would have stored.
         self.merged: list[Checked] = []
         self.would_store: set[str] = set()
-        self.run_id: int | None = None  # the stored import run (None in a dry run)
+        self.run_id: int | None = None  # the import_runs row (none in a dry run)
+        self.new_record: ImportRun | None = None  # a new run's, until its first batch
+        self.resume_line = 0  # lines before it were imported by an earlier, unfinished run
+        self.committed_line: int | None = None  # the line after the last committed batch
+        self.cache_before: int | None = None
+
+    def begin(
+        self,
+        session: Session,
+        *,
+        digest: str,
+        path: Path,
+        force: bool,
+        on_match: OnMatch,
+        thresholds: Thresholds,
+        on_resume: Callable[[int], None] | None,
+    ) -> dt.datetime:
+        """Refuse a file imported before, resume an unfinished import of it, or record a
+        new run; set up the matcher. The time the run's rows are stored with."""
+        runs = earlier_runs(session, target=self.target, digest=digest)
+        finished = next((run for run in runs if run.next_line is None), None)
+        unfinished = next((run for run in reversed(runs) if run.next_line is not None), None)
+        now = utcnow()
+        stored_before: dt.datetime | None = None
+        if unfinished is not None and not self.result.dry_run:
+            # Batches of this file were committed by a run that stopped: go on from there,
+            # with that run's time and counts (--force or not: it never imports them twice).
+            assert unfinished.next_line is not None
+            self.run_id, self.resume_line = unfinished.id, unfinished.next_line
+            now = stored_before = unfinished.created_at
+            self.result.imported = unfinished.imported
+            self.result.updated = unfinished.updated
+            self.result.skipped = unfinished.skipped
+            self.result.bad_rows = unfinished.bad_rows
+            self.committed_line = self.resume_line
+            if on_resume is not None:
+                on_resume(self.resume_line)
+        elif finished is not None and not force:
+            raise ImportFailed(
+                f"a file with the same content was imported into {self.target.name} on"
+                f" {finished.created_at:%Y-%m-%d %H:%M} UTC; nothing imported"
+                " (--force imports it again)"
+            )
+        elif not self.result.dry_run:
+            # Stored with the first batch, in its transaction: an import that fails before
+            # any batch commits leaves no record, so the file is not taken as imported.
+            self.new_record = ImportRun(
+                target=self.target.name,
+                sha256=digest,
+                file_name=str(path)[-500:],
+                operator=self.operator[:80] if self.operator else None,
+                created_at=now,
+            )
+        self.matcher = Matcher(session, self.target, on_match, thresholds, stored_before)
+        self.session = session
+        return now
+
+    def use(self, session: Session) -> None:
+        """Write the next batch (or the merged records) in this session."""
+        self.session = session
+        self.matcher.session = session
+        if not self.result.dry_run:
+            self._large_sqlite_cache()
+        if self.new_record is not None:
+            # A new run's record goes first into its first transaction, so that its id is
+            # known before any row is written.
+            record, self.new_record = self.new_record, None
+            record.imported = record.updated = record.skipped = record.bad_rows = 0
+            record.next_line = 1
+            session.add(record)
+            session.flush()
+            self.run_id = record.id
+
+    def save(self, *, next_line: int | None) -> None:
+        """Keep the run's counts, and where it resumes (None: finished), in the batch's
+        transaction."""
+        if self.run_id is None:
+            return
+        if next_line is not None:
+            next_line = max(next_line, self.resume_line)  # never back over committed lines
+        self.session.execute(
+            update(ImportRun)
+            .where(ImportRun.id == self.run_id)
+            .values(
+                imported=self.result.imported,
+                updated=self.result.updated,
+                skipped=self.result.skipped,
+                bad_rows=self.result.bad_rows,
+                next_line=next_line,
+            )
+        )
+
+    def kept(self) -> str:
+        """What an import that failed now leaves stored, for its error message."""
+        line = self.committed_line
+        if line is None or line <= 1:
+            return "nothing imported"
+        return (
+            f"the rows before line {line} are imported, and importing the same file again"
+            f" resumes at line {line}"
+        )
+
+    def _large_sqlite_cache(self) -> None:
+        """On SQLite, let the connection cache more pages while it writes a large import.
+
+        Rows land at random places in the people and key indexes; with SQLite's default
+        2 MiB cache most inserts then read and spill pages, which halves the import's
+        speed. Set once per connection (a smaller setting would drop cached pages), put
+        back by ``restore_cache``.
+        """
+        connection = self.session.connection()
+        if connection.dialect.name != "sqlite":
+            return
+        size = connection.exec_driver_sql("PRAGMA cache_size").scalar()
+        if size != -IMPORT_CACHE_KIB:
+            if self.cache_before is None:
+                self.cache_before = int(size or -2000)
+            connection.exec_driver_sql(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")
+
+    def restore_cache(self) -> None:
+        """Give the connection its own page cache size back."""
+        if self.cache_before is not None:
+            self.session.connection().exec_driver_sql(f"PRAGMA cache_size={self.cache_before}")
+
+    def _skip_imported(self, checked: Sequence[Checked]) -> Sequence[Checked]:
+        """On a resumed run, the rows not imported yet. Rows before the resume line are
+        seen again only for what spans the file: their ids, links and codes (so a repeat
+        is still named by its first line) and their merged records, which are stored at
+        the end of the run and so were not yet."""
+        if not checked or checked[0].line >= self.resume_line:
+            return checked
+        done = [row for row in checked if row.line < self.resume_line]
+        waiting = []
+        for row in done:
+            if not self._repeats(row) and row.merged_into is not None:
+                waiting.append(row)
+            if row.given and row.record_id is not None:
+                self.matcher.added.add(row.record_id)
+        known = self._known_people(waiting)
+        fresh = [row for row in waiting if row.line not in known]
+        refused = self._refused_by_database(fresh)
+        self.merged.extend(row for row in fresh if row.line not in refused)
+        return [row for row in checked if row.line >= self.resume_line]
 
     def _origin(
         self, columns: tuple[str, ...], rows: list[tuple[Any, ...]], lines: list[int]
@@ -305,6 +457,8 @@ class _Run:
 
     def batch(self, checked: Sequence[Checked]) -> None:
         """Finish checking a batch, write its good rows, report its bad ones in line order."""
+        if self.resume_line:
+            checked = self._skip_imported(checked)
         bad: list[BadRow] = []
         candidates: list[Checked] = []
         for row in checked:
@@ -360,9 +514,14 @@ class _Run:
             keys.extend(row.keys)
         if aliases and not self.result.dry_run:
             bulk_insert(
-                self.session, self.table, *self._origin(self.alias_columns, aliases, alias_lines)
+                self.session,
+                self.table,
+                *self._origin(self.alias_columns, aliases, alias_lines),
+                copy=True,
             )
-            bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), alias_keys)
+            bulk_insert(
+                self.session, PERSON_KEYS_TABLE, ("key", "person_id"), alias_keys, copy=True
+            )
             self.result.aliases += len(aliases)
             # Each kept id is announced as merged into its person (docs/events.md), under
             # the person's row lock so its events stay in commit order.
@@ -374,8 +533,10 @@ class _Run:
         if good and self.result.dry_run and not self.products:
             self.would_store.update(values[self.columns.index("id")] for values in good)
         if good and not self.result.dry_run:
-            bulk_insert(self.session, self.table, *self._origin(self.columns, good, good_lines))
-            bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
+            bulk_insert(
+                self.session, self.table, *self._origin(self.columns, good, good_lines), copy=True
+            )
+            bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys, copy=True)
             if not self.products:
                 imported = [dict(zip(self.columns, row, strict=True)) for row in good]
                 events.people_imported(self.session, imported)
@@ -413,10 +574,13 @@ class _Run:
             else:
                 lines = [row.line for row in ready]
                 bulk_insert(
-                    self.session, self.table, *self._origin(self.alias_columns, rows, lines)
+                    self.session,
+                    self.table,
+                    *self._origin(self.alias_columns, rows, lines),
+                    copy=True,
                 )
                 keys = [key for row in ready for key in row.keys]
-                bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys)
+                bulk_insert(self.session, PERSON_KEYS_TABLE, ("key", "person_id"), keys, copy=True)
             self.result.imported += len(ready)
             waiting = [row for row in waiting if row.merged_into not in present]
         bad = [

@@ -1,5 +1,6 @@
 """Import runs: which file went into which target, when and by whom, so an identical file
-is not imported twice and an imported person's page shows where it came from."""
+is not imported twice, an imported person's page shows where it came from, and an
+unfinished import resumes."""
 
 from __future__ import annotations
 
@@ -25,4 +26,7 @@ class ImportRun(Base):
     updated: Mapped[int] = mapped_column(Integer)
     skipped: Mapped[int] = mapped_column(Integer)
     bad_rows: Mapped[int] = mapped_column(Integer)
+    # While the import is unfinished (it commits batch by batch): the first line of the
+    # file not imported yet, where a re-run of the same file resumes; NULL once finished.
+    next_line: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -9,6 +9,7 @@ looked up, so a first import costs what it did.
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import hashlib
 from collections.abc import Mapping
@@ -44,14 +45,15 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def earlier_run(session: Session, *, target: Target, digest: str) -> ImportRun | None:
-    """The first import of a file with these bytes into this target, if there was one."""
-    return session.scalars(
-        select(ImportRun)
-        .where(ImportRun.target == target.name, ImportRun.sha256 == digest)
-        .order_by(ImportRun.id)
-        .limit(1)
-    ).first()
+def earlier_runs(session: Session, *, target: Target, digest: str) -> list[ImportRun]:
+    """The imports of a file with these bytes into this target, oldest first."""
+    return list(
+        session.scalars(
+            select(ImportRun)
+            .where(ImportRun.target == target.name, ImportRun.sha256 == digest)
+            .order_by(ImportRun.id)
+        )
+    )
 
 
 class Matcher:
@@ -63,16 +65,21 @@ class Matcher:
         target: Target,
         on_match: OnMatch,
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        stored_before: dt.datetime | None = None,
     ) -> None:
         self.session = session
         self.kind = target.person_kind
         self.on_match = on_match
         self.thresholds = thresholds  # the app's RIDERCRM_MATCH_* settings
+        # A resumed import matches among the people stored before it first began, never
+        # those its earlier batches stored (their created_at is the run's own time).
+        self.stored_before = stored_before
+        earlier = () if stored_before is None else (Person.created_at < stored_before,)
         # Nobody stored yet: nothing to match, and the import stays as fast as before.
         self.active = (
             self.kind is not None
             and on_match is not OnMatch.add
-            and session.scalar(select(Person.id).where(Person.kind == self.kind).limit(1))
+            and session.scalar(select(Person.id).where(Person.kind == self.kind, *earlier).limit(1))
             is not None
         )
         self.added: set[str] = set()  # ids this import stored: never a match
@@ -89,7 +96,10 @@ class Matcher:
         ).person
         if found is None or found.kind != self.kind or found.id in self.added:
             return None
-        return self.session.get(Person, found.id)
+        person = self.session.get(Person, found.id)
+        if person is not None and person.created_at == self.stored_before:
+            return None  # stored by this very import, before it was resumed
+        return person
 
     def update(self, person: Person, values: Mapping[str, Any]) -> None:
         """Write the row's non-empty field values to the person (an empty cell erases nothing)."""
