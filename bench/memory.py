@@ -26,6 +26,7 @@ import argparse
 import csv
 import os
 import random
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -117,11 +118,16 @@ def requests(seed: int, stored: list[dict[str, str]], count: int) -> Iterator[tu
 
 
 def send(client: httpx.Client, work: tuple[str, Any]) -> bool:
+    """One request; False when it failed (a non-200 answer or no answer in 60 s)."""
     method, body = work
-    if method == "GET":
-        answer = client.get("/crm/products")
-    else:
-        answer = client.post(match_perf.MATCH_PATH, json=body)
+    try:
+        if method == "GET":
+            answer = client.get("/crm/products")
+        else:
+            answer = client.post(match_perf.MATCH_PATH, json=body)
+    except httpx.HTTPError as exc:
+        print(f"request failed: {exc!r}", file=sys.stderr, flush=True)
+        return False
     return answer.status_code == 200
 
 
@@ -132,6 +138,7 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=20_000)
     parser.add_argument("--previous", type=Path, help="a checkout of the previous commit")
     parser.add_argument("--seed", type=int, default=2311)
+    parser.add_argument("--logs", type=Path, help="copy the servers' logs here at the end")
     args = parser.parse_args()
     builds = [Build("this", dict(os.environ))]
     if args.previous is not None:
@@ -175,6 +182,10 @@ def main() -> int:
                     if done == args.warm or done >= len(work):
                         build.rss["warm" if done == args.warm else "end"] = rss_mib(build.pid)
                 print(f"{min(start + BLOCK, len(work))} requests", file=sys.stderr, flush=True)
+        if args.logs is not None:
+            args.logs.mkdir(parents=True, exist_ok=True)
+            for log in directory.glob("*.log"):
+                shutil.copy(log, args.logs / log.name)
     print(
         f"| build | memory | after start | after {args.warm:,} requests "
         f"| after {args.requests:,} | growth {args.warm // 1000}k -> {args.requests // 1000}k "
