@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import jellyfish
@@ -228,6 +229,15 @@ def family_name(
     if level == DIFFERENT and stored_given and _swapped(query, stored_given):
         return "swapped"
     return level
+
+
+def one_slip_apart(first: Sequence[str], second: Sequence[str]) -> bool:
+    """Two names (tokens) one keying or scanner slip apart, however short: a letter
+    replaced, added, dropped or two swapped (Lee/Lse, Ng/Gn), or one glyph misread."""
+    a, b = "".join(first), "".join(second)
+    if not a or not b:
+        return False
+    return _slips(a, b, 1) <= 1 or _ocr_fold(a) == _ocr_fold(b)
 
 
 def _swapped(query: tuple[str, ...], other_field: tuple[str, ...]) -> bool:
