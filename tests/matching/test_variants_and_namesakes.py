@@ -194,3 +194,19 @@ def test_surnames_one_slip_apart() -> None:
     assert compare.one_slip_apart(("gn",), ("ng",))
     assert not compare.one_slip_apart(("kowalski",), ("lee",))
     assert not compare.one_slip_apart((), ("lee",))
+
+
+def test_a_member_of_one_name_a_decade_apart_under_the_households_phone() -> None:
+    """A step-parent and a child both named Bradley, twelve years apart, booking with the
+    household's landline: another person, not the stored one's date mistyped."""
+    stored = person(first_name="Bradley", date_of_birth=dt.date(1989, 9, 13))
+    query = person(
+        first_name="Bradley",
+        date_of_birth=dt.date(2001, 9, 2),
+        email="bradryan19@example.com",
+        street=None,
+    )
+    found = verdict(query, stored)
+    assert found.levels["phone"] == "exact"
+    assert not found.accepted
+    assert found.rule == score.GUARD_GENERATION

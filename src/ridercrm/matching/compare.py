@@ -274,12 +274,14 @@ def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
     return DIFFERENT
 
 
-# Birth years this far apart are a parent's and a child's (Jr. and Sr.), not a slip.
-GENERATION_YEARS = 14
+# Birth years this far apart are a parent's and a child's (Jr. and Sr.), or a step-parent's
+# and a child's of one name, not a slip: a decade (docs/decisions.md, "Matching on real
+# CRM traffic").
+GENERATION_YEARS = 10
 
 
 def generation_apart(query: dt.date | None, stored: dt.date | None) -> bool:
-    """Birth dates a generation apart: 14 calendar years or more, and not a keying slip:
+    """Birth dates a generation apart: 10 calendar years or more, and not a keying slip:
     one digit (1965 typed for 1995, whatever the years) or the year's last two digits
     swapped with the day and month the same (1975 typed as 1957)."""
     if query is None or stored is None or abs(query.year - stored.year) < GENERATION_YEARS:
