@@ -275,8 +275,8 @@ def birth_date(query: dt.date | None, stored: dt.date | None) -> str:
 
 
 # Birth years this far apart are a parent's and a child's (Jr. and Sr.), or a step-parent's
-# and a child's of one name, not a slip: a decade (docs/decisions.md, "Matching on real
-# CRM traffic").
+# and a child's of one name, not a slip: a decade.
+# docs/decisions.md, "Matching on real CRM traffic"
 GENERATION_YEARS = 10
 
 
