@@ -161,3 +161,52 @@ def test_a_namesakes_mailbox_made_of_the_same_name_is_no_evidence() -> None:
     assert found.levels["email"] == "close"
     assert not found.accepted
     assert found.rule == score.GUARD_NAMESAKE
+
+
+# Issue 24, third round: a twin whose short surname was mistyped on the booking form.
+LEE = {**AMELIA, "first_name": "Bryce", "last_name": "Lee", "drivers_license": None}
+
+
+@pytest.mark.parametrize(("typed", "stored"), [("Lse", "Lee"), ("Gn", "Ng"), ("To", "Ho")])
+def test_a_twin_with_the_surname_mistyped_is_another_person(typed: str, stored: str) -> None:
+    """Another given name, the very birth date and street, and a short family name one
+    slip from the stored one: the unstored twin, not the stored person under other names."""
+    twin = Identity.of(**{**LEE, "first_name": "Brendan", "last_name": typed, **OWN_CONTACT})
+    found = verdict(twin, Identity.of(**{**LEE, "last_name": stored}))
+    assert found.levels["given_name"] == "different"
+    assert found.levels["family_name"] == "different"
+    assert found.levels["date_of_birth"] == "exact"
+    assert not found.accepted
+    assert found.rule == score.GUARD_OUTRIGHT
+
+
+def test_the_person_under_other_names_is_still_found_at_the_same_street() -> None:
+    """Both names replaced outright (not a slip of the surname), born the same day at the
+    same street: the stored person, booked under other names."""
+    query = Identity.of(**{**LEE, "first_name": "Brendan", "last_name": "Kowalski"})
+    found = verdict(query, Identity.of(**LEE))
+    assert found.levels["family_name"] == "different"
+    assert found.rule != score.GUARD_OUTRIGHT
+
+
+def test_surnames_one_slip_apart() -> None:
+    assert compare.one_slip_apart(("lse",), ("lee",))
+    assert compare.one_slip_apart(("gn",), ("ng",))
+    assert not compare.one_slip_apart(("kowalski",), ("lee",))
+    assert not compare.one_slip_apart((), ("lee",))
+
+
+def test_a_member_of_one_name_a_decade_apart_under_the_households_phone() -> None:
+    """A step-parent and a child both named Bradley, twelve years apart, booking with the
+    household's landline: another person, not the stored one's date mistyped."""
+    stored = person(first_name="Bradley", date_of_birth=dt.date(1989, 9, 13))
+    query = person(
+        first_name="Bradley",
+        date_of_birth=dt.date(2001, 9, 2),
+        email="bradryan19@example.com",
+        street=None,
+    )
+    found = verdict(query, stored)
+    assert found.levels["phone"] == "exact"
+    assert not found.accepted
+    assert found.rule == score.GUARD_GENERATION

@@ -102,7 +102,9 @@ def test_birth_date_levels(query: dt.date | None, level: str) -> None:
         (dt.date(1968, 5, 2), False),
         (dt.date(1996, 11, 23), True),  # 28 years
         (dt.date(1954, 1, 30), True),  # 14 years
-        (dt.date(1955, 12, 31), False),  # 13 years
+        (dt.date(1955, 12, 31), True),  # 13 years: a step-parent's and a child's
+        (dt.date(1958, 1, 1), True),  # 10 years
+        (dt.date(1959, 12, 31), False),  # 9 years
         (dt.date(1998, 5, 2), False),  # one digit: a slip, not a son
         (dt.date(1948, 5, 2), False),  # one digit, twenty years before
         (dt.date(1998, 5, 3), True),  # two digits

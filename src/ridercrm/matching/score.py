@@ -148,7 +148,14 @@ def evaluate(
     found = levels(query, stored)
     weights = field_weights(model, query, found)
     apart = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
-    return _verdict(found, weights, thresholds or Thresholds(), asset=asset, generation=apart)
+    return _verdict(
+        found,
+        weights,
+        thresholds or Thresholds(),
+        asset=asset,
+        generation=apart,
+        surnames=(query.last, stored.last),
+    )
 
 
 class Personal(Protocol):
@@ -207,7 +214,14 @@ class Scorer:
             weight = known[name].get(level)
             weights[name] = self._weight(name, level) if weight is None else weight
         apart = compare.generation_apart(self.query.date_of_birth, stored.date_of_birth)
-        return _verdict(found, weights, self.thresholds, asset=asset, generation=apart)
+        return _verdict(
+            found,
+            weights,
+            self.thresholds,
+            asset=asset,
+            generation=apart,
+            surnames=(self.query.last, stored.last),
+        )
 
     def ceiling(self, unshared: Collection[str]) -> float:
         """The highest total a stored person can score whose ``unshared`` fields do not
@@ -280,7 +294,7 @@ class Scorer:
             },
         )
         generation = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
-        rule = _guard(found, generation=generation)
+        rule = _guard(found, generation=generation, surnames=(query.last, stored.last))
         if rule is not None:
             return rule
         personal = (
@@ -336,12 +350,15 @@ def _verdict(
     *,
     asset: bool,
     generation: bool,
+    surnames: tuple[Sequence[str], Sequence[str]],
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
-    accepted, rule = _decide(found, weights, total, thresholds, generation=generation)
+    accepted, rule = _decide(
+        found, weights, total, thresholds, generation=generation, surnames=surnames
+    )
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
 
@@ -352,13 +369,14 @@ def _decide(
     thresholds: Thresholds,
     *,
     generation: bool,
+    surnames: tuple[Sequence[str], Sequence[str]],
 ) -> tuple[bool, str]:
     """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
 
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/unit/test_scoring.py compares them).
     """
-    rule = _guard(found, generation=generation)
+    rule = _guard(found, generation=generation, surnames=surnames)
     if rule is not None:
         return False, rule
     personal = (
@@ -371,14 +389,20 @@ def _decide(
     return True, REACHES_THRESHOLD
 
 
-def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
+def _guard(
+    found: Mapping[str, str],
+    *,
+    generation: bool,
+    surnames: tuple[Sequence[str], Sequence[str]] = ((), ()),
+) -> str | None:
     """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
     that refuses the pair whatever its total, or None. ``found`` is read lazily by
     ``Scorer.refusal``: only the levels a rule needs are asked for, in this order.
 
     1. A given name that differs outright (or a short slip no keyboard or scanner makes,
        Mei/Wei; or it is the stored family name while the family names do not swap)
-       needs an agreeing licence, unless ``_not_a_relative``.
+       needs an agreeing licence, unless ``_not_a_relative`` (``surnames``: the query's
+       and the stored family names, read only there).
     2. A given name that only nearly agrees, with a differing licence: another person.
     3. A given name that agrees only as a keyboard or scanner slip (or, at the
        household's address, only as ``close``: Huong/Phuong) while the query brings an
@@ -420,7 +444,7 @@ def _guard(found: Mapping[str, str], *, generation: bool) -> str | None:
             given in compare.GIVEN_OUTRIGHT
             or (given == "swapped" and found["family_name"] != "swapped")
         )
-        and not _not_a_relative(found)
+        and not _not_a_relative(found, surnames)
     ):
         return GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
@@ -519,18 +543,25 @@ def _same_address(found: Mapping[str, str]) -> bool:
 _SHARED_SURNAME = ("exact", "close", "part", "phonetic", "near", compare.MISSING)
 
 
-def _not_a_relative(found: Mapping[str, str]) -> bool:
+def _not_a_relative(
+    found: Mapping[str, str], surnames: tuple[Sequence[str], Sequence[str]]
+) -> bool:
     """Both names differ, and the date of birth and the street are the same: not the twin
     or sibling the guard is for (they share the surname), but the stored person under
     other names; a co-resident under other names born the very same day is a coincidence
     of about one in ten thousand. The street is required so that wrong names with a
-    known e-mail do not tell a right birth date from a wrong one (tests/security)."""
+    known e-mail do not tell a right birth date from a wrong one (tests/security).
+
+    A short family name one slip from the other (Lee/Lse, Ng/Gn, Ho/To: ``different`` as
+    a level, since one letter of two or three is as likely another name) is the shared
+    surname mistyped: the twin, born the same day at the same street, not a stranger."""
     # the birth date first: the cheapest to compare, and it settles most pairs of a
     # whole-store scan (Scorer.refusal reads the levels lazily, in this order)
     return (
         found["date_of_birth"] == "exact"
         and found["family_name"] not in _SHARED_SURNAME
         and found["street"] in ("exact", "close")
+        and not compare.one_slip_apart(*surnames)
     )
 
 
