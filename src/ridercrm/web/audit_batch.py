@@ -83,8 +83,20 @@ class AuditBatcher:
 
     async def _drain(self, state: _LoopState) -> None:
         """Write batches until nothing is pending (started by the request that found no
-        batch being written; every request waits for its own future only)."""
-        await self._write_pending(state)
+        batch being written; every request waits for its own future only).
+
+        The writer leaves ``state.writers`` in the same step as it finds nothing pending,
+        with no ``await`` between: a record handed over after that check starts a writer
+        of its own. Left to the task's done callback, which runs a step later, a record
+        arriving in between would find a writer that had already stopped, and wait until
+        some later request started one (for ever, if none came).
+        """
+        task = asyncio.current_task()
+        try:
+            await self._write_pending(state)
+        finally:
+            if task is not None:
+                state.writers.discard(task)
 
     async def _write_pending(self, state: _LoopState) -> None:
         while state.pending:

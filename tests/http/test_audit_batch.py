@@ -1,0 +1,61 @@
+"""The audit group commit (web.audit_batch): every record handed over is stored and its
+request answered, whenever it arrives (the README's Guarantees)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.audit.call import Call
+from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.service import Finished
+from ridercrm.db import session_scope
+from ridercrm.web.audit_batch import AuditBatcher
+
+
+def finished(path: str) -> Finished:
+    return Finished(Call(method="GET", path=path), status=200, response_body=b"[]", duration_ms=1)
+
+
+def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The next record arrives in the step after the writer found nothing pending (the
+    moment a request answered by the last batch hands over another): it must not wait
+    for a request that may never come."""
+    batcher = AuditBatcher(sessions, redact=False, max_batch=100)
+
+    async def two_requests() -> None:
+        await batcher.write(finished("/first"))
+        # Awaited directly, so that it starts in this very step (asyncio.wait_for would
+        # start it in a task of its own, a step later); a watchdog ends a wait for ever.
+        task = asyncio.current_task()
+        assert task is not None
+        watchdog = asyncio.get_running_loop().call_later(10, task.cancel)
+        await batcher.write(finished("/second"))
+        watchdog.cancel()
+
+    asyncio.run(two_requests())
+    with session_scope(sessions) as session:
+        paths = session.scalars(select(AuditRecord.path).order_by(AuditRecord.path)).all()
+    assert paths == ["/first", "/second"]
+
+
+def test_records_from_many_requests_at_once_are_all_stored(
+    sessions: sessionmaker[Session],
+) -> None:
+    batcher = AuditBatcher(sessions, redact=False, max_batch=7)
+
+    async def many() -> None:
+        async def one(index: int) -> None:
+            await asyncio.sleep(index % 5 / 1000)
+            await batcher.write(finished(f"/r{index:03d}"))
+
+        await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(60))), timeout=30)
+
+    asyncio.run(many())
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(AuditRecord.path)).all()
+    assert sorted(stored) == [f"/r{i:03d}" for i in range(60)]
