@@ -16,13 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, cast
 
-from sqlalchemy import Column, MetaData, Table, Text, event, select, update
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy import Column, MetaData, Table, Text, select, update
+from sqlalchemy.orm import Session
 from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint, is_open
 from ridercrm.fields import COURSE_STATE_FIELDS, PERSON_FIELDS
+from ridercrm.pending import PendingRows
 
 PERSON_CREATED = "person.created"
 PERSON_UPDATED = "person.updated"
@@ -62,9 +63,6 @@ EVENT_TYPES = (
 KNOWN_TYPES = EVENT_TYPES
 
 _SUBSCRIBERS = "ridercrm.webhook_subscribers"
-_PENDING = "ridercrm.pending_events"
-_MARKS = "ridercrm.pending_event_marks"
-_CLOSED = "ridercrm.closed_event_mark"
 EVENT_COLUMNS = ("id", "type", "subject", "payload", "created_at")
 DELIVERY_COLUMNS = (
     "event_id",
@@ -178,56 +176,8 @@ def record(session: Session, *, event_type: str, subject: str, data: dict[str, A
     now = utcnow()
     event_id = new_event_id()
     row = (event_id, event_type, subject, _envelope(event_type, data, now), now)
-    session.info.setdefault(_PENDING, []).append(row)
+    _PENDING_EVENTS.add(session, row)
     return event_id
-
-
-# Which recorded events a savepoint's rollback discards: those recorded since it began,
-# the end of the pending list. Each open savepoint has a mark, its place in that list.
-# The rows themselves hold no reference to a transaction: a row of strings and a time is
-# a tuple the garbage collector stops tracking, where a transaction kept until the commit
-# holds dozens of objects it walks (a 200-item booking has 200 item savepoints; holding
-# them made the collector's full passes twice as frequent, bench/README.md, Events).
-@event.listens_for(Session, "after_transaction_create")
-def _mark_savepoint(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.nested:
-        began = len(session.info.get(_PENDING, ()))
-        session.info.setdefault(_MARKS, []).append((transaction, began))
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _close_mark(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_PENDING, None)
-        session.info.pop(_MARKS, None)
-        session.info.pop(_CLOSED, None)
-        session.info.pop(_SUBSCRIBERS, None)
-        return
-    marks = session.info.get(_MARKS, [])
-    for place in range(len(marks) - 1, -1, -1):
-        if marks[place][0] is transaction:
-            # A savepoint ends, released or rolled back: SQLAlchemy tells which only
-            # after this (after_soft_rollback), so its mark is kept until then.
-            session.info[_CLOSED] = marks[place]
-            del marks[place:]
-            return
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _discard_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
-    closed = session.info.pop(_CLOSED, None)
-    if closed is not None and closed[0] is previous_transaction:
-        del session.info.get(_PENDING, [])[closed[1] :]
-
-
-@event.listens_for(Session, "before_commit")
-def _insert_pending(session: Session) -> None:
-    # before_commit also fires for a savepoint's release; events wait for the outer commit.
-    if session.in_nested_transaction():
-        return
-    pending = session.info.pop(_PENDING, None)
-    if pending:
-        write_events(session, pending)
 
 
 def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -242,6 +192,13 @@ def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
         )
     _insert(session, EVENT_ROWS, EVENT_COLUMNS, rows)
     _insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
+
+
+# Recorded events wait in the session until its transaction commits (ridercrm.pending);
+# the endpoints read for it are forgotten with it.
+_PENDING_EVENTS: PendingRows[tuple[Any, ...]] = PendingRows(
+    "events", write_events, also_clear=(_SUBSCRIBERS,)
+)
 
 
 def _insert(

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Table, event, func, select, update
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy import Table, func, select, update
+from sqlalchemy.orm import Session
 from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
@@ -40,6 +40,7 @@ from ridercrm.notifications.models import (
     Message,
     ReminderStop,
 )
+from ridercrm.pending import PendingRows
 from ridercrm.people.models import Person
 
 REMINDERS_INFO = "ridercrm.notify_reminders"
@@ -82,11 +83,6 @@ def _person(session: Session, person_id: str) -> Person | None:
     return session.get(Person, person_id)
 
 
-# A course's messages wait in the session (rows as dicts) until the transaction commits.
-_PENDING = "ridercrm.messages_pending"
-# Each open savepoint's place in that list, and the one that just ended (see below).
-_MARKS = "ridercrm.messages_marks"
-_CLOSED = "ridercrm.messages_closed"
 # The people who stopped reminders, read once a transaction (``_stopped``).
 _STOPS = "ridercrm.reminder_stops"
 MESSAGES_TABLE: Table = Message.__table__  # type: ignore[assignment]
@@ -126,7 +122,8 @@ def _message(
 ) -> None:
     """Write a course's message: kept with the session, inserted when it commits."""
     now = utcnow()
-    session.info.setdefault(_PENDING, []).append(
+    _PENDING_MESSAGES.add(
+        session,
         {
             "key": new_key(),
             "person_id": asset.person_id,
@@ -146,62 +143,23 @@ def _message(
             "reason": reason,
             "created_at": now,
             "updated_at": now,
-        }
+        },
     )
 
 
-def _pending(session: Session) -> list[dict[str, Any]]:
-    """The messages this transaction wrote that are not inserted yet."""
-    return list(session.info.get(_PENDING, ()))
-
-
-@event.listens_for(Session, "after_transaction_create")
-def _mark_savepoint(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.nested:
-        began = len(session.info.get(_PENDING, ()))
-        session.info.setdefault(_MARKS, []).append((transaction, began))
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _close_mark(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        for name in (_PENDING, _MARKS, _CLOSED, _STOPS):
-            session.info.pop(name, None)
-        return
-    marks = session.info.get(_MARKS, [])
-    for place in range(len(marks) - 1, -1, -1):
-        if marks[place][0] is transaction:
-            # Released or rolled back: SQLAlchemy tells which only after this.
-            session.info[_CLOSED] = marks[place]
-            del marks[place:]
-            return
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _discard_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
-    closed = session.info.pop(_CLOSED, None)
-    if closed is not None and closed[0] is previous_transaction:
-        del session.info.get(_PENDING, [])[closed[1] :]
-
-
-@event.listens_for(Session, "before_commit")
-def _insert_pending(session: Session) -> None:
-    # before_commit also fires for a savepoint's release; messages wait for the outer commit.
-    if session.in_nested_transaction():
-        return
-    flush_messages(session)
-
-
-def flush_messages(session: Session) -> None:
-    """Insert the messages this transaction wrote now (one executemany), after the rows
-    they name (people: a foreign key) are flushed."""
-    pending = session.info.pop(_PENDING, None)
-    if not pending:
-        return
+def _insert_messages(session: Session, pending: list[dict[str, Any]]) -> None:
+    """Insert a transaction's messages (one executemany), after the rows they name
+    (people: a foreign key) are flushed."""
     session.flush()
     bulk_insert(
         session, MESSAGES_TABLE, COLUMNS, [tuple(row[name] for name in COLUMNS) for row in pending]
     )
+
+
+# A course's messages wait in the session (rows as dicts) until the transaction commits.
+_PENDING_MESSAGES: PendingRows[dict[str, Any]] = PendingRows(
+    "messages", _insert_messages, also_clear=(_STOPS,)
+)
 
 
 def _announce(session: Session, asset: Any, kind: str, *, sequence: int = 0) -> None:
@@ -283,7 +241,7 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
         execution_options={"synchronize_session": False},
     )
     # This transaction's messages not inserted yet are superseded too.
-    for row in session.info.get(_PENDING, ()):
+    for row in _PENDING_MESSAGES.rows(session):
         if row["asset_id"] == asset_id and row["kind"] in REPLACEABLE and row["status"] == PENDING:
             row["status"], row["reason"] = SUPERSEDED, reason
 
@@ -297,7 +255,7 @@ def _next_sequence(session: Session, asset_id: str) -> int:
             Message.asset_id == asset_id, Message.kind.in_(invitations)
         )
     )
-    for row in session.info.get(_PENDING, ()):
+    for row in _PENDING_MESSAGES.rows(session):
         if row["asset_id"] == asset_id and row["kind"] in invitations:
             last = row["sequence"] if last is None else max(last, row["sequence"])
     return 0 if last is None else last + 1
