@@ -4,6 +4,9 @@ request answered, whenever it arrives (the README's Guarantees)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -13,6 +16,13 @@ from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
 from ridercrm.web.audit_batch import AuditBatcher
+
+
+def run_in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run on a thread of its own: the main thread may still hold a running loop left by
+    another test in this worker (Playwright's sync API keeps one for its session)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 def finished(path: str) -> Finished:
@@ -37,7 +47,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
         await batcher.write(finished("/second"))
         watchdog.cancel()
 
-    asyncio.run(two_requests())
+    run_in_own_loop(two_requests())
     with session_scope(sessions) as session:
         paths = session.scalars(select(AuditRecord.path).order_by(AuditRecord.path)).all()
     assert paths == ["/first", "/second"]
@@ -55,7 +65,7 @@ def test_records_from_many_requests_at_once_are_all_stored(
 
         await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(60))), timeout=30)
 
-    asyncio.run(many())
+    run_in_own_loop(many())
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == [f"/r{i:03d}" for i in range(60)]
