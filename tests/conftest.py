@@ -80,7 +80,7 @@ SLOW_PATHS = (
     "tests/events/test_metrics_across_processes.py",
     "tests/events/test_ordering.py",
     "tests/security/test_serve_limits.py",
-    "tests/http/test_duplicates_scan_workers.py",
+    "tests/duplicates/test_scan_workers.py",
 )
 SLOW_REASON = "slow: make test-all runs it"
 

@@ -25,7 +25,7 @@ def test_make_test_skips_the_slow_tests_and_says_so_on_one_line() -> None:
     output = pytest_run(
         "-q",
         "tests/security/test_serve_limits.py",
-        "tests/http/test_keys_http.py::test_wrong_key_is_401",
+        "tests/keys/test_http.py::test_wrong_key_is_401",
     )
     assert "SKIPPED [" not in output
     summary = [line for line in output.splitlines() if line.startswith("skipped: ")]
@@ -43,7 +43,7 @@ def test_the_slow_tests_are_marked_by_path_for_make_test_all() -> None:
         "-m",
         "slow",
         "tests/security",
-        "tests/unit/test_ids.py",
+        "tests/foundations/test_ids.py",
     )
     listed = [line for line in output.splitlines() if "::" in line]
     assert listed

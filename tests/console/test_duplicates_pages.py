@@ -24,7 +24,7 @@ from ridercrm.duplicates.models import DuplicateCluster, PersonMerge
 from ridercrm.matching.score import Thresholds
 from ridercrm.people.models import Person
 from tests.console.conftest import csrf
-from tests.http.test_duplicates_merge import snapshot
+from tests.duplicates.test_merge import snapshot
 
 
 def run_scan(sessions: sessionmaker[Session], **kwargs: Any) -> None:

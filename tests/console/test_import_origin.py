@@ -15,7 +15,7 @@ from testkit.factories import create_person
 from ridercrm.db import session_scope
 from ridercrm.people.models import Person
 from ridercrm.transfer.models import ImportRun
-from tests.cli.transfer_helpers import cli
+from tests.transfer.helpers import cli
 
 
 def test_an_imported_persons_page_shows_the_import_run_and_line(

@@ -1,7 +1,7 @@
 """The booking service's receipt rules, called directly (no HTTP): operation 1's items
 go to ``courses.service.book_courses`` and come back as one result per item.
 
-The wire tests (tests/http/test_rider_courses.py) pin the same receipts in the response
+The wire tests (tests/courses/test_http.py) pin the same receipts in the response
 bytes; these pin the service's own contract, so a change of rule shows here first.
 """
 

@@ -19,9 +19,9 @@ from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Event
 from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
+from tests.courses.helpers import Courses
+from tests.duplicates.test_decisions import cli
 from tests.events.conftest import register
-from tests.http.courses_helpers import Courses
-from tests.http.test_duplicates_decisions import cli
 
 MERGE = "/admin/people/merge"
 

@@ -21,8 +21,8 @@ from testkit.receiver import Receiver
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
-from tests.cli.transfer_helpers import cli
 from tests.events.conftest import register
+from tests.transfer.helpers import cli
 
 
 def _age(sessions: sessionmaker[Session], days: float) -> None:

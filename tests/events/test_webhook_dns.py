@@ -13,7 +13,7 @@ from sqlalchemy import make_url
 
 from ridercrm.events import manage
 from ridercrm.netsafety import AllowList, resolve
-from tests.cli.transfer_helpers import runner
+from tests.transfer.helpers import runner
 
 
 def _watch(monkeypatch: pytest.MonkeyPatch, db_url: str) -> list[bool]:

@@ -26,8 +26,8 @@ from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
 from ridercrm.transfer.rerun import OnMatch
-from tests.cli.transfer_helpers import write_csv
 from tests.events.conftest import register
+from tests.transfer.helpers import write_csv
 
 PERSONAL_VALUES = ("Nguyen", "ann.nguyen@example.com", "0412 345 678", "L1234567", "12 Main St")
 

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person, create_product, person_body
 
 from tests.console.conftest import console_as, make_staff  # noqa: F401 (console forms)
+from tests.courses.helpers import new_booking
 from tests.hostile.state import Ledger
-from tests.http.courses_helpers import new_booking
 
 FORM = "application/x-www-form-urlencoded"
 

@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 
 from ridercrm.db import session_scope
 from ridercrm.people.models import Person
+from tests.courses.helpers import new_booking
 from tests.hostile.conftest import LEADS_MATCH, MODIFY, PEOPLE_MATCH, RIDER_COURSES, World
 from tests.hostile.state import BUSINESS_TABLES, snapshot
-from tests.http.courses_helpers import new_booking
 
 HOSTILE = [
     "Robert'); DROP TABLE people;--",

@@ -21,7 +21,7 @@ from testkit.factories import create_product
 
 from ridercrm.audit.redact import note, redact_request
 from ridercrm.config import Settings
-from tests.http.courses_helpers import new_booking
+from tests.courses.helpers import new_booking
 from tests.security.personal import PERSON, leaked
 
 R = "[redacted]"

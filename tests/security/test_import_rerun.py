@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.db import session_scope
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.models import Person
-from tests.cli.transfer_helpers import assert_match_keys_in_step, cli, people, write_csv
+from tests.transfer.helpers import assert_match_keys_in_step, cli, people, write_csv
 
 HEADER = ["FirstName", "LastName", "Birthdate", "Email", "MobilePhone", "MailingPostalCode",
           "MailingCity"]  # fmt: skip

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from ridercrm.cli import app as cli
 from ridercrm.people import service as people_service
 from ridercrm.web import audit_batch, middleware, runtime
-from tests.http.courses_helpers import new_booking
+from tests.courses.helpers import new_booking
 from tests.security.personal import PERSON, SECRETS
 
 

@@ -374,7 +374,7 @@ def _decide(
     """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
 
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
-    changed here is added or changed there (tests/unit/test_scoring.py compares them).
+    changed here is added or changed there (tests/matching/test_scoring.py compares them).
     """
     rule = _guard(found, generation=generation, surnames=surnames)
     if rule is not None:

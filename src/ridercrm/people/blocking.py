@@ -6,7 +6,7 @@ birth and given-name sound with date of birth; date of birth with postcode; date
 birth with the start of the street's name; both name sounds in either order; family-name sound
 with postcode and with the street's name; the street's name with postcode. A query computes the same keys (plus
 its date of birth with day and month swapped) and looks them up in one indexed
-query. Any two damaged fields leave a key intact (tests/unit/test_blocking.py).
+query. Any two damaged fields leave a key intact (tests/matching/test_scoring.py).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def _phones(*numbers: str | None) -> frozenset[str]:
 
 
 # (the Identity's value, the person's fields it is read from, how they are normalised),
-# in the order of Identity's values (tests/unit/test_declarations.py holds them to it).
+# in the order of Identity's values (tests/people/test_identity.py holds them to it).
 IDENTITY_FIELDS: tuple[tuple[str, tuple[str, ...], Callable[..., Any]], ...] = (
     ("first", ("first_name",), normalize.name_tokens),
     ("last", ("last_name",), normalize.name_tokens),

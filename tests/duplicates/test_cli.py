@@ -1,0 +1,43 @@
+"""`ridercrm duplicates list|show` as people read them, and `--json` for programs."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.demo import load_demo
+from tests.transfer.helpers import cli
+
+
+def test_list_and_show_print_tables_by_default_and_json_when_asked(
+    db_url: str, sessions: sessionmaker[Session]
+) -> None:
+    load_demo(sessions)
+    assert cli(db_url, "duplicates", "scan").exit_code == 0
+    machines = cli(db_url, "duplicates", "list", "--json")
+    assert machines.exit_code == 0, machines.output
+    clusters = json.loads(machines.stdout)["clusters"]
+    assert clusters
+    listed = cli(db_url, "duplicates", "list")
+    assert listed.exit_code == 0, listed.output
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["cluster", "score", "status", "people"]
+    assert len(rows) == len(clusters)
+    first = clusters[0]
+    assert rows[0].split()[0] == str(first["id"])
+    for person_id in first["people"]:
+        assert person_id in rows[0]
+    assert "{" not in listed.stdout  # a table, not JSON
+
+    shown = cli(db_url, "duplicates", "show", str(first["id"]))
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"cluster {first['id']}: open, score")
+    # One column per record, one row per field; the fields that differ are marked.
+    assert all(person_id in lines[1] for person_id in first["people"])
+    detail = json.loads(cli(db_url, "duplicates", "show", str(first["id"]), "--json").stdout)
+    marked = [line.split()[0] for line in lines if " differs " in line]
+    assert marked == detail["differing"]
+    assert any(line.startswith("last_name ") for line in lines)
+    assert "total" in shown.stdout
