@@ -1,25 +1,22 @@
-"""The `ridercrm` command's keys, audit and db commands, on the real database."""
+"""The `ridercrm keys` commands, on the real database (the audit and db commands: tests/audit/test_cli.py, tests/db/test_cli.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
+import re
 
 import pytest
 from click.testing import Result
 from fastapi.testclient import TestClient
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import person_body
 from typer.testing import CliRunner
 
-from ridercrm.audit.models import AuditRecord
 from ridercrm.cli import app
-from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_scope, utcnow
+from ridercrm.db import session_scope
 from ridercrm.keys.models import ApiKey
-from ridercrm.migrate import current_revision, head_revision
 
 runner = CliRunner()
 
@@ -193,116 +190,6 @@ def test_keys_revoke_refuses_unknown_or_ambiguous_keys(db_url: str, client: Test
         assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 200
 
 
-# --- audit ----------------------------------------------------------------------------
-
-
-def test_audit_show_prints_the_record_as_json(
-    db_url: str, client: TestClient, admin_headers: dict[str, str]
-) -> None:
-    response = client.post("/admin/contacts", json={"first_name": "A"}, headers=admin_headers)
-    audit_id = response.headers["x-audit-id"]
-    over_http = client.get(f"/admin/audit/{audit_id}", headers=admin_headers).json()
-    for form in (audit_id, audit_id[:15], audit_id.lower()):
-        result = ridercrm(db_url, "audit", "show", form)
-        assert result.exit_code == 0, result.output
-        record = json.loads(result.stdout)
-        assert record == over_http
-        assert record["response_status"] == 400
-        assert record["failure_reason"] == "last_name: is required"
-
-
-@pytest.mark.parametrize("audit_id", ["a0A000000000000AAA", "nonsense"])
-def test_audit_show_of_an_unknown_record_fails(db_url: str, audit_id: str) -> None:
-    result = ridercrm(db_url, "audit", "show", audit_id)
-    assert result.exit_code == 1
-    assert "no audit record" in result.stderr
-    assert result.stdout == ""
-
-
-def test_audit_purge_deletes_only_older_records(
-    db_url: str, client: TestClient, sessions: sessionmaker[Session]
-) -> None:
-    ids = [client.get(f"/nowhere/{n}").headers["x-audit-id"] for n in range(5)]
-    ages = {ids[0]: 400, ids[1]: 31, ids[2]: 29, ids[3]: 1}
-    with session_scope(sessions, write=True) as session:
-        for audit_id, days in ages.items():
-            record = session.get(AuditRecord, audit_id)
-            assert record is not None
-            record.created_at = utcnow() - dt.timedelta(days=days)
-
-    result = ridercrm(db_url, "audit", "purge", "--older-than", "30")
-    assert result.exit_code == 0, result.output
-    assert "purged 2 audit record(s)" in result.stdout
-    with session_scope(sessions) as session:
-        left = set(session.scalars(select(AuditRecord.id)))
-    assert left == set(ids[2:])
-
-    assert "purged 0" in ridercrm(db_url, "audit", "purge", "--older-than", "30").stdout
-    assert "purged 2" in ridercrm(db_url, "audit", "purge", "--older-than", "0.5").stdout
-    with session_scope(sessions) as session:
-        assert set(session.scalars(select(AuditRecord.id))) == {ids[4]}
-
-
-@pytest.mark.parametrize("days", ["1000000", "1e300", "inf"])
-def test_audit_purge_with_an_enormous_age_purges_nothing(
-    db_url: str, client: TestClient, sessions: sessionmaker[Session], days: str
-) -> None:
-    audit_id = client.get("/nowhere").headers["x-audit-id"]
-    result = ridercrm(db_url, "audit", "purge", "--older-than", days)
-    assert result.exit_code == 0, result.output
-    assert "purged 0" in result.stdout
-    with session_scope(sessions) as session:
-        assert session.get(AuditRecord, audit_id) is not None
-
-
-def test_audit_purge_refuses_a_negative_age(db_url: str, sessions: sessionmaker[Session]) -> None:
-    result = ridercrm(db_url, "audit", "purge", "--older-than", "-1")
-    assert result.exit_code == 2
-
-
-# --- db -------------------------------------------------------------------------------
-
-
-def test_db_upgrade_on_an_empty_sqlite_file_reaches_head(tmp_path: Path) -> None:
-    path = tmp_path / "fresh.db"
-    path.touch()
-    url = f"sqlite:///{path}"
-    result = ridercrm(url, "db", "upgrade")
-    assert result.exit_code == 0, result.output
-    engine = build_engine(Settings(database_url=url))
-    try:
-        head = head_revision(engine)
-        assert head is not None
-        assert current_revision(engine) == head
-        assert head in result.stdout
-        tables = set(inspect(engine).get_table_names())
-        assert {"people", "products", "assets", "audit_records", "api_keys"} <= tables
-    finally:
-        engine.dispose()
-    # Running it again changes nothing.
-    assert ridercrm(url, "db", "upgrade").exit_code == 0
-
-
-def test_db_upgrade_creates_a_missing_sqlite_file(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'new.db'}"
-    assert ridercrm(url, "db", "upgrade").exit_code == 0
-    engine = build_engine(Settings(database_url=url))
-    try:
-        assert current_revision(engine) == head_revision(engine)
-    finally:
-        engine.dispose()
-
-
-def test_db_upgrade_on_a_migrated_database_is_a_no_op(db_url: str) -> None:
-    result = ridercrm(db_url, "db", "upgrade")
-    assert result.exit_code == 0, result.output
-    engine = build_engine(Settings(database_url=db_url))
-    try:
-        assert current_revision(engine) == head_revision(engine)
-    finally:
-        engine.dispose()
-
-
 def test_keys_list_never_cuts_a_name_in_a_narrow_or_piped_output(db_url: str) -> None:
     name = "the booking website of Kilsyth, Somerton and Toowoomba"
     create_key(db_url, name, "courses", "match")
@@ -316,3 +203,26 @@ def test_keys_list_never_cuts_a_name_in_a_narrow_or_piped_output(db_url: str) ->
     (listed,) = json.loads(machines.stdout)
     assert listed["name"] == name
     assert listed["scopes"] == ["courses", "match"]
+
+
+def test_keys_revoke_takes_the_prefix_as_keys_list_shows_it(
+    db_url: str, client: TestClient
+) -> None:
+    created = ridercrm(db_url, "keys", "create", "--name", "website", "--scope", "admin")
+    assert created.exit_code == 0, created.output
+    key = created.stdout.splitlines()[-1]
+    listing = runner.invoke(
+        app, ["keys", "list"], env={"RIDERCRM_DATABASE_URL": db_url, "COLUMNS": "200"}
+    )
+    shown = re.search(r"rcrm_\S*…", listing.stdout)
+    assert shown, listing.stdout
+    revoked = ridercrm(db_url, "keys", "revoke", shown.group(0))
+    assert revoked.exit_code == 0, revoked.output
+    assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_keys_revoke_takes_the_prefix_with_three_dots(db_url: str, client: TestClient) -> None:
+    created = ridercrm(db_url, "keys", "create", "--name", "website", "--scope", "admin")
+    key = created.stdout.splitlines()[-1]
+    assert ridercrm(db_url, "keys", "revoke", key[:12] + "...").exit_code == 0
+    assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 401

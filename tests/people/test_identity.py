@@ -1,15 +1,14 @@
-"""The one declaration of a person's identity and of a course's fields, and what is
-derived from them (issue 28): each list is spelled once, the rest follows it."""
+"""The one declaration of a person's identity, and what is derived from it (issue 28):
+the list is spelled once, the rest follows it (a course's fields:
+tests/courses/test_fields.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from types import SimpleNamespace
 
-from ridercrm.courses.models import Asset
-from ridercrm.courses.schemas import CourseItem
-from ridercrm.events.schemas import CourseState, PersonState
-from ridercrm.fields import COURSE_FIELDS, COURSE_STATE_FIELDS, PERSON_FIELDS
+from ridercrm.events.schemas import PersonState
+from ridercrm.fields import PERSON_FIELDS
 from ridercrm.matching.repository import CANDIDATE_COLUMNS
 from ridercrm.matching.schemas import LeadsMatchQuery, PeopleMatchQuery
 from ridercrm.people.identity import IDENTITY_COLUMNS, IDENTITY_FIELDS, Identity
@@ -63,10 +62,3 @@ def test_one_constructor_reads_a_mapping_an_object_or_keywords_alike() -> None:
     query = Identity.of(SimpleNamespace(first_name="Ann"))
     assert query.phones == frozenset()
     assert query.email is None
-
-
-def test_a_course_field_is_spelled_once() -> None:
-    assert COURSE_STATE_FIELDS[3:] == COURSE_FIELDS
-    assert list(CourseState.model_fields) == ["id", "person_id", "product_id", *COURSE_STATE_FIELDS]
-    assert set(COURSE_STATE_FIELDS) <= set(CourseItem.model_fields)
-    assert set(COURSE_STATE_FIELDS) <= set(Asset.__table__.c.keys())
