@@ -49,9 +49,8 @@ def route_ceremony() -> dict[str, tuple[int, int, int]]:
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("post", "get")
                 and path.parent.name == "routes"
+                and _declares(node, _groups(tree))
             ):
                 # One declaration; inside a loop it declares one route per pass.
                 loops = [
@@ -62,7 +61,7 @@ def route_ceremony() -> dict[str, tuple[int, int, int]]:
                 passes = (
                     len(loops[0].iter.elts) if loops and isinstance(loops[0].iter, ast.Tuple) else 1
                 )  # type: ignore[attr-defined]
-                group = counts.setdefault(f"{area} {node.func.id.upper()}", [0, 0, 0])
+                group = counts.setdefault(f"{area} {_verb(node).upper()}", [0, 0, 0])
                 group[0] += passes
                 group[1] += (node.end_lineno or node.lineno) - node.lineno + 1
                 continue
@@ -84,6 +83,73 @@ def route_ceremony() -> dict[str, tuple[int, int, int]]:
             group[1] += node.lineno - first
             group[2] += (node.end_lineno or node.lineno) - node.lineno + 1
     return {name: (c[0], c[1], c[2]) for name, c in counts.items() if c[0]}
+
+
+def _verb(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr  # type: ignore[attr-defined]
+
+
+def _groups(tree: ast.Module) -> set[str]:
+    """The names a module binds to ``Operations(...)`` (``admin``, ``crm``)."""
+    return {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "Operations"
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _declares(call: ast.Call, groups: set[str]) -> bool:
+    """``post(router, ...)``/``get(...)``, or a group's ``admin.post(...)``/``crm.get(...)``."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in ("post", "get")
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("post", "get")
+        and isinstance(func.value, ast.Name)
+        and func.value.id in groups
+    )
+
+
+def lines_per_route() -> dict[str, tuple[int, int]]:
+    """Whole route modules against their routes: ``web/routes/*.py`` and the API's
+    routes declared there; the console's modules that declare pages
+    (``web/console/*.py`` with ``@router.page``/``@router.form``) and those pages."""
+    found: dict[str, list[int]] = {"api": [0, 0], "console": [0, 0]}
+    for area, folder in (("api", SRC / "web/routes"), ("console", SRC / "web/console")):
+        for path in sorted(folder.glob("*.py")):
+            text = path.read_text()
+            tree = ast.parse(text)
+            groups = _groups(tree)
+            routes = 0
+            for node in ast.walk(tree):
+                if area == "api" and isinstance(node, ast.Call) and _declares(node, groups):
+                    loops = [
+                        n
+                        for n in ast.walk(tree)
+                        if isinstance(n, ast.For) and node in list(ast.walk(n))
+                    ]
+                    first = loops[0].iter if loops else None
+                    routes += len(first.elts) if isinstance(first, ast.Tuple) else 1
+                elif (
+                    area == "console"
+                    and isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("page", "form")
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "router"
+                ):
+                    routes += 1
+            if routes:
+                found[area][0] += len(text.splitlines())
+                found[area][1] += routes
+    return {area: (lines, routes) for area, (lines, routes) in found.items()}
 
 
 def package_graph() -> dict[str, set[str]]:
@@ -150,6 +216,11 @@ def main() -> None:
             f"{group} routes: {routes}; lines declaring them (decorators, post()/get()"
             f" declarations): {decorators} ({decorators / routes:.1f} per route);"
             f" lines of the endpoint functions: {bodies}"
+        )
+    for area, (lines, routes) in lines_per_route().items():
+        print(
+            f"{area} route modules: {lines} lines for {routes} routes"
+            f" ({lines / routes:.1f} lines per route)"
         )
     edges = package_graph()
     cycles = package_cycles(edges)

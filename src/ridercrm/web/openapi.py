@@ -212,7 +212,6 @@ REFUSALS: Mapping[int, str] = {
     429: "The API key made too many requests; call again after Retry-After seconds.",
 }
 INTERFACE_REFUSALS = (400, 401, 403, 409, 413, 415, 422, 429)
-ADMIN_POST_REFUSALS = INTERFACE_REFUSALS
 READ_REFUSALS = (400, 401, 403, 429)
 RECORD_REFUSALS = (400, 401, 403, 404, 429)
 

@@ -36,13 +36,13 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.call import Call, Caller
@@ -51,6 +51,7 @@ from ridercrm.errors import ErrorShape, default_shape
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web import openapi
 from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_post, run_read
+from ridercrm.web.validation import parse_model
 
 
 @dataclass(frozen=True)
@@ -92,27 +93,45 @@ def post(
     *,
     name: str,
     scope: str,
-    decode: Callable[[Any, Requested], Any] = raw,
+    ok: str,
+    answer: Any,
+    decode: Callable[[Any, Requested], Any] | None = None,
+    example: dict[str, Any] | None = None,
+    body: type[BaseModel] | None = None,
+    brackets: str | None = None,
     shape: ErrorShape = default_shape,
+    refused: Iterable[int] | None = None,
+    refusal: dict[str, Any] = openapi.DEFAULT_REFUSAL,
+    notes: Mapping[int, str] | None = None,
     write: bool = True,
     path_types: dict[str, Any] | None = None,
     empty_body_is_object: bool = False,
     endpoint: str | None = None,
     status_code: int | None = None,
     summary: str | None = None,
-    openapi_extra: dict[str, Any] | None = None,
-    responses: dict[int | str, dict[str, Any]] | None = None,
     tags: list[str] | None = None,
     method: str = "POST",
 ) -> None:
     """Register ``work`` as the POST operation ``name`` at ``path`` (``method``: PATCH or
     DELETE instead, declared and run the same way).
 
+    Without ``decode``, the body is validated as the model ``work`` takes (its second
+    parameter's annotation). The document's request body is ``body`` (by default that
+    same model) with ``example``, in the four media types (``brackets``: the pattern of
+    bracket fields a form may use); a POST also names the Idempotency-Key header. Its
+    success is ``status_code`` (200 by default) described as ``ok`` with the model
+    ``answer``; its refusals ``refused`` (by default an operation's, and 404 when the
+    path names a record) with the content ``refusal``, ``notes`` adding to a status's
+    description.
+
     ``write=False`` is for POSTs that only read (matching): on SQLite they then do not
     queue behind writers for the write lock, and they store no audit record in the work's
     transaction (the middleware writes it).
     """
     authorised = Depends(operation(name, scope=scope, shape=shape))
+    named = re.findall(r"{(\w+)}", path)
+    taken = _payload_model(work)
+    decoder = decode or _parsed(taken, work)
 
     async def run(
         request: Request, context: AppContextDep, call: Call = authorised, **path_params: Any
@@ -121,7 +140,7 @@ def post(
             call.request_body = b"{}"
         asked = requested(call, context, path_params)
         return await run_post(
-            request, call, work, decode=lambda body: decode(body, asked), write=write
+            request, call, work, decode=lambda body: decoder(body, asked), write=write
         )
 
     types = path_types or {}
@@ -135,12 +154,22 @@ def post(
                 inspect.Parameter(
                     name, inspect.Parameter.KEYWORD_ONLY, annotation=types.get(name, str)
                 )
-                for name in re.findall(r"{(\w+)}", path)
+                for name in named
             ),
         ],
         return_annotation=Response,
     )
     run.__name__ = endpoint or work.__name__
+    extra = None
+    if example is not None:
+        documented = body or taken
+        assert documented is not None, f"{work.__name__}: the body's model is not known"
+        extra = openapi.request_body(documented, example=example, bracket_pattern=brackets)
+        if method != "POST":
+            extra["parameters"] = []  # only a POST takes an Idempotency-Key
+    if refused is None:
+        refused = (*openapi.INTERFACE_REFUSALS, 404) if named else openapi.INTERFACE_REFUSALS
+    status = status_code or 200
     router.add_api_route(
         path,
         run,
@@ -149,10 +178,40 @@ def post(
         summary=summary,
         description=inspect.cleandoc(work.__doc__ or ""),
         status_code=status_code,
-        openapi_extra=openapi_extra,
-        responses=responses,
+        openapi_extra=extra,
+        responses=openapi.responses(
+            ok=(status, ok, openapi.json_content(openapi.schema_of(answer))),
+            refused=refused,
+            refusal=refusal,
+            notes=notes,
+        ),
         tags=tags,  # type: ignore[arg-type]
     )
+
+
+def _payload_model(work: Callable[..., Any]) -> type[BaseModel] | None:
+    """The model a work function takes as its payload (its second parameter), if any."""
+    hints = typing.get_type_hints(work)
+    parameters = list(inspect.signature(work).parameters)
+    taken = hints.get(parameters[1]) if len(parameters) > 1 else None
+    return taken if isinstance(taken, type) and issubclass(taken, BaseModel) else None
+
+
+def _parsed(
+    model: type[BaseModel] | None, work: Callable[..., Any]
+) -> Callable[[Any, Requested], Any]:
+    """The decoder that validates the body as ``model``."""
+    if model is None:
+        raise TypeError(f"{work.__name__}: give decode=, or take a model as the payload")
+    return lambda body, _request: parse_model(model, body)
+
+
+def _answered_model(work: Callable[..., Any]) -> Any:
+    """The model a work function's return annotation names (a model or ``list[Model]``),
+    or None when it answers something else (a record, a ``Reply``)."""
+    answered = typing.get_type_hints(work).get("return")
+    model = get_args(answered)[0] if get_origin(answered) is list else answered
+    return answered if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
 def get(
@@ -162,9 +221,9 @@ def get(
     *,
     name: str,
     scope: str,
-    response: Any,
     ok: str,
     summary: str,
+    response: Any = None,
     ask: Callable[..., Any] | None = None,
     path_types: dict[str, Any] | None = None,
     shape: ErrorShape = default_shape,
@@ -179,9 +238,11 @@ def get(
     a value that ``response`` (a model, or ``list[Model]``) serialises, or a
     :class:`~ridercrm.web.runtime.Reply` as it is. The document says 200 with
     ``response`` described as ``ok``; the refusals of a read, with 404 when the path
-    names a record.
+    names a record. Without ``response``, the model the work's return annotation names.
     """
     authorised = Depends(operation(name, scope=scope, shape=shape))
+    response = response or _answered_model(work)
+    assert response is not None, f"{work.__name__}: give response="
     adapter: TypeAdapter[Any] = TypeAdapter(response)
 
     def answered(session: Session, payload: Any) -> Reply:
@@ -235,3 +296,34 @@ def get(
         ),
         tags=tags,  # type: ignore[arg-type]
     )
+
+
+@dataclass(frozen=True)
+class Operations:
+    """What a route module's operations for one audience share, declared once: the router,
+    the scope a key needs, the prefix of the operations' names (``admin``: an operation
+    is ``admin.<its work's name>`` unless it names itself), the error shape and how the
+    document shows a refusal, and the tags. Its :meth:`post` and :meth:`get` are
+    :func:`post` and :func:`get` with those filled in."""
+
+    router: APIRouter
+    prefix: str
+    scope: str
+    shape: ErrorShape = default_shape
+    refusal: dict[str, Any] = field(default_factory=lambda: openapi.DEFAULT_REFUSAL)
+    tags: list[str] | None = None
+
+    def post(self, path: str, work: Callable[[Session, Any], Reply], **options: Any) -> None:
+        defaults = {**self._shared(work), "refusal": self.refusal}
+        post(self.router, path, work, **{**defaults, **options})
+
+    def get(self, path: str, work: Callable[[Session, Any], Any], **options: Any) -> None:
+        get(self.router, path, work, **{**self._shared(work), **options})
+
+    def _shared(self, work: Callable[..., Any]) -> dict[str, Any]:
+        return {
+            "name": f"{self.prefix}.{work.__name__}",
+            "scope": self.scope,
+            "shape": self.shape,
+            "tags": self.tags,
+        }

@@ -13,10 +13,11 @@ from ridercrm.audit import service
 from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.schemas import AuditEntries, AuditEntry
 from ridercrm.errors import ApiError
-from ridercrm.web.operations import get
+from ridercrm.web.operations import Operations
 from ridercrm.web.validation import utc_time
 
 router = APIRouter(prefix="/admin/audit", tags=["admin"])
+admin = Operations(router, "admin", scope="admin")
 
 
 def read_audit_record(session: Session, audit_id: str) -> AuditRecord:
@@ -27,12 +28,10 @@ def read_audit_record(session: Session, audit_id: str) -> AuditRecord:
     return record
 
 
-get(
-    router,
+admin.get(
     "/{audit_id}",
     read_audit_record,
     name="admin.read_audit",
-    scope="admin",
     response=AuditEntry,
     ok="The record.",
     summary="Read an audit record",
@@ -81,13 +80,11 @@ def search_audit_records(session: Session, asked: RecordsAsked) -> dict[str, Any
     return {"records": page.records, "next_before": page.next_before}
 
 
-get(
-    router,
+admin.get(
     "",
     search_audit_records,
     ask=records_asked,
     name="admin.search_audit",
-    scope="admin",
     response=AuditEntries,
     ok="A page of records (at most limit).",
     summary="List audit records, newest first",

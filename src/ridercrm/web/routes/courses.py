@@ -19,7 +19,7 @@ from ridercrm.courses.schemas import (
 from ridercrm.errors import ApiError
 from ridercrm.sessions.seats import SeatPolicy, use_policy
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import items_of
 
@@ -31,6 +31,16 @@ FAILURE_TEXT = "Status update failed."
 def failure_shape(_error: ApiError, _audit_id: str) -> str:
     """Operation 1 fails as a whole with this exact text; the reason goes in X-Failure-Reason."""
     return FAILURE_TEXT
+
+
+crm = Operations(
+    router,
+    "crm",
+    scope="courses",
+    shape=failure_shape,
+    refusal=openapi.text_content(FAILURE_TEXT),
+)
+admin = Operations(router, "admin", scope="admin", tags=["admin"])
 
 
 @dataclass(frozen=True)
@@ -66,33 +76,20 @@ def rider_courses(session: Session, booking: Booking) -> Reply:
     )
 
 
-post(
-    router,
+crm.post(
     "/crm/people/rider_courses",
     rider_courses,
     decode=booking_of,
-    name="crm.rider_courses",
-    scope="courses",
-    shape=failure_shape,
+    example=RIDER_COURSES_EXAMPLE,
+    body=RiderCoursesRequest,
+    brackets=r"^people_product\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ok="Every item was processed; each says in its own entry whether it was applied.",
+    answer=RiderCoursesResponse,
+    notes={
+        400: "The body is always the plain text `Status update failed.`; the reason"
+        " is in X-Failure-Reason and in the audit record."
+    },
     summary="Book people onto courses, or change a course's status (operation 1; scope courses)",
-    openapi_extra=openapi.request_body(
-        RiderCoursesRequest,
-        example=RIDER_COURSES_EXAMPLE,
-        bracket_pattern=r"^people_product\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
-    ),
-    responses=openapi.responses(
-        ok=(
-            200,
-            "Every item was processed; each says in its own entry whether it was applied.",
-            openapi.json_content(openapi.ref(RiderCoursesResponse)),
-        ),
-        refused=openapi.INTERFACE_REFUSALS,
-        refusal=openapi.text_content(FAILURE_TEXT),
-        notes={
-            400: "The body is always the plain text `Status update failed.`; the reason"
-            " is in X-Failure-Reason and in the audit record."
-        },
-    ),
 )
 
 
@@ -104,14 +101,10 @@ def read_asset(session: Session, asset_id: str) -> Asset:
     return asset
 
 
-get(
-    router,
+admin.get(
     "/admin/assets/{asset_id}",
     read_asset,
-    name="admin.read_asset",
-    scope="admin",
     response=BookedCourse,
     ok="The course.",
     summary="Read a booked course with its status history",
-    tags=["admin"],
 )

@@ -23,7 +23,7 @@ from ridercrm.duplicates.schemas import (
 from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.errors import ApiError
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
 
@@ -31,6 +31,7 @@ from ridercrm.web.validation import parse_model
 MAX_ID = 2**62
 
 router = APIRouter(prefix="/admin", tags=["admin"])
+admin = Operations(router, "admin", scope="admin")
 
 MERGE_NOTES = {
     404: "A person named in people is not stored.",
@@ -76,24 +77,17 @@ def merge_people(session: Session, merge_: Merge) -> Reply:
     return Reply({**result, **plan.preview()})
 
 
-post(
-    router,
+admin.post(
     "/people/merge",
     merge_people,
     decode=merge_of,
-    name="admin.merge_people",
-    scope="admin",
+    example=MERGE_EXAMPLE,
+    body=MergeRequest,
+    ok="Merged (or, with dry_run, the preview).",
+    answer=MergeResult,
+    refused=(*openapi.INTERFACE_REFUSALS, 404),
+    notes=MERGE_NOTES,
     summary="Merge duplicate people into one survivor",
-    openapi_extra=openapi.request_body(MergeRequest, example=MERGE_EXAMPLE),
-    responses=openapi.responses(
-        ok=(
-            200,
-            "Merged (or, with dry_run, the preview).",
-            openapi.json_content(openapi.ref(MergeResult)),
-        ),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-        notes=MERGE_NOTES,
-    ),
 )
 
 MergeId = Annotated[int, Path(ge=1, le=MAX_ID)]
@@ -125,27 +119,23 @@ def undo_merge(session: Session, undo: Undo) -> Reply:
     )
 
 
-post(
-    router,
+admin.post(
     "/people/merge/{merge_id}/undo",
     undo_merge,
     decode=undo_of,
-    name="admin.undo_merge",
-    scope="admin",
     path_types={"merge_id": MergeId},
     # The merge id is in the path: a body-less POST is the natural call.
     empty_body_is_object=True,
+    example={},
+    body=UndoRequest,
+    ok="The merge is undone.",
+    answer=UndoResult,
+    notes={
+        404: "No merge has this id.",
+        409: "The merge was undone already, or a later change makes undoing it unsafe "
+        "(the reason says which); nothing was changed.",
+    },
     summary="Undo a merge",
-    openapi_extra=openapi.request_body(UndoRequest, example={}),
-    responses=openapi.responses(
-        ok=(200, "The merge is undone.", openapi.json_content(openapi.ref(UndoResult))),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-        notes={
-            404: "No merge has this id.",
-            409: "The merge was undone already, or a later change makes undoing it unsafe "
-            "(the reason says which); nothing was changed.",
-        },
-    ),
 )
 
 
@@ -182,13 +172,10 @@ def list_duplicates(session: Session, asked: ClustersAsked) -> Reply:
     )
 
 
-get(
-    router,
+admin.get(
     "/duplicates",
     list_duplicates,
     ask=clusters_asked,
-    name="admin.list_duplicates",
-    scope="admin",
     response=ClusterList,
     ok="A page of clusters (at most limit).",
     summary="The review queue: clusters of likely duplicates, best score first",
@@ -203,13 +190,10 @@ def read_duplicates(session: Session, cluster_id: int) -> Reply:
     return Reply(service.detail(session, cluster))
 
 
-get(
-    router,
+admin.get(
     "/duplicates/{cluster_id}",
     read_duplicates,
     path_types={"cluster_id": ClusterId},
-    name="admin.read_duplicates",
-    scope="admin",
     response=ClusterDetail,
     ok="The cluster.",
     summary="One cluster side by side",
@@ -252,23 +236,15 @@ def decide_duplicates(session: Session, decision: Decision) -> Reply:
     return Reply(result)
 
 
-post(
-    router,
+admin.post(
     "/duplicates/{cluster_id}/decide",
     decide_duplicates,
     decode=decision_of,
-    name="admin.decide_duplicates",
-    scope="admin",
     path_types={"cluster_id": ClusterId},
+    example={"decision": "dismiss"},
+    body=DecideRequest,
+    ok="Decided (or, with dry_run, the preview).",
+    answer=DecideResult,
+    notes={404: "No cluster has this id.", 409: "The cluster was decided already."},
     summary="Decide on a cluster: merge, dismiss (not duplicates) or skip",
-    openapi_extra=openapi.request_body(DecideRequest, example={"decision": "dismiss"}),
-    responses=openapi.responses(
-        ok=(
-            200,
-            "Decided (or, with dry_run, the preview).",
-            openapi.json_content(openapi.ref(DecideResult)),
-        ),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-        notes={404: "No cluster has this id.", 409: "The cluster was decided already."},
-    ),
 )

@@ -23,12 +23,12 @@ from ridercrm.events.schemas import (
     WebhookSecret,
 )
 from ridercrm.netsafety import AllowList
-from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model, utc_time
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
+admin = Operations(router, "admin", scope="admin")
 
 CREATE_EXAMPLE = {
     "url": "https://booking.example.com/hooks/ridercrm",
@@ -67,25 +67,17 @@ def create_webhook(session: Session, new: NewWebhook) -> Reply:
     return Reply({"id": endpoint.id, "secret": secret}, status=201)
 
 
-post(
-    router,
+admin.post(
     "",
     create_webhook,
     decode=new_webhook_of,
-    name="admin.create_webhook",
-    scope="admin",
+    example=CREATE_EXAMPLE,
+    body=WebhookCreate,
     status_code=201,
+    ok="Registered; the secret is shown this once.",
+    answer=WebhookSecret,
+    notes={400: "Or the URL resolves to a loopback, private, link-local or metadata address."},
     summary="Register a webhook endpoint",
-    openapi_extra=openapi.request_body(WebhookCreate, example=CREATE_EXAMPLE),
-    responses=openapi.responses(
-        ok=(
-            201,
-            "Registered; the secret is shown this once.",
-            openapi.json_content(openapi.ref(WebhookSecret)),
-        ),
-        refused=openapi.ADMIN_POST_REFUSALS,
-        notes={400: "Or the URL resolves to a loopback, private, link-local or metadata address."},
-    ),
 )
 
 
@@ -101,12 +93,9 @@ def list_webhooks(session: Session, _: None) -> Reply:
     )
 
 
-get(
-    router,
+admin.get(
     "",
     list_webhooks,
-    name="admin.list_webhooks",
-    scope="admin",
     response=WebhookList,
     ok="Every endpoint.",
     summary="List webhook endpoints",
@@ -119,12 +108,9 @@ def read_webhook(session: Session, webhook_id: str) -> Reply:
     return Reply(manage.endpoint_json(endpoint, manage.endpoint_health(session, endpoint.id)))
 
 
-get(
-    router,
+admin.get(
     "/{webhook_id}",
     read_webhook,
-    name="admin.read_webhook",
-    scope="admin",
     response=WebhookRead,
     ok="The endpoint.",
     summary="Read a webhook endpoint",
@@ -163,21 +149,17 @@ for _work, _verb, _summary in (
     (disable_webhook, "disable", "Disable a webhook endpoint (its deliveries wait)"),
     (enable_webhook, "enable", "Enable a webhook endpoint (its waiting deliveries are sent)"),
 ):
-    post(
-        router,
+    admin.post(
         f"/{{webhook_id}}/{_verb}",
         _work,
         decode=switch_of,
-        name=f"admin.{_verb}_webhook",
-        scope="admin",
         empty_body_is_object=True,
         endpoint="switch",  # the operationId the document has always given both
+        example={},
+        body=WebhookAction,
+        ok="The endpoint.",
+        answer=WebhookRead,
         summary=_summary,
-        openapi_extra=openapi.request_body(WebhookAction, example={}),
-        responses=openapi.responses(
-            ok=(200, "The endpoint.", openapi.json_content(openapi.ref(WebhookRead))),
-            refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-        ),
     )
 
 
@@ -208,24 +190,17 @@ def rotate_webhook_secret(session: Session, rotation: Rotation) -> Reply:
     return Reply({"id": endpoint.id, "secret": secret})
 
 
-post(
-    router,
+admin.post(
     "/{webhook_id}/rotate",
     rotate_webhook_secret,
     decode=rotation_of,
     name="admin.rotate_webhook",
-    scope="admin",
     empty_body_is_object=True,
+    example={"grace_hours": 24},
+    body=WebhookRotate,
+    ok="The new secret, shown this once.",
+    answer=WebhookSecret,
     summary="Rotate a webhook endpoint's secret",
-    openapi_extra=openapi.request_body(WebhookRotate, example={"grace_hours": 24}),
-    responses=openapi.responses(
-        ok=(
-            200,
-            "The new secret, shown this once.",
-            openapi.json_content(openapi.ref(WebhookSecret)),
-        ),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-    ),
 )
 
 
@@ -266,13 +241,10 @@ def list_webhook_deliveries(session: Session, asked: DeliveriesAsked) -> Reply:
     )
 
 
-get(
-    router,
+admin.get(
     "/{webhook_id}/deliveries",
     list_webhook_deliveries,
     ask=deliveries_asked,
-    name="admin.list_webhook_deliveries",
-    scope="admin",
     response=DeliveryList,
     ok="A page of deliveries.",
     summary="List a webhook endpoint's deliveries, newest first",
@@ -302,19 +274,15 @@ def replay_webhook(session: Session, replay: Replay) -> Reply:
     return Reply({"replayed": count})
 
 
-post(
-    router,
+admin.post(
     "/{webhook_id}/replay",
     replay_webhook,
     decode=replay_of,
-    name="admin.replay_webhook",
-    scope="admin",
+    example={"since": "2026-11-20T00:00:00Z"},
+    body=WebhookReplay,
+    ok="The deliveries added.",
+    answer=Replayed,
     summary="Send events to a webhook endpoint again",
-    openapi_extra=openapi.request_body(WebhookReplay, example={"since": "2026-11-20T00:00:00Z"}),
-    responses=openapi.responses(
-        ok=(200, "The deliveries added.", openapi.json_content(openapi.ref(Replayed))),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-    ),
 )
 
 

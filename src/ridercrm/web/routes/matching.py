@@ -24,7 +24,7 @@ from ridercrm.matching.schemas import (
 )
 from ridercrm.matching.service import thresholds_of
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import forms
 
@@ -38,6 +38,15 @@ EXPLAIN_LIMITER = "explain"
 def match_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
     """A refused match request: the operation's own shape, the receipt naming the problem."""
     return {"delivery": "false", "receipt": sentence(error.reason), "ID": "", "audit_ID": audit_id}
+
+
+crm = Operations(
+    router,
+    "crm",
+    scope="match",
+    shape=match_failure_shape,
+    refusal=openapi.json_content(openapi.ref(MatchRefusal)),
+)
 
 
 def _details(
@@ -116,46 +125,29 @@ def _reply(session: Session, ask: MatchAsk) -> Reply:
     return Reply(answer.body, audit=answer.explanation)
 
 
-_RESPONSES = openapi.responses(
-    ok=(
-        200,
-        'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
-        openapi.json_content(openapi.ref(MatchResponse)),
-    ),
-    refused=openapi.INTERFACE_REFUSALS,
-    refusal=openapi.json_content(openapi.ref(MatchRefusal)),
-)
-
-
-def _request_docs(model: type[BaseModel], example: dict[str, Any]) -> dict[str, Any]:
-    return openapi.request_body(
-        model, example=example, bracket_pattern=r"^person_data\[[A-Za-z0-9_]+\]$"
-    )
-
-
-post(
-    router,
+MATCH_DOCS: dict[str, Any] = {
+    "brackets": r"^person_data\[[A-Za-z0-9_]+\]$",
+    "ok": 'Found (delivery "true", the id in ID) or not (delivery "false", ID empty).',
+    "answer": MatchResponse,
+    "write": False,  # reads only
+}
+crm.post(
     "/crm/people/match",
     match_people,
     decode=people_details,
     name="crm.people_match",
-    scope="match",
-    shape=match_failure_shape,
-    write=False,
+    example=PEOPLE_MATCH_EXAMPLE,
+    body=PeopleMatchRequest,
     summary="Find a contact or unconverted lead (operation 3; scope match)",
-    openapi_extra=_request_docs(PeopleMatchRequest, PEOPLE_MATCH_EXAMPLE),
-    responses=_RESPONSES,
+    **MATCH_DOCS,
 )
-post(
-    router,
+crm.post(
     "/crm/leads/match",
     match_leads,
     decode=lead_details,
     name="crm.leads_match",
-    scope="match",
-    shape=match_failure_shape,
-    write=False,
+    example=LEADS_MATCH_EXAMPLE,
+    body=LeadsMatchRequest,
     summary="Find an unconverted lead (operation 4; scope match)",
-    openapi_extra=_request_docs(LeadsMatchRequest, LEADS_MATCH_EXAMPLE),
-    responses=_RESPONSES,
+    **MATCH_DOCS,
 )

@@ -24,12 +24,13 @@ from ridercrm.people.schemas import (
     PersonRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
-from ridercrm.web.validation import items_of, parse_model, utc_time
+from ridercrm.web.validation import items_of, utc_time
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 crm_router = APIRouter(tags=["people"])
+admin = Operations(router, "admin", scope="admin")
 
 
 def create_contact(session: Session, data: PersonCreate) -> Reply:
@@ -42,29 +43,18 @@ def create_lead(session: Session, data: PersonCreate) -> Reply:
     return Reply({"id": service.create_person(session, kind=LEAD, data=data).id}, status=201)
 
 
-def person_of(body: Any, _request: Requested) -> PersonCreate:
-    """The body as a new person's fields."""
-    return parse_model(PersonCreate, body)
-
-
 for _path, _work, _summary in (
     ("/contacts", create_contact, "Create a contact"),
     ("/leads", create_lead, "Create a lead"),
 ):
-    post(
-        router,
+    admin.post(
         _path,
         _work,
-        decode=person_of,
-        name=f"admin.{_work.__name__}",
-        scope="admin",
+        example=NEW_PERSON_EXAMPLE,
         status_code=201,
+        ok="Created.",
+        answer=openapi.Created,
         summary=_summary,
-        openapi_extra=openapi.request_body(PersonCreate, example=NEW_PERSON_EXAMPLE),
-        responses=openapi.responses(
-            ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
-            refused=openapi.ADMIN_POST_REFUSALS,
-        ),
     )
 
 
@@ -76,13 +66,9 @@ def read_person(session: Session, person_id: str) -> PersonRead:
     return person
 
 
-get(
-    router,
+admin.get(
     "/people/{person_id}",
     read_person,
-    name="admin.read_person",
-    scope="admin",
-    response=PersonRead,
     ok="The person.",
     summary="Read a contact or lead",
 )
@@ -168,13 +154,10 @@ def search_people(session: Session, asked: PeopleAsked) -> dict[str, Any]:
     return {"people": people, "next_before": next_before}
 
 
-get(
-    router,
+admin.get(
     "/people",
     search_people,
     ask=people_asked,
-    name="admin.search_people",
-    scope="admin",
     response=PeopleFound,
     ok="A page of people (at most limit).",
     summary="List people newest first, or search them by name, e-mail or phone",
@@ -190,6 +173,15 @@ def modify_failure_shape(error: ApiError, audit_id: str) -> dict[str, Any]:
         "details": [],
         "items_failed": 0,
     }
+
+
+crm = Operations(
+    crm_router,
+    "crm",
+    scope="people",
+    shape=modify_failure_shape,
+    refusal=openapi.json_content(openapi.ref(ModifyRefusal)),
+)
 
 
 @dataclass(frozen=True)
@@ -218,27 +210,15 @@ def modify_people(session: Session, changes: Changes) -> Reply:
     )
 
 
-post(
-    crm_router,
+crm.post(
     "/crm/modify",
     modify_people,
     decode=changes_of,
     name="crm.modify",
-    scope="people",
-    shape=modify_failure_shape,
+    example=MODIFY_EXAMPLE,
+    body=ModifyRequest,
+    brackets=r"^people_data\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
+    ok="Every item was processed; status and items_failed say whether all were applied.",
+    answer=ModifyResponse,
     summary="Modify people's stored fields, several per request (operation 2; scope people)",
-    openapi_extra=openapi.request_body(
-        ModifyRequest,
-        example=MODIFY_EXAMPLE,
-        bracket_pattern=r"^people_data\[[0-9]+\]\[[A-Za-z0-9_]+\]$",
-    ),
-    responses=openapi.responses(
-        ok=(
-            200,
-            "Every item was processed; status and items_failed say whether all were applied.",
-            openapi.json_content(openapi.ref(ModifyResponse)),
-        ),
-        refused=openapi.INTERFACE_REFUSALS,
-        refusal=openapi.json_content(openapi.ref(ModifyRefusal)),
-    ),
 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
@@ -17,11 +16,12 @@ from ridercrm.products.schemas import (
     ProductRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations
 from ridercrm.web.runtime import Reply
-from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["products"])
+crm = Operations(router, "crm", scope="products")
+admin = Operations(router, "admin", scope="admin", tags=["admin"])
 
 
 def list_products(session: Session, _: None) -> Sequence[Product]:
@@ -29,12 +29,10 @@ def list_products(session: Session, _: None) -> Sequence[Product]:
     return service.list_products(session)
 
 
-get(
-    router,
+crm.get(
     "/crm/products",
     list_products,
     name="crm.products",
-    scope="products",
     response=list[ProductRead],
     ok="Every product.",
     summary="List products (scope products)",
@@ -47,27 +45,15 @@ def create_product(session: Session, data: ProductCreate) -> Reply:
     return Reply({"id": product.id}, status=201)
 
 
-def product_of(body: Any, _request: Requested) -> ProductCreate:
-    """The body as a new product's fields."""
-    return parse_model(ProductCreate, body)
-
-
-post(
-    router,
+admin.post(
     "/admin/products",
     create_product,
-    decode=product_of,
-    name="admin.create_product",
-    scope="admin",
+    example=PRODUCT_EXAMPLE,
     status_code=201,
-    tags=["admin"],
+    ok="Created.",
+    answer=openapi.Created,
+    notes={409: "Or another product already has this code."},
     summary="Create a product",
-    openapi_extra=openapi.request_body(ProductCreate, example=PRODUCT_EXAMPLE),
-    responses=openapi.responses(
-        ok=(201, "Created.", openapi.json_content(openapi.ref(openapi.Created))),
-        refused=openapi.ADMIN_POST_REFUSALS,
-        notes={409: "Or another product already has this code."},
-    ),
 )
 
 
@@ -79,14 +65,10 @@ def read_product(session: Session, product_id: str) -> Product:
     return product
 
 
-get(
-    router,
+admin.get(
     "/admin/products/{product_id}",
     read_product,
-    name="admin.read_product",
-    scope="admin",
     response=ProductRead,
     ok="The product.",
     summary="Read a product",
-    tags=["admin"],
 )

@@ -25,11 +25,13 @@ from ridercrm.sessions.schemas import (
     WaitlistRead,
 )
 from ridercrm.web import openapi
-from ridercrm.web.operations import Requested, get, post
+from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
 
 router = APIRouter(tags=["sessions"])
+crm = Operations(router, "crm", scope="courses")
+admin = Operations(router, "admin", scope="admin", tags=["admin"])
 
 
 def policy_of(request: Requested) -> seats.SeatPolicy:
@@ -115,14 +117,12 @@ def list_sessions(session: Session, window: sessions.Window) -> list[SessionRead
     return sessions.list_sessions(session, window)
 
 
-get(
-    router,
+crm.get(
     "/crm/sessions",
     list_sessions,
     ask=sessions_asked,
     name="crm.sessions",
     scope="products|courses",
-    response=list[SessionRead],
     ok="The sessions, earliest first.",
     summary="Course sessions and their seats left (scope products or courses)",
 )
@@ -151,24 +151,20 @@ def join_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
     return Reply(entry.model_dump(mode="json"), status=201)
 
 
-post(
-    router,
+crm.post(
     "/crm/sessions/{session_id}/waitlist",
     join_waitlist,
     decode=join_of,
-    name="crm.join_waitlist",
-    scope="courses",
+    example={"person_id": "003Ab000000Xyz1AAA"},
+    body=WaitlistJoin,
     status_code=201,
+    ok="On the list.",
+    answer=WaitlistRead,
+    notes={
+        409: "Or the session has seats left (the reason names seats_left), or the"
+        " person is already on its list."
+    },
     summary="Join a full session's waiting list (scope courses)",
-    openapi_extra=openapi.request_body(WaitlistJoin, example={"person_id": "003Ab000000Xyz1AAA"}),
-    responses=openapi.responses(
-        ok=(201, "On the list.", openapi.json_content(openapi.ref(WaitlistRead))),
-        refused=(*openapi.ADMIN_POST_REFUSALS, 404),
-        notes={
-            409: "Or the session has seats left (the reason names seats_left), or the"
-            " person is already on its list."
-        },
-    ),
 )
 
 
@@ -178,13 +174,9 @@ def read_waitlist(session: Session, session_id: str) -> list[WaitlistRead]:
     return waitlist.entries(session, row.id)
 
 
-get(
-    router,
+crm.get(
     "/crm/sessions/{session_id}/waitlist",
     read_waitlist,
-    name="crm.read_waitlist",
-    scope="courses",
-    response=list[WaitlistRead],
     ok="The entries.",
     summary="A session's waiting list (scope courses)",
 )
@@ -203,29 +195,19 @@ def leave_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
     return Reply(entry.model_dump(mode="json"))
 
 
-post(
-    router,
+crm.post(
     "/crm/sessions/{session_id}/waitlist/{person_id}",
     leave_waitlist,
     decode=leave_of,
-    name="crm.leave_waitlist",
-    scope="courses",
     method="DELETE",
     empty_body_is_object=True,
-    endpoint="leave_waitlist",
+    ok="Off the list.",
+    answer=WaitlistRead,
+    refused=openapi.RECORD_REFUSALS,
     summary="Leave a session's waiting list (scope courses)",
-    responses=openapi.responses(
-        ok=(200, "Off the list.", openapi.json_content(openapi.ref(WaitlistRead))),
-        refused=(400, 401, 403, 404, 429),
-    ),
 )
 
 # --- Admin ----------------------------------------------------------------------------
-
-
-def session_of(body: Any, _request: Requested) -> SessionCreate:
-    """The body as a new session's fields."""
-    return parse_model(SessionCreate, body)
 
 
 def create_session(session: Session, data: SessionCreate) -> Reply:
@@ -234,22 +216,15 @@ def create_session(session: Session, data: SessionCreate) -> Reply:
     return Reply(_read(session, row), status=201)
 
 
-post(
-    router,
+admin.post(
     "/admin/sessions",
     create_session,
-    decode=session_of,
-    name="admin.create_session",
-    scope="admin",
+    example=SESSION_EXAMPLE,
     status_code=201,
-    tags=["admin"],
+    ok="Created.",
+    answer=SessionRead,
+    notes={409: "Or the product already has a session at that site and start."},
     summary="Create a course session",
-    openapi_extra=openapi.request_body(SessionCreate, example=SESSION_EXAMPLE),
-    responses=openapi.responses(
-        ok=(201, "Created.", openapi.json_content(openapi.ref(SessionRead))),
-        refused=openapi.ADMIN_POST_REFUSALS,
-        notes={409: "Or the product already has a session at that site and start."},
-    ),
 )
 
 
@@ -269,17 +244,13 @@ def admin_list_sessions(session: Session, window: sessions.Window) -> list[Sessi
     return sessions.list_sessions(session, window)
 
 
-get(
-    router,
+admin.get(
     "/admin/sessions",
     admin_list_sessions,
     ask=admin_sessions_asked,
     name="admin.list_sessions",
-    scope="admin",
-    response=list[SessionRead],
     ok="The sessions, earliest first.",
     summary="List course sessions",
-    tags=["admin"],
 )
 
 
@@ -291,16 +262,12 @@ def admin_read_session(session: Session, session_id: str) -> SessionRead:
     return found
 
 
-get(
-    router,
+admin.get(
     "/admin/sessions/{session_id}",
     admin_read_session,
     name="admin.read_session",
-    scope="admin",
-    response=SessionRead,
     ok="The session.",
     summary="Read a course session",
-    tags=["admin"],
 )
 
 
@@ -337,24 +304,16 @@ def update_session(session: Session, change: SessionChange) -> Reply:
     return Reply(_read(session, row))
 
 
-post(
-    router,
+admin.post(
     "/admin/sessions/{session_id}",
     update_session,
     decode=change_of,
-    name="admin.update_session",
-    scope="admin",
     method="PATCH",
-    tags=["admin"],
+    example={"capacity": 14},
+    body=SessionUpdate,
+    ok="The session as changed.",
+    answer=SessionRead,
+    refused=(400, 401, 403, 404, 409, 413, 415, 429),  # no Idempotency-Key: no 422
+    notes={409: "Or fewer seats than are booked, or the session is cancelled."},
     summary="Change a course session",
-    # A PATCH takes no Idempotency-Key (only POSTs do).
-    openapi_extra={
-        **openapi.request_body(SessionUpdate, example={"capacity": 14}),
-        "parameters": [],
-    },
-    responses=openapi.responses(
-        ok=(200, "The session as changed.", openapi.json_content(openapi.ref(SessionRead))),
-        refused=(400, 401, 403, 404, 409, 413, 415, 429),
-        notes={409: "Or fewer seats than are booked, or the session is cancelled."},
-    ),
 )
