@@ -1,16 +1,28 @@
 """Declare an operation once: its route, scope, error shape, documentation and work.
 
-A writing operation (a POST) is two module-level functions and one declaration::
+A route module makes one :class:`Operations` group per audience on its router; the
+group gives what its operations share (the scope, the operation names' prefix, the
+tags, the error shape and how the document shows a refusal)::
+
+    crm = Operations(router, "crm", scope="courses", shape=failure_shape, refusal=...)
+    admin = Operations(router, "admin", scope="admin", tags=["admin"])
+
+A writing operation (a POST) is a work function and one declaration, with a decoder
+when its payload is more than the body's model::
 
     def booking_of(body: Any, request: Requested) -> Booking: ...   # decode, authorise
     def rider_courses(session: Session, booking: Booking) -> Reply: ...  # one service call
 
-    post(router, "/crm/people/rider_courses", rider_courses, decode=booking_of,
-         name="crm.rider_courses", scope="courses", shape=failure_shape, ...)
+    crm.post("/crm/people/rider_courses", rider_courses, decode=booking_of,
+             example=..., body=RiderCoursesRequest, ok="...", answer=RiderCoursesResponse)
+
+    def create_product(session: Session, data: ProductCreate) -> Reply: ...
+    admin.post("/admin/products", create_product, example=..., ok="Created.", ...)
 
 :func:`post` builds the FastAPI endpoint: it names the operation and checks the key
 (``operation``), decodes the body, calls ``decode`` (which refuses a bad payload with an
-:class:`~ridercrm.errors.ApiError` before any transaction starts), then runs the work in
+:class:`~ridercrm.errors.ApiError` before any transaction starts; without it, the body
+is validated as the model the work takes), then runs the work in
 a worker thread and one transaction that also stores the audit record and the
 Idempotency-Key's answer (``runtime.run_post``). The :class:`~ridercrm.web.runtime.Reply`
 carries the body and the audit note together, so nothing reports back on the side.
@@ -22,13 +34,14 @@ A read (a GET) is the same, with its parameters where a POST has its body::
     def person_asked(q: str | None = Query(None, max_length=200), ...) -> PeopleAsked: ...
     def search_people(session: Session, asked: PeopleAsked) -> Any: ...  # one service call
 
-    get(router, "/people", search_people, ask=person_asked, name="admin.search_people",
-        scope="admin", response=PeopleFound, ok="A page of people.", summary="...")
+    admin.get("/people", search_people, ask=person_asked, response=PeopleFound,
+              ok="A page of people.", summary="...")
 
 :func:`get` names the operation and checks the key, lets FastAPI read the path and query
 parameters that ``ask`` declares (or the path's one parameter, without ``ask``), then runs
 the work in a worker thread and one read transaction. The work answers the record, which
-the ``response`` model serialises (the same model the document names), or a ``Reply``.
+the ``response`` model serialises (the same model the document names; by default the one
+the work's return annotation names), or a ``Reply``.
 """
 
 from __future__ import annotations
@@ -38,7 +51,8 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -47,7 +61,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.audit.call import Call, Caller
 from ridercrm.config import Settings
-from ridercrm.errors import ErrorShape, default_shape
+from ridercrm.errors import ApiError, ErrorShape, default_shape
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web import openapi
 from ridercrm.web.runtime import AppContext, Reply, app_context, operation, run_post, run_read
@@ -210,6 +224,8 @@ def _answered_model(work: Callable[..., Any]) -> Any:
     """The model a work function's return annotation names (a model or ``list[Model]``),
     or None when it answers something else (a record, a ``Reply``)."""
     answered = typing.get_type_hints(work).get("return")
+    if get_origin(answered) in (UnionType, Union):  # a record or None: the record's model
+        answered = next(arg for arg in get_args(answered) if arg is not type(None))
     model = get_args(answered)[0] if get_origin(answered) is list else answered
     return answered if isinstance(model, type) and issubclass(model, BaseModel) else None
 
@@ -225,6 +241,7 @@ def get(
     summary: str,
     response: Any = None,
     ask: Callable[..., Any] | None = None,
+    missing: str | None = None,
     path_types: dict[str, Any] | None = None,
     shape: ErrorShape = default_shape,
     tags: list[str] | None = None,
@@ -239,6 +256,8 @@ def get(
     :class:`~ridercrm.web.runtime.Reply` as it is. The document says 200 with
     ``response`` described as ``ok``; the refusals of a read, with 404 when the path
     names a record. Without ``response``, the model the work's return annotation names.
+    With ``missing`` (what the path names, say ``"product"``), a work that answers None
+    is refused 404 "no product with id ...".
     """
     authorised = Depends(operation(name, scope=scope, shape=shape))
     response = response or _answered_model(work)
@@ -247,6 +266,8 @@ def get(
 
     def answered(session: Session, payload: Any) -> Reply:
         result = work(session, payload)
+        if result is None and missing is not None:
+            raise ApiError(404, f"no {missing} with id {payload}")
         if isinstance(result, Reply):
             return result
         return Reply(adapter.dump_python(adapter.validate_python(result), mode="json"))

@@ -20,12 +20,9 @@ router = APIRouter(prefix="/admin/audit", tags=["admin"])
 admin = Operations(router, "admin", scope="admin")
 
 
-def read_audit_record(session: Session, audit_id: str) -> AuditRecord:
+def read_audit_record(session: Session, audit_id: str) -> AuditRecord | None:
     """Return one audit record: the request, the response and what happened."""
-    record = service.find_record(session, audit_id)
-    if record is None:
-        raise ApiError(404, f"no audit record with id {audit_id}")
-    return record
+    return service.find_record(session, audit_id)
 
 
 admin.get(
@@ -33,6 +30,7 @@ admin.get(
     read_audit_record,
     name="admin.read_audit",
     response=AuditEntry,
+    missing="audit record",
     ok="The record.",
     summary="Read an audit record",
 )

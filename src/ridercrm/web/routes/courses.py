@@ -93,18 +93,16 @@ crm.post(
 )
 
 
-def read_asset(session: Session, asset_id: str) -> Asset:
+def read_asset(session: Session, asset_id: str) -> Asset | None:
     """Return a booked course with its status history, oldest change first."""
-    asset = service.get_asset(session, asset_id)
-    if asset is None:
-        raise ApiError(404, f"no asset with id {asset_id}")
-    return asset
+    return service.get_asset(session, asset_id)
 
 
 admin.get(
     "/admin/assets/{asset_id}",
     read_asset,
     response=BookedCourse,
+    missing="asset",
     ok="The course.",
     summary="Read a booked course with its status history",
 )

@@ -58,17 +58,15 @@ for _path, _work, _summary in (
     )
 
 
-def read_person(session: Session, person_id: str) -> PersonRead:
+def read_person(session: Session, person_id: str) -> PersonRead | None:
     """Return every stored field of a contact or lead."""
-    person = service.read_person(session, person_id)
-    if person is None:
-        raise ApiError(404, f"no person with id {person_id}")
-    return person
+    return service.read_person(session, person_id)
 
 
 admin.get(
     "/people/{person_id}",
     read_person,
+    missing="person",
     ok="The person.",
     summary="Read a contact or lead",
 )

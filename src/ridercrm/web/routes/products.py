@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from ridercrm.errors import ApiError
 from ridercrm.products import service
 from ridercrm.products.models import Product
 from ridercrm.products.schemas import (
@@ -57,18 +56,16 @@ admin.post(
 )
 
 
-def read_product(session: Session, product_id: str) -> Product:
+def read_product(session: Session, product_id: str) -> Product | None:
     """Return one product."""
-    product = service.find_product(session, product_id)
-    if product is None:
-        raise ApiError(404, f"no product with id {product_id}")
-    return product
+    return service.find_product(session, product_id)
 
 
 admin.get(
     "/admin/products/{product_id}",
     read_product,
     response=ProductRead,
+    missing="product",
     ok="The product.",
     summary="Read a product",
 )

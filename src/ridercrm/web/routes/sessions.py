@@ -254,18 +254,16 @@ admin.get(
 )
 
 
-def admin_read_session(session: Session, session_id: str) -> SessionRead:
+def admin_read_session(session: Session, session_id: str) -> SessionRead | None:
     """Return one session with its seats and waiting list."""
-    found = sessions.read_session(session, session_id)
-    if found is None:
-        raise ApiError(404, f"no course session with id {session_id}")
-    return found
+    return sessions.read_session(session, session_id)
 
 
 admin.get(
     "/admin/sessions/{session_id}",
     admin_read_session,
     name="admin.read_session",
+    missing="course session",
     ok="The session.",
     summary="Read a course session",
 )
