@@ -41,13 +41,13 @@ from testkit.duplicates import open_pairs
 
 from bench.matching.generate import generate_store, make_id
 from bench.matching.service import environment, load_store, run_cli
+from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scan
 from ridercrm.ids import RecordKind
 from ridercrm.matching.score import Thresholds
 from ridercrm.matching.service import thresholds_of
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 
 FEBRL_COLUMNS = ("id", "first_name", "last_name", "date_of_birth", "postcode",
@@ -69,7 +69,7 @@ def _cpu() -> float:
 
 def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = unit_of_work.install(session_factory(build_engine(settings)))
     started, cpu = time.perf_counter(), _cpu()
     result = scan.scan(
         sessions,
@@ -90,7 +90,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
 def _recheck_ms(database: Path, sample: int = 200) -> float:
     """Median time to re-check one person (its keys, candidates, scores, pair rows)."""
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = unit_of_work.install(session_factory(build_engine(settings)))
     timings: list[float] = []
     with session_scope(sessions) as session:
         ids = session.scalars(select(Person.id).order_by(Person.id)).all()

@@ -40,6 +40,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import new_booking, person_body
 
+from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.courses import service as courses
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -48,7 +49,6 @@ from ridercrm.migrate import upgrade
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import Message
 from ridercrm.people import service as people
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import CONTACT
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products import service as products
@@ -115,7 +115,7 @@ def main() -> int:
 
     def orm_message(session: Session, asset: Any, **fields: Any) -> None:
         bulk_message(session, asset, **fields)
-        row = session.info[notifications._PENDING].pop()
+        row = notifications.MESSAGES.pending(session).pop()
         session.add(Message(**row))
 
     bulk_stopped: Callable[..., Any] = notifications._stopped
@@ -134,7 +134,7 @@ def main() -> int:
         settings = Settings(database_url=f"sqlite:///{Path(directory) / 'bench.db'}")
         engine = build_engine(settings)
         upgrade(engine)
-        sessions = keep_keys(session_factory(engine))
+        sessions = unit_of_work.install(session_factory(engine))
         product, people_ids = setup(sessions)
         os.environ.setdefault("RIDERCRM_REMINDERS", "48h,2h")
         rep = 0

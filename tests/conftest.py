@@ -21,13 +21,13 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.databases import POSTGRES_ENV, create_run_database, drop_run_database, postgres_url
 
+from ridercrm import unit_of_work
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
 from ridercrm.migrate import upgrade
 from ridercrm.models import Base
-from ridercrm.people.index import keep_keys
 
 # Tests write only in their temporary directories: never in the checkout, where an
 # operator's `make run` keeps its database and its first start's credentials files
@@ -202,7 +202,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def sessions(engine: Engine) -> sessionmaker[Session]:
     # As the app and the CLI make them.
-    return keep_keys(session_factory(engine))
+    return unit_of_work.install(session_factory(engine))
 
 
 @pytest.fixture

@@ -17,13 +17,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
 from ridercrm.db import WRITE, build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people import service
 from ridercrm.people.blocking import stored_keys
-from ridercrm.people.index import identity_of, keep_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
@@ -40,7 +41,7 @@ class FailedAttempt(Exception):
 def pg_sessions(postgres_ready: str) -> Iterator[sessionmaker[Session]]:
     truncate_all(postgres_ready)
     engine = build_engine(Settings(database_url=postgres_ready))
-    yield keep_keys(session_factory(engine))
+    yield unit_of_work.install(session_factory(engine))
     engine.dispose()
 
 
