@@ -41,7 +41,6 @@ from testkit.duplicates import open_pairs
 
 from bench.matching.generate import generate_store, make_id
 from bench.matching.service import environment, load_store, run_cli
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scan
@@ -69,7 +68,7 @@ def _cpu() -> float:
 
 def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = unit_of_work.install(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     started, cpu = time.perf_counter(), _cpu()
     result = scan.scan(
         sessions,
@@ -90,7 +89,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
 def _recheck_ms(database: Path, sample: int = 200) -> float:
     """Median time to re-check one person (its keys, candidates, scores, pair rows)."""
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = unit_of_work.install(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     timings: list[float] = []
     with session_scope(sessions) as session:
         ids = session.scalars(select(Person.id).order_by(Person.id)).all()

@@ -48,7 +48,6 @@ from testkit.receiver import Receiver, receiving  # noqa: E402
 from testkit.serve import free_port, run_cli, running_server  # noqa: E402
 
 from bench.report import code_version, cpu_model  # noqa: E402
-from ridercrm import unit_of_work  # noqa: E402
 from ridercrm.app import create_app  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
@@ -116,7 +115,7 @@ def throughput(
     url: str, receiver: Receiver, count: int = THROUGHPUT_EVENTS, delivered: int = 0
 ) -> float:
     settings = settings_for(url)
-    sessions = unit_of_work.install(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     register(sessions, receiver.url, "person.updated")
     if delivered:  # the delivery log of earlier days, before the backlog
         record_updates(sessions, delivered, delivered // EVENTS_PER_PERSON, first=count)
@@ -237,7 +236,7 @@ def written_bytes() -> int:
 def booking_cost(url: str, receiver: Receiver, pairs: int = PAIRS) -> Cost:
     settings = settings_for(url)
     app = create_app(settings)
-    sessions = unit_of_work.install(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     register(
         sessions,
         receiver.url,

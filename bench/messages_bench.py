@@ -40,7 +40,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import new_booking, person_body
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.courses import service as courses
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -134,7 +133,7 @@ def main() -> int:
         settings = Settings(database_url=f"sqlite:///{Path(directory) / 'bench.db'}")
         engine = build_engine(settings)
         upgrade(engine)
-        sessions = unit_of_work.install(session_factory(engine))
+        sessions = session_factory(engine)
         product, people_ids = setup(sessions)
         os.environ.setdefault("RIDERCRM_REMINDERS", "48h,2h")
         rep = 0

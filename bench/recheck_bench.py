@@ -36,7 +36,6 @@ from sqlalchemy import Table, create_engine, event, make_url, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import recheck, scan
@@ -81,7 +80,7 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
     rng = random.Random(seed)
     engine = build_engine(Settings(database_url=url))
     upgrade(engine)
-    sessions = unit_of_work.install(session_factory(engine))
+    sessions = session_factory(engine)
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = Path(tmp) / "people.csv"
         _store(csv_path, size, rng)
@@ -113,7 +112,7 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
         counting[0] += 1
 
     event.listen(engine, "before_cursor_execute", count)
-    uncached = unit_of_work.install(session_factory(engine.execution_options(compiled_cache=None)))
+    uncached = session_factory(engine.execution_options(compiled_cache=None))
     on_ms: list[float] = []
     off_ms: list[float] = []
     block = 50

@@ -21,7 +21,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.databases import POSTGRES_ENV, create_run_database, drop_run_database, postgres_url
 
-from ridercrm import unit_of_work
 from ridercrm.app import create_app
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -202,7 +201,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def sessions(engine: Engine) -> sessionmaker[Session]:
     # As the app and the CLI make them.
-    return unit_of_work.install(session_factory(engine))
+    return session_factory(engine)
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
 from ridercrm.db import WRITE, build_engine, session_factory, session_scope
@@ -41,7 +40,7 @@ class FailedAttempt(Exception):
 def pg_sessions(postgres_ready: str) -> Iterator[sessionmaker[Session]]:
     truncate_all(postgres_ready)
     engine = build_engine(Settings(database_url=postgres_ready))
-    yield unit_of_work.install(session_factory(engine))
+    yield session_factory(engine)
     engine.dispose()
 
 

@@ -38,7 +38,6 @@ from bench.matching import damage, febrl_data
 from bench.matching.febrl_data import Asks, Store
 from bench.matching.generate import make_id
 from bench.report import code_version, machine, write_section
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind
@@ -87,7 +86,7 @@ def load(url: str, directory: Path, stores: list[Store], people: int, seed: int)
     engine = build_engine(Settings(database_url=url, log_level="WARNING"))
     try:
         upgrade(engine)
-        sessions = unit_of_work.install(session_factory(engine))
+        sessions = session_factory(engine)
         if people:
             from bench.match_perf import CSV_FIELDS, PeopleGenerator
 
@@ -137,7 +136,7 @@ def distinct_ids(stores: list[Store], seed: int) -> None:
 def measure(url: str, store: Store, asks: Asks, stored: set[str]) -> dict[str, Blocked]:
     """Run -> Blocked for the licence and no-licence requests."""
     engine = build_engine(Settings(database_url=url, log_level="WARNING"))
-    sessions = unit_of_work.install(session_factory(engine))
+    sessions = session_factory(engine)
     results = {}
     try:
         for run in ("licence", "no licence"):

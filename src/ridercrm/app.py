@@ -6,7 +6,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ridercrm import __version__, memo, readiness, unit_of_work
+from ridercrm import __version__, memo, readiness
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
@@ -95,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.context = AppContext(
         settings=settings,
         engine=engine,
-        sessions=unit_of_work.install(session_factory(engine)),
+        sessions=session_factory(engine),
         rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
         refused_limiter=build_rate_limiter(
             settings.refused_rate_limit,

@@ -14,9 +14,10 @@ Savepoints: an effect recorded inside a savepoint that rolls back is dropped wit
 back gets no keys); a transaction that rolls back writes none.
 
 Explicit, not ambient: :func:`install` registers the unit of work on one session
-factory (``create_app``'s, each command's, the tests'), never on the ``Session`` class
-and never at import. A session whose factory lacks it refuses to record an effect
-(``RuntimeError``): its effects would silently never be written.
+factory, and ``db.session_factory`` does so for every factory it makes (``create_app``'s,
+each command's, the background workers', the tests'); never on the ``Session`` class
+and never at import. A session whose factory lacks it (a bare ``sessionmaker``) refuses
+to record an effect (``RuntimeError``): its effects would silently never be written.
 
 How: a session's pending effects live in one :class:`Changes` in ``session.info``. Each
 open savepoint keeps a mark, the size of every effect's pending rows when it began.

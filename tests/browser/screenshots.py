@@ -15,7 +15,6 @@ from typing import Any
 
 from playwright.sync_api import sync_playwright
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.demo import load_demo
@@ -66,7 +65,7 @@ def take(folder: Path) -> None:
         engine = build_engine(settings)
         upgrade(engine)
         # As the app makes them: people written keep their matching keys.
-        sessions = unit_of_work.install(session_factory(engine))
+        sessions = session_factory(engine)
         load_demo(sessions, only_if_empty=True)
         day = screenshots_ops.sheet_day(dt.date.today())
         screenshots_ops.add_riders(sessions, day)

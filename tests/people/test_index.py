@@ -1,5 +1,5 @@
 """The person_keys index is kept by the unit of work of the session factories that have
-it (ridercrm.unit_of_work.install), not by listeners on every Session of the process."""
+it (db.session_factory installs it), not by listeners on every Session of the process."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_a_keeping_factory_stores_and_follows_the_keys(sessions: sessionmaker[Se
 
 
 def test_a_factory_without_the_unit_of_work_refuses_to_write_people(engine: Engine) -> None:
-    plain = session_factory(engine)  # no unit of work: the index would go stale
+    plain = sessionmaker(bind=engine)  # no unit of work: the index would go stale
     with (
         pytest.raises(RuntimeError, match="has no unit of work"),
         session_scope(plain, write=True) as session,

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ridercrm import unit_of_work
 from ridercrm.audit import service as audit
 from ridercrm.audit.schemas import AuditEntry
 from ridercrm.config import Settings
@@ -48,7 +47,7 @@ errors = Console(stderr=True, markup=False)
 def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
     """Sessions on the configured database (see ``startup.open_database``)."""
     engine = open_database(settings or Settings(), may_create=may_create)
-    return unit_of_work.install(session_factory(engine))
+    return session_factory(engine)
 
 
 def ensure_admin_key(settings: Settings) -> str | None:

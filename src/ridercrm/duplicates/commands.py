@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.duplicates import merge, recheck, scan, service
@@ -38,7 +37,7 @@ errors = Console(stderr=True, markup=False, soft_wrap=True)
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
     engine = open_database(settings, may_create=False)
-    return unit_of_work.install(session_factory(engine))
+    return session_factory(engine)
 
 
 def _print(value: Any) -> None:

@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from rich.console import Console
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm import unit_of_work
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
@@ -41,7 +40,7 @@ errors = Console(stderr=True, markup=False)
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
-    return unit_of_work.install(session_factory(open_database(settings, may_create=False)))
+    return session_factory(open_database(settings, may_create=False))
 
 
 def _audited(command: str, arguments: dict[str, Any], action: Callable[[Session, str], Any]) -> Any:

@@ -22,7 +22,6 @@ from rich.progress import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm import unit_of_work
 from ridercrm.config import Settings
 from ridercrm.db import session_factory
 from ridercrm.matching.service import thresholds_of
@@ -98,7 +97,7 @@ def _database(
     """Sessions on the configured database, brought up to date, closed afterwards."""
     engine = open_database(settings or Settings(), may_create=may_create)
     try:
-        yield unit_of_work.install(session_factory(engine))
+        yield session_factory(engine)
     finally:
         engine.dispose()
 
