@@ -10,14 +10,17 @@ session whose factory has no unit of work refuses the note: the index would go s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, insert
+from sqlalchemy import Table, delete
 from sqlalchemy.orm import Session
 
+from ridercrm.db import bulk_insert
 from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.unit_of_work import Effect
+
+KEYS_TABLE = cast(Table, PersonKey.__table__)
 
 
 def identity_of(person: Any) -> Identity:
@@ -52,12 +55,12 @@ def note_person_change(session: Session, person: Any) -> None:
 def write_keys(session: Session, pending: dict[str, Identity | None]) -> None:
     """Bring the keys of every person noted in this transaction in step, once.
 
-    Runs just before the commit, so a batch of 200 items writes its keys in two
-    statements, not 400. A person whose changes were rolled back with their item's
+    Runs just before the outermost commit, so a batch of 200 items writes its keys in
+    one executemany (before the unit of work, at every item savepoint's release). A person whose changes were rolled back with their item's
     savepoint has reverted to the stored values, so nothing is written for them; a
     person whose insert was rolled back no longer exists and is skipped.
     """
-    added: list[dict[str, Any]] = []
+    added: list[tuple[int, str]] = []
     for person_id, before in pending.items():
         person = session.get(Person, person_id)
         if person is None:
@@ -70,9 +73,8 @@ def write_keys(session: Session, pending: dict[str, Identity | None]) -> None:
                     PersonKey.person_id == person_id, PersonKey.key.in_(old - new)
                 )
             )
-        added.extend({"key": key, "person_id": person_id} for key in new - old)
-    if added:
-        session.execute(insert(PersonKey), added)
+        added.extend((key, person_id) for key in new - old)
+    bulk_insert(session, KEYS_TABLE, ("key", "person_id"), added)
 
 
 PERSON_KEYS: Effect[Identity | None] = Effect("person_keys", write_keys, keyed=True)
