@@ -26,10 +26,10 @@ tells that a savepoint ended (``after_transaction_end``) before it tells whether
 rolled back (``after_soft_rollback``), so the mark of the savepoint that just ended
 waits for that; a failed flush inside a savepoint reports the rollback of its own
 subtransaction while the savepoint is still open, and then the savepoint is only
-closed, so its mark is found among the open ones. Rows
-hold no reference to a transaction: tuples of strings and times are something the
-garbage collector stops tracking, where transactions kept until the commit are dozens
-of objects it walks (bench/README.md, Events).
+closed, so its mark is found among the open ones. Rows hold no reference to a
+transaction: tuples of strings and times are something the garbage collector stops
+tracking, where transactions kept until the commit are dozens of objects it walks
+(bench/README.md, Events).
 """
 
 from __future__ import annotations
