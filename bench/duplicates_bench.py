@@ -47,7 +47,6 @@ from ridercrm.duplicates import scan
 from ridercrm.ids import RecordKind
 from ridercrm.matching.score import Thresholds
 from ridercrm.matching.service import thresholds_of
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 
 FEBRL_COLUMNS = ("id", "first_name", "last_name", "date_of_birth", "postcode",
@@ -69,7 +68,7 @@ def _cpu() -> float:
 
 def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     started, cpu = time.perf_counter(), _cpu()
     result = scan.scan(
         sessions,
@@ -90,7 +89,7 @@ def _scan(database: Path) -> tuple[Any, float, list[tuple[str, str]]]:
 def _recheck_ms(database: Path, sample: int = 200) -> float:
     """Median time to re-check one person (its keys, candidates, scores, pair rows)."""
     settings = Settings(database_url=f"sqlite:///{database}")
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     timings: list[float] = []
     with session_scope(sessions) as session:
         ids = session.scalars(select(Person.id).order_by(Person.id)).all()

@@ -45,7 +45,6 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import scan
 from ridercrm.matching.service import thresholds_of
 from ridercrm.migrate import upgrade
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
@@ -83,7 +82,7 @@ def build(size: int, store: Path, seed: int) -> None:
         generated = time.perf_counter() - started
         print(f"generated {written} people in {generated:.1f} s; load {_load()}", flush=True)
         started = time.perf_counter()
-        result = import_csv(keep_keys(session_factory(engine)), CONTACTS, path)
+        result = import_csv(session_factory(engine), CONTACTS, path)
     print(f"import: {result.summary()} in {time.perf_counter() - started:.1f} s; load {_load()}")
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -102,7 +101,7 @@ def run_scan(
     settings = Settings(database_url=f"sqlite:///{store}")
     engine = build_engine(settings)
     upgrade(engine)
-    sessions = keep_keys(session_factory(engine))
+    sessions = session_factory(engine)
     forget_scans(sessions)
     with session_scope(sessions) as session:
         people = session.scalar(select(func.count()).select_from(Person)) or 0

@@ -55,7 +55,6 @@ from ridercrm.events import service as events  # noqa: E402
 from ridercrm.events.delivery import Deliverer  # noqa: E402
 from ridercrm.keys.service import create_key  # noqa: E402
 from ridercrm.migrate import upgrade  # noqa: E402
-from ridercrm.people.index import keep_keys  # noqa: E402
 
 THROUGHPUT_EVENTS = 2000
 EVENTS_PER_PERSON = 4
@@ -116,7 +115,7 @@ def throughput(
     url: str, receiver: Receiver, count: int = THROUGHPUT_EVENTS, delivered: int = 0
 ) -> float:
     settings = settings_for(url)
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     register(sessions, receiver.url, "person.updated")
     if delivered:  # the delivery log of earlier days, before the backlog
         record_updates(sessions, delivered, delivered // EVENTS_PER_PERSON, first=count)
@@ -237,7 +236,7 @@ def written_bytes() -> int:
 def booking_cost(url: str, receiver: Receiver, pairs: int = PAIRS) -> Cost:
     settings = settings_for(url)
     app = create_app(settings)
-    sessions = keep_keys(session_factory(build_engine(settings)))
+    sessions = session_factory(build_engine(settings))
     register(
         sessions,
         receiver.url,

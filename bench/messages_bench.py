@@ -48,7 +48,6 @@ from ridercrm.migrate import upgrade
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import Message
 from ridercrm.people import service as people
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import CONTACT
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products import service as products
@@ -115,7 +114,7 @@ def main() -> int:
 
     def orm_message(session: Session, asset: Any, **fields: Any) -> None:
         bulk_message(session, asset, **fields)
-        row = session.info[notifications._PENDING].pop()
+        row = notifications.MESSAGES.pending(session).pop()
         session.add(Message(**row))
 
     bulk_stopped: Callable[..., Any] = notifications._stopped
@@ -134,7 +133,7 @@ def main() -> int:
         settings = Settings(database_url=f"sqlite:///{Path(directory) / 'bench.db'}")
         engine = build_engine(settings)
         upgrade(engine)
-        sessions = keep_keys(session_factory(engine))
+        sessions = session_factory(engine)
         product, people_ids = setup(sessions)
         os.environ.setdefault("RIDERCRM_REMINDERS", "48h,2h")
         rep = 0

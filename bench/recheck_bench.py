@@ -42,7 +42,6 @@ from ridercrm.duplicates import recheck, scan
 from ridercrm.matching.score import Thresholds
 from ridercrm.migrate import upgrade
 from ridercrm.people import service as people
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
@@ -81,7 +80,7 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
     rng = random.Random(seed)
     engine = build_engine(Settings(database_url=url))
     upgrade(engine)
-    sessions = keep_keys(session_factory(engine))
+    sessions = session_factory(engine)
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = Path(tmp) / "people.csv"
         _store(csv_path, size, rng)
@@ -113,7 +112,7 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
         counting[0] += 1
 
     event.listen(engine, "before_cursor_execute", count)
-    uncached = keep_keys(session_factory(engine.execution_options(compiled_cache=None)))
+    uncached = session_factory(engine.execution_options(compiled_cache=None))
     on_ms: list[float] = []
     off_ms: list[float] = []
     block = 50

@@ -27,7 +27,6 @@ from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.keys.service import create_key
 from ridercrm.migrate import upgrade
 from ridercrm.models import Base
-from ridercrm.people.index import keep_keys
 
 # Tests write only in their temporary directories: never in the checkout, where an
 # operator's `make run` keeps its database and its first start's credentials files
@@ -202,7 +201,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def sessions(engine: Engine) -> sessionmaker[Session]:
     # As the app and the CLI make them.
-    return keep_keys(session_factory(engine))
+    return session_factory(engine)
 
 
 @pytest.fixture

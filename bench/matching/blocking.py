@@ -44,7 +44,6 @@ from ridercrm.ids import RecordKind
 from ridercrm.matching import repository
 from ridercrm.migrate import upgrade
 from ridercrm.people.blocking import Identity, query_keys
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import Person
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
@@ -87,7 +86,7 @@ def load(url: str, directory: Path, stores: list[Store], people: int, seed: int)
     engine = build_engine(Settings(database_url=url, log_level="WARNING"))
     try:
         upgrade(engine)
-        sessions = keep_keys(session_factory(engine))
+        sessions = session_factory(engine)
         if people:
             from bench.match_perf import CSV_FIELDS, PeopleGenerator
 
@@ -137,7 +136,7 @@ def distinct_ids(stores: list[Store], seed: int) -> None:
 def measure(url: str, store: Store, asks: Asks, stored: set[str]) -> dict[str, Blocked]:
     """Run -> Blocked for the licence and no-licence requests."""
     engine = build_engine(Settings(database_url=url, log_level="WARNING"))
-    sessions = keep_keys(session_factory(engine))
+    sessions = session_factory(engine)
     results = {}
     try:
         for run in ("licence", "no licence"):

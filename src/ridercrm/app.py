@@ -12,7 +12,6 @@ from ridercrm.db import build_engine, session_factory
 from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
 from ridercrm.notifications import metrics as message_metrics
-from ridercrm.people.index import keep_keys
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web import docs_pages, handlers, metrics, openapi
 from ridercrm.web.audit_batch import AuditBatcher
@@ -96,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.context = AppContext(
         settings=settings,
         engine=engine,
-        sessions=keep_keys(session_factory(engine)),
+        sessions=session_factory(engine),
         rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
         refused_limiter=build_rate_limiter(
             settings.refused_rate_limit,

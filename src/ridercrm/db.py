@@ -23,6 +23,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
+from ridercrm import unit_of_work
 from ridercrm.config import Settings
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,14 @@ matching/model_store.py). It lives and dies with the factory, never with the pro
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False, info={CACHES: {}})
+    """The sessions of an app, a command or a background worker, on ``engine``.
+
+    Each writes what its changes imply (matching keys, outbox events, riders' messages)
+    at its commit: the factory gets the unit of work (``unit_of_work.install``), here,
+    when it is made, never at import and never on the ``Session`` class. A bare
+    ``sessionmaker`` lacks it, and its sessions refuse to record such a row."""
+    factory = sessionmaker(bind=engine, expire_on_commit=False, info={CACHES: {}})
+    return unit_of_work.install(factory)
 
 
 @contextmanager

@@ -23,7 +23,6 @@ from ridercrm.events import service as events
 from ridercrm.events.delivery import Deliverer
 from ridercrm.migrate import upgrade
 from ridercrm.netsafety import AllowList
-from ridercrm.people.index import keep_keys
 from ridercrm.staff import service as staff_service
 from tests.browser import screenshots_duplicates, screenshots_ops
 from tests.browser.chromium import MISSING, chromium_path, launch
@@ -66,7 +65,7 @@ def take(folder: Path) -> None:
         engine = build_engine(settings)
         upgrade(engine)
         # As the app makes them: people written keep their matching keys.
-        sessions = keep_keys(session_factory(engine))
+        sessions = session_factory(engine)
         load_demo(sessions, only_if_empty=True)
         day = screenshots_ops.sheet_day(dt.date.today())
         screenshots_ops.add_riders(sessions, day)

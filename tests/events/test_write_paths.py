@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import create_person, create_product, new_booking, person_body
 from testkit.receiver import Receiver
 
+from ridercrm.courses.models import Asset
 from ridercrm.db import session_scope
 from ridercrm.events import service as events
 from ridercrm.events.delivery import Deliverer
@@ -21,7 +23,7 @@ from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people import service as people
-from ridercrm.people.models import CONTACT, Person
+from ridercrm.people.models import CONTACT, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
@@ -363,3 +365,63 @@ def test_no_event_is_stored_that_no_endpoint_can_receive(
     with session_scope(sessions) as session:
         stored = session.scalars(select(Event.type)).all()
     assert stored == ["person.updated", "person.updated"]
+
+
+def _item_with_a_taken_number(
+    session: Session, kept: Person, product: str, data: PersonCreate, made: list[str]
+) -> None:
+    with session.begin_nested():
+        made.append(people.create_person(session, kind=CONTACT, data=data).id)
+        people.apply_changes(session, kept, {"city": "Undone"})
+        session.add(
+            Asset(
+                id=new_id(RecordKind.ASSET),
+                person_id=kept.id,
+                product_id=product,
+                booking_number="HB-TAKEN",
+                course_status="booked",
+            )
+        )
+        session.flush()
+
+
+def test_a_savepoint_whose_flush_failed_leaves_no_event_and_no_key(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+) -> None:
+    """As in operation 1 when a concurrent request stored the booking number first: the
+    item's flush fails inside its savepoint, which SQLAlchemy then only closes (it
+    reports the rollback of the flush's own subtransaction). What the item recorded
+    before the flush goes with it."""
+    register(client, admin_headers, receiver.url, "person.created", "person.updated")
+    product = create_product(client, admin_headers)
+    contact = create_person(client, admin_headers)
+    booked = client.post(
+        "/crm/people/rider_courses",
+        json={"people_product": [new_booking(contact, product, booking_number="HB-TAKEN")]},
+        headers=admin_headers,
+    )
+    assert booked.json()["details"][0]["delivery"] == "true", booked.text
+    with session_scope(sessions) as session:
+        before = set(session.scalars(select(Event.id)))
+    data = PersonCreate.model_validate(person_body(first_name="Undone"))
+    with session_scope(sessions, write=True) as session:
+        kept = people.find_person(session, contact)
+        assert kept is not None
+        made: list[str] = []
+        with pytest.raises(IntegrityError):
+            _item_with_a_taken_number(session, kept, product, data, made)
+        (undone,) = made
+        people.apply_changes(session, kept, {"city": "Kept"})
+    with session_scope(sessions) as session:
+        written = session.execute(
+            select(Event.type, Event.subject).where(Event.id.not_in(before)).order_by(Event.id)
+        ).all()
+        undone_keys = session.scalar(
+            select(func.count()).select_from(PersonKey).where(PersonKey.person_id == undone)
+        )
+        assert session.get(Person, undone) is None
+    assert [tuple(row) for row in written] == [("person.updated", f"person:{contact}")]
+    assert undone_keys == 0

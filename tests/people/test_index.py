@@ -1,5 +1,5 @@
-"""The person_keys index is kept by listeners on the session factories that ask for it
-(people.index.keep_keys), not by listeners on every Session of the process."""
+"""The person_keys index is kept by the unit of work of the session factories that have
+it (db.session_factory installs it), not by listeners on every Session of the process."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import person_body
 
+from ridercrm import unit_of_work
 from ridercrm.db import session_factory, session_scope
 from ridercrm.people import service
 from ridercrm.people.blocking import stored_keys
-from ridercrm.people.index import identity_of, keep_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, PersonKey
 from ridercrm.people.schemas import PersonCreate
 
@@ -38,10 +39,10 @@ def test_a_keeping_factory_stores_and_follows_the_keys(sessions: sessionmaker[Se
     assert _keys(sessions, person_id) == after
 
 
-def test_a_factory_without_the_listeners_refuses_to_write_people(engine: Engine) -> None:
-    plain = session_factory(engine)  # no keep_keys: the index would go stale
+def test_a_factory_without_the_unit_of_work_refuses_to_write_people(engine: Engine) -> None:
+    plain = sessionmaker(bind=engine)  # no unit of work: the index would go stale
     with (
-        pytest.raises(RuntimeError, match="keep_keys"),
+        pytest.raises(RuntimeError, match="has no unit of work"),
         session_scope(plain, write=True) as session,
     ):
         service.create_person(
@@ -49,8 +50,8 @@ def test_a_factory_without_the_listeners_refuses_to_write_people(engine: Engine)
         )
 
 
-def test_keep_keys_registers_its_listeners_once(engine: Engine) -> None:
-    factory = keep_keys(keep_keys(session_factory(engine)))
+def test_install_registers_its_listeners_once(engine: Engine) -> None:
+    factory = unit_of_work.install(unit_of_work.install(session_factory(engine)))
     with session_scope(factory, write=True) as session:
         person = service.create_person(
             session, kind=CONTACT, data=PersonCreate.model_validate(person_body())

@@ -23,7 +23,7 @@ from ridercrm.db import WRITE, build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people import service
 from ridercrm.people.blocking import stored_keys
-from ridercrm.people.index import identity_of, keep_keys
+from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, Person, PersonKey
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
@@ -40,7 +40,7 @@ class FailedAttempt(Exception):
 def pg_sessions(postgres_ready: str) -> Iterator[sessionmaker[Session]]:
     truncate_all(postgres_ready)
     engine = build_engine(Settings(database_url=postgres_ready))
-    yield keep_keys(session_factory(engine))
+    yield session_factory(engine)
     engine.dispose()
 
 

@@ -24,7 +24,6 @@ from ridercrm.duplicates.recheck import start_rechecker
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
 from ridercrm.notifications.commands import deliver_command, start_deliverer
-from ridercrm.people.index import keep_keys
 from ridercrm.rosters.digest import start_digest_timer
 from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.startup import (
@@ -48,7 +47,7 @@ errors = Console(stderr=True, markup=False)
 def _sessions(settings: Settings | None = None, *, may_create: bool = False):  # type: ignore[no-untyped-def]
     """Sessions on the configured database (see ``startup.open_database``)."""
     engine = open_database(settings or Settings(), may_create=may_create)
-    return keep_keys(session_factory(engine))
+    return session_factory(engine)
 
 
 def ensure_admin_key(settings: Settings) -> str | None:

@@ -25,7 +25,6 @@ from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.errors import NOT_FOUND
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.matching.service import thresholds_of
-from ridercrm.people.index import keep_keys
 from ridercrm.people.models import PERSON_FIELDS
 from ridercrm.startup import open_database
 from ridercrm.tables import print_json, print_table
@@ -38,7 +37,7 @@ errors = Console(stderr=True, markup=False, soft_wrap=True)
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
     engine = open_database(settings, may_create=False)
-    return keep_keys(session_factory(engine))
+    return session_factory(engine)
 
 
 def _print(value: Any) -> None:

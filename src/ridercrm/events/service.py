@@ -1,10 +1,11 @@
 """Write events into the outbox, in the transaction of the change they describe.
 
 The services that change people and courses call these functions where they change
-the rows, so an event is stored exactly when its change commits. Events are kept with
-the session and inserted in bulk just before the transaction commits, still under the
-rows' locks; an item savepoint that rolls back discards the events recorded in it, and
-a transaction that rolls back writes none. Each event gets one delivery row per enabled
+the rows, so an event is stored exactly when its change commits. Each is recorded with
+the session's unit of work (``EVENTS``, ridercrm.unit_of_work) and inserted in bulk just
+before the transaction commits, still under the rows' locks; an item savepoint that
+rolls back discards the events recorded in it, and a transaction that rolls back writes
+none. Each event gets one delivery row per enabled
 endpoint that wants its type, in the same transaction.
 """
 
@@ -23,7 +24,7 @@ from uuid_utils import uuid7
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint, is_open
 from ridercrm.fields import COURSE_STATE_FIELDS, PERSON_FIELDS
-from ridercrm.pending import PendingRows
+from ridercrm.unit_of_work import Effect, installed, memo
 
 PERSON_CREATED = "person.created"
 PERSON_UPDATED = "person.updated"
@@ -62,7 +63,7 @@ EVENT_TYPES = (
 )
 KNOWN_TYPES = EVENT_TYPES
 
-_SUBSCRIBERS = "ridercrm.webhook_subscribers"
+_SUBSCRIBERS = "events.endpoints"
 EVENT_COLUMNS = ("id", "type", "subject", "payload", "created_at")
 DELIVERY_COLUMNS = (
     "event_id",
@@ -131,13 +132,14 @@ def _envelope(event_type: str, data: dict[str, Any], now: dt.datetime) -> str:
 
 def _endpoints(session: Session) -> list[tuple[str, frozenset[str], bool]]:
     """Every endpoint's id, types and whether it is enabled (read once per transaction)."""
-    cached = session.info.get(_SUBSCRIBERS)
+    kept = memo(session)
+    cached = kept.get(_SUBSCRIBERS)
     if cached is None:
         rows = session.execute(
             select(WebhookEndpoint.id, WebhookEndpoint.event_types, WebhookEndpoint.enabled)
         ).all()
         cached = [(row.id, frozenset(row.event_types), bool(row.enabled)) for row in rows]
-        session.info[_SUBSCRIBERS] = cached
+        kept[_SUBSCRIBERS] = cached
     return cached
 
 
@@ -163,7 +165,8 @@ def wanted(session: Session, event_type: str) -> bool:
 
 def forget_subscribers(session: Session) -> None:
     """Read the endpoints again at the next event (after endpoints changed)."""
-    session.info.pop(_SUBSCRIBERS, None)
+    if installed(session):
+        memo(session).pop(_SUBSCRIBERS, None)
 
 
 def record(session: Session, *, event_type: str, subject: str, data: dict[str, Any]) -> str:
@@ -176,7 +179,7 @@ def record(session: Session, *, event_type: str, subject: str, data: dict[str, A
     now = utcnow()
     event_id = new_event_id()
     row = (event_id, event_type, subject, _envelope(event_type, data, now), now)
-    _PENDING_EVENTS.add(session, row)
+    EVENTS.add(session, row)
     return event_id
 
 
@@ -194,11 +197,8 @@ def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
     _insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
 
 
-# Recorded events wait in the session until its transaction commits (ridercrm.pending);
-# the endpoints read for it are forgotten with it.
-_PENDING_EVENTS: PendingRows[tuple[Any, ...]] = PendingRows(
-    "events", write_events, also_clear=(_SUBSCRIBERS,)
-)
+EVENTS: Effect[tuple[Any, ...]] = Effect("events", write_events)
+"""Recorded events, written when the transaction commits (ridercrm.unit_of_work)."""
 
 
 def _insert(

@@ -2,8 +2,9 @@
 
 The courses service calls :func:`course_booked` and :func:`course_changed` where it
 records a course's events, so a message exists exactly when its change commits. A
-course's messages are kept with the session and inserted in bulk (one executemany)
-just before the transaction commits, as the events outbox does: a 200-item booking
+course's messages are recorded with the session's unit of work (``MESSAGES``,
+ridercrm.unit_of_work) and inserted in bulk (one executemany) just before the
+transaction commits, with the events and keys: a 200-item booking
 writes 1,200 rows, which as ORM rows took as long as the booking itself (bench/README.md,
 Messages). An item savepoint that rolls back discards the messages written in it. The
 deliverer sends them (``notifications.sender``).
@@ -40,8 +41,8 @@ from ridercrm.notifications.models import (
     Message,
     ReminderStop,
 )
-from ridercrm.pending import PendingRows
 from ridercrm.people.models import Person
+from ridercrm.unit_of_work import Effect, memo
 
 REMINDERS_INFO = "ridercrm.notify_reminders"
 """A session's reminder offsets (text as RIDERCRM_REMINDERS), set by whoever opens it
@@ -84,7 +85,7 @@ def _person(session: Session, person_id: str) -> Person | None:
 
 
 # The people who stopped reminders, read once a transaction (``_stopped``).
-_STOPS = "ridercrm.reminder_stops"
+_STOPS = "notifications.reminder_stops"
 MESSAGES_TABLE: Table = Message.__table__  # type: ignore[assignment]
 COLUMNS = (
     "key",
@@ -122,7 +123,7 @@ def _message(
 ) -> None:
     """Write a course's message: kept with the session, inserted when it commits."""
     now = utcnow()
-    _PENDING_MESSAGES.add(
+    MESSAGES.add(
         session,
         {
             "key": new_key(),
@@ -156,10 +157,9 @@ def _insert_messages(session: Session, pending: list[dict[str, Any]]) -> None:
     )
 
 
-# A course's messages wait in the session (rows as dicts) until the transaction commits.
-_PENDING_MESSAGES: PendingRows[dict[str, Any]] = PendingRows(
-    "messages", _insert_messages, also_clear=(_STOPS,)
-)
+MESSAGES: Effect[dict[str, Any]] = Effect("messages", _insert_messages)
+"""A course's messages (rows as dicts), written when the transaction commits
+(ridercrm.unit_of_work)."""
 
 
 def _announce(session: Session, asset: Any, kind: str, *, sequence: int = 0) -> None:
@@ -183,11 +183,12 @@ def _stopped(session: Session, person_id: str) -> bool:
     """Whether a person stopped reminders. The people who did are read once a transaction
     (a few, next to the 200 lookups of a 200-item booking, which cost as much as writing
     its messages); stopping or resuming in the transaction reads them again."""
-    stops = session.info.get(_STOPS)
+    kept = memo(session)
+    stops = kept.get(_STOPS)
     if stops is None:
         with session.no_autoflush:
             stops = frozenset(session.scalars(select(ReminderStop.person_id)))
-        session.info[_STOPS] = stops
+        kept[_STOPS] = stops
     return person_id in stops
 
 
@@ -241,7 +242,7 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
         execution_options={"synchronize_session": False},
     )
     # This transaction's messages not inserted yet are superseded too.
-    for row in _PENDING_MESSAGES.rows(session):
+    for row in MESSAGES.pending(session):
         if row["asset_id"] == asset_id and row["kind"] in REPLACEABLE and row["status"] == PENDING:
             row["status"], row["reason"] = SUPERSEDED, reason
 
@@ -255,7 +256,7 @@ def _next_sequence(session: Session, asset_id: str) -> int:
             Message.asset_id == asset_id, Message.kind.in_(invitations)
         )
     )
-    for row in _PENDING_MESSAGES.rows(session):
+    for row in MESSAGES.pending(session):
         if row["asset_id"] == asset_id and row["kind"] in invitations:
             last = row["sequence"] if last is None else max(last, row["sequence"])
     return 0 if last is None else last + 1
@@ -415,7 +416,7 @@ def stop_reminders(session: Session, *, person_id: str, stopped_by: str) -> bool
     if session.get(ReminderStop, person_id) is not None:
         return False
     session.add(ReminderStop(person_id=person_id, stopped_by=stopped_by, stopped_at=utcnow()))
-    session.info.pop(_STOPS, None)
+    memo(session).pop(_STOPS, None)
     session.execute(
         update(Message)
         .where(
@@ -438,7 +439,7 @@ def resume_reminders(session: Session, *, person_id: str) -> bool:
         return False
     session.delete(stop)
     session.flush()
-    session.info.pop(_STOPS, None)
+    memo(session).pop(_STOPS, None)
     return True
 
 

@@ -24,7 +24,6 @@ from ridercrm.db import session_factory, session_scope
 from ridercrm.errors import CONFLICT, NOT_FOUND
 from ridercrm.fields import error_messages
 from ridercrm.ids import RecordKind, new_id
-from ridercrm.people.index import keep_keys
 from ridercrm.rosters import service as rosters
 from ridercrm.sessions import seats
 from ridercrm.sessions import service as sessions
@@ -41,7 +40,7 @@ errors = Console(stderr=True, markup=False)
 
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
-    return keep_keys(session_factory(open_database(settings, may_create=False)))
+    return session_factory(open_database(settings, may_create=False))
 
 
 def _audited(command: str, arguments: dict[str, Any], action: Callable[[Session, str], Any]) -> Any:

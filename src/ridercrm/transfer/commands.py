@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.config import Settings
 from ridercrm.db import session_factory
 from ridercrm.matching.service import thresholds_of
-from ridercrm.people.index import keep_keys
 from ridercrm.startup import open_database, operator
 from ridercrm.transfer.columns import CONTACTS, LEADS, PRODUCTS, TARGETS, Target
 from ridercrm.transfer.exporter import export_csv
@@ -98,7 +97,7 @@ def _database(
     """Sessions on the configured database, brought up to date, closed afterwards."""
     engine = open_database(settings or Settings(), may_create=may_create)
     try:
-        yield keep_keys(session_factory(engine))
+        yield session_factory(engine)
     finally:
         engine.dispose()
 
