@@ -3,10 +3,11 @@
 A template an admin types must not hold a worker (or, saving it, the database) for
 minutes, nor exhaust its memory: ``9 ** 9 ** 9``, ``'x' * 10 ** 9``, two nested loops
 over ``range(100000)``, ``'%0999999999d' % 1``, ``'x'.ljust(10 ** 9)`` or a string
-doubled in a loop would. So, within one render (docs/decisions.md, "Bounded message
-templates"):
+doubled in a loop would. So, within one render
+(docs/decisions.md, "Bounded message templates"):
 
-- loop iterations and calls (macros included) together are at most MAX_STEPS;
+- loop iterations and calls (macros included) together are at most MAX_STEPS, a value
+  of WEIGHED_PER_STEP characters or items built counting as one more;
 - a width, precision or count given to a string method, filter or format is at most
   MAX_WIDTH, and an operation that would build a value longer than MAX_VALUE
   (characters or items) is refused before it builds it, where that can be told, or as
@@ -42,6 +43,7 @@ MAX_STEPS = 1_000
 MAX_WIDTH = 200
 MAX_VALUE = 50_000
 MAX_OUTPUT = 100_000
+WEIGHED_PER_STEP = 500
 
 # This render's steps taken so far (None outside :func:`budget`: no render is counted).
 _steps: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
@@ -59,11 +61,11 @@ def budget() -> Iterator[None]:
         _steps.reset(token)
 
 
-def _step() -> None:
+def _step(count: int = 1) -> None:
     taken = _steps.get()
     if taken is None:
         return
-    taken[0] += 1
+    taken[0] += count
     if taken[0] > MAX_STEPS:
         raise SecurityError(f"more than {MAX_STEPS} loop iterations and calls are not allowed")
 
@@ -87,8 +89,12 @@ def _weight(value: Any) -> int:
 
 def _sized(value: Any) -> Any:
     """The value, unless it (with what it holds) is longer than MAX_VALUE."""
-    if _weight(value) > MAX_VALUE:
+    weight = _weight(value)
+    if weight > MAX_VALUE:
         raise SecurityError(f"a value longer than {MAX_VALUE} is not allowed")
+    # Building and weighing a large value is work too: a step per WEIGHED_PER_STEP.
+    if weight >= WEIGHED_PER_STEP:
+        _step(weight // WEIGHED_PER_STEP)
     return value
 
 
