@@ -205,7 +205,8 @@ class Settings(BaseSettings):
         default="",
         description=(
             "Webhook endpoints that may be on loopback, private or link-local addresses:"
-            " comma-separated host names or CIDR ranges, e.g. 127.0.0.1,10.0.0.0/8,hooks.lan"
+            " comma-separated host names or CIDR ranges, each at every port or at one"
+            " (host:port, [v6]:port), e.g. 127.0.0.1:9000,10.0.0.0/8,hooks.lan"
         ),
     )
     webhook_retry_schedule: str = Field(

@@ -3,7 +3,8 @@
 An endpoint's URL is checked when it is registered and again before every attempt, and
 the attempt connects to the very address that was checked, so a host name that later
 resolves somewhere else (DNS rebinding) cannot steer a delivery inside the network.
-``RIDERCRM_WEBHOOK_ALLOWED_HOSTS`` lets an operator allow named hosts or CIDR ranges;
+``RIDERCRM_WEBHOOK_ALLOWED_HOSTS`` lets an operator allow named hosts or CIDR ranges, at
+every port or at one (``127.0.0.1:9000``);
 the entries a URL needed when it was registered are stored with its endpoint and honoured
 by every deliverer (``Target.allowed``).
 """
@@ -31,43 +32,88 @@ class UnsafeUrl(ValueError):
 
 @dataclass(frozen=True)
 class AllowList:
-    """Hosts and ranges an operator allows although they are not public."""
+    """Hosts and ranges an operator allows although they are not public: at any port, or
+    at one port only (``host:port``, ``10.0.0.0/8:443``, ``[::1]:9000``)."""
 
     hosts: frozenset[str] = frozenset()
     networks: tuple[IPNetwork, ...] = ()
+    host_ports: frozenset[tuple[str, int]] = frozenset()
+    network_ports: tuple[tuple[IPNetwork, int], ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> AllowList:
-        """Read "host,10.0.0.0/8,127.0.0.1"; raise ValueError on a bad range."""
+        """Read "host,10.0.0.0/8,127.0.0.1:9000"; raise ValueError on a bad range or port."""
         hosts: set[str] = set()
         networks: list[IPNetwork] = []
+        host_ports: set[tuple[str, int]] = set()
+        network_ports: list[tuple[IPNetwork, int]] = []
         for raw in text.split(","):
-            item = raw.strip().lower()
+            item, port = _split_port(raw.strip().lower(), raw.strip())
             if not item:
                 continue
             try:
-                networks.append(ipaddress.ip_network(item, strict=False))
+                network = ipaddress.ip_network(item, strict=False)
             except ValueError:
                 if "/" in item:
                     raise ValueError(f"{raw.strip()!r} is not a CIDR range") from None
-                hosts.add(item.strip("[]"))
-        return cls(frozenset(hosts), tuple(networks))
+                name = item.strip("[]")
+                hosts.add(name) if port is None else host_ports.add((name, port))
+            else:
+                networks.append(network) if port is None else network_ports.append((network, port))
+        return cls(frozenset(hosts), tuple(networks), frozenset(host_ports), tuple(network_ports))
 
-    def allows(self, host: str, address: IPAddress) -> bool:
-        return bool(self.entries_for(host, address))
+    def allows(self, host: str, address: IPAddress, port: int | None = None) -> bool:
+        return bool(self.entries_for(host, address, port))
 
-    def entries_for(self, host: str, address: IPAddress) -> list[str]:
-        """The entries that allow ``address`` for ``host``: its name, or the ranges it is in."""
-        if host.lower() in self.hosts:
-            return [host.lower()]
-        return [str(net) for net in self.networks if address in net]
+    def entries_for(self, host: str, address: IPAddress, port: int | None = None) -> list[str]:
+        """The entries that allow ``address`` for ``host`` (at ``port``): its name, or the
+        ranges it is in; an entry of one port allows only that port."""
+        name = host.lower()
+        if name in self.hosts:
+            return [name]
+        if port is not None and (name, port) in self.host_ports:
+            return [_with_port(name, port)]
+        found = [str(net) for net in self.networks if address in net]
+        if found or port is None:
+            return found
+        return [
+            _with_port(str(net), port)
+            for net, only in self.network_ports
+            if only == port and address in net
+        ]
 
     def union(self, other: AllowList) -> AllowList:
         """What either list allows."""
-        if not other.hosts and not other.networks:
+        if not (other.hosts or other.networks or other.host_ports or other.network_ports):
             return self
         networks = tuple(dict.fromkeys((*self.networks, *other.networks)))
-        return AllowList(self.hosts | other.hosts, networks)
+        network_ports = tuple(dict.fromkeys((*self.network_ports, *other.network_ports)))
+        return AllowList(
+            self.hosts | other.hosts,
+            networks,
+            self.host_ports | other.host_ports,
+            network_ports,
+        )
+
+
+def _split_port(item: str, raw: str) -> tuple[str, int | None]:
+    """An entry and its port, if it names one: ``name:port``, ``[v6 address or range]:port``
+    (a bare IPv6 address has colons of its own and names none)."""
+    text, port = item, ""
+    if item.startswith("[") and "]:" in item:
+        text, port = item[1:].split("]:", 1)
+    elif item.count(":") == 1:
+        text, port = item.split(":", 1)
+    if not port:
+        return text, None
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{raw!r}: the port must be a number from 1 to 65535")
+    return text, int(port)
+
+
+def _with_port(entry: str, port: int) -> str:
+    """An entry of one port, as ``AllowList.parse`` reads it back."""
+    return f"[{entry}]:{port}" if ":" in entry else f"{entry}:{port}"
 
 
 @dataclass(frozen=True)
@@ -151,7 +197,7 @@ def resolve(url: str, allow: AllowList) -> Target:
         reason = _refusal(address)
         if reason is None:
             continue
-        entries = allow.entries_for(host, address)
+        entries = allow.entries_for(host, address, port)
         # Any one disallowed address refuses the host: a resolver may answer with either.
         if not entries:
             raise UnsafeUrl(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import getpass
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -166,6 +167,15 @@ def write_owner_only(path: Path, text: str) -> Path:
 
 
 _operator: str | None = None
+
+
+def operator_problem(name: str) -> str | None:
+    """Why ``name`` cannot name who runs a command (`--as`), or None: it is written into
+    audit records and shown on terminals and pages, where a control character (a line
+    break, an escape sequence, a direction override) could forge or hide what follows."""
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") for char in name):
+        return "must not contain control characters (line breaks, escapes, direction marks)"
+    return None
 
 
 def set_operator(name: str | None) -> None:

@@ -85,3 +85,17 @@ def test_a_refused_action_is_audited_as_refused(
     )
     assert refused.exit_code != 0
     assert cli_records(sessions) == [("cli.keys_revoke", "dana", 400, '{"ident": "nobody"}')]
+
+
+def test_an_operator_name_with_control_characters_is_refused(
+    db_url: str, sessions: sessionmaker[Session]
+) -> None:
+    """`--as` is written into audit records and shown on terminals and pages: a line break
+    or an escape sequence in it could forge or hide what follows."""
+    env = {"RIDERCRM_DATABASE_URL": db_url}
+    for name in ("dana\nstaff_user: admin", "dana\x1b[2K", "dana\u202eatad", "dana\x00"):
+        result = runner.invoke(app, ["--as", name, "keys", "create", "--name", "w"], env=env)
+        assert result.exit_code == 2, (name, result.output)
+        assert "--as" in result.output
+        assert "control characters" in result.output
+    assert cli_records(sessions) == []

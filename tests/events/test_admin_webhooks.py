@@ -356,3 +356,33 @@ def test_a_replay_time_before_the_calendar_or_a_nul_in_an_id_is_refused_not_a_50
         f"/admin/webhooks/{endpoint}/replay", json={"event_id": "msg_\u0000"}, headers=admin_headers
     )
     assert replay_nul.status_code == 400, replay_nul.text
+
+
+def test_an_allowance_may_name_one_port_of_a_host(
+    make_client: Callable[..., TestClient],
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    make_deliverer: Callable[..., Deliverer],
+    client: TestClient,
+) -> None:
+    """`RIDERCRM_WEBHOOK_ALLOWED_HOSTS=127.0.0.1:9000` lets webhooks reach the receiver on
+    that port, not the host's other services (a database, a cache, an admin port)."""
+    port = int(receiver.url.split(":")[2].split("/")[0])
+    other = port + 1 if port < 65535 else port - 1
+    allowing = make_client(webhook_allowed_hosts=f"127.0.0.1:{port},[::1]:{port}")
+    for url in (f"http://127.0.0.1:{other}/hooks", f"http://[::1]:{other}/hooks"):
+        body = {"url": url, "event_types": ["person.created"]}
+        refused = allowing.post("/admin/webhooks", json=body, headers=admin_headers)
+        assert refused.status_code == 400, refused.text
+        assert "loopback" in refused.json()["detail"]
+    assert _endpoint_count(sessions) == 0
+    body = {"url": receiver.url, "event_types": ["person.created"]}
+    made = allowing.post("/admin/webhooks", json=body, headers=admin_headers)
+    assert made.status_code == 201, made.text
+    (listed,) = client.get("/admin/webhooks", headers=admin_headers).json()["webhooks"]
+    assert listed["allowed_hosts"] == [f"127.0.0.1/32:{port}"]
+    create_person(client, admin_headers)
+    make_deliverer(webhook_allowed_hosts="").run_until_idle()
+    (got,) = receiver.delivered()
+    assert got.verifies_with(made.json()["secret"])

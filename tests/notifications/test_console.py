@@ -130,6 +130,34 @@ def test_the_signed_link_stops_reminders_without_sign_in(
     assert client.get("/console/stop-reminders/garbage").status_code == 404
 
 
+def test_a_viewer_sees_no_stop_link_token_in_the_audit(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    make_client: Callable[..., TestClient],
+    console_as: Callable[..., TestClient],
+) -> None:
+    """Whoever holds a stop link may stop that rider's reminders: the audit page shows its
+    token to staff (who may stop reminders anyway), never to a viewer."""
+    person_id, _asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    with session_scope(sessions, write=True) as session:
+        token = compose.stop_token(compose.link_secret(session, settings), person_id)
+    assert make_client().post(f"/console/stop-reminders/{token}").status_code == 200
+    with session_scope(sessions) as session:
+        [record] = [
+            r
+            for r in session.scalars(select(AuditRecord))
+            if r.operation == "notify.stop_reminders"
+        ]
+    assert token in record.path
+    viewer, staff = console_as("viewer"), console_as("staff")
+    seen = viewer.get(f"/console/audit/{record.id}")
+    assert seen.status_code == 200
+    assert token not in seen.text
+    assert "stop-reminders/[redacted]" in seen.text
+    assert token not in viewer.get("/console/audit").text
+    assert token in staff.get(f"/console/audit/{record.id}").text
+
+
 def test_templates_are_previewed_with_real_data_and_validated(
     sessions: sessionmaker[Session], console_as: Callable[..., TestClient]
 ) -> None:

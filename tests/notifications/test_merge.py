@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ridercrm.db import session_scope
 from ridercrm.duplicates.merge import merge_people, undo_merge
 from ridercrm.notifications import service
+from ridercrm.notifications.models import PENDING, SKIPPED
 from tests.notifications.helpers import book, change, messages
 
 DAYS = dt.timedelta(days=1)
@@ -66,3 +67,32 @@ def test_a_merge_moves_the_messages_and_an_undo_moves_them_back(
     # Bob's own messages come back, with the one his course got while merged.
     assert {m.id for m in messages(sessions, person_id=bob)} == bobs | {cancelled.id}
     assert _listed(client, bob) == bobs | {cancelled.id}
+
+
+def test_a_merge_carries_a_members_reminder_stop_to_the_survivor_and_an_undo_takes_it_back(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A rider who stopped reminders, stored twice, is not reminded again through the
+    record that survives a merge (it now holds their courses and address)."""
+    ann, _ann_course = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    other = {"first_name": "Bo", "email": "bo@example.com", "mobile_phone": None}
+    bob, _bob_course = book(sessions, starts_in=6 * DAYS, person=other)
+    with session_scope(sessions, write=True) as session:
+        assert service.stop_reminders(session, person_id=bob, stopped_by="stop link")
+    assert {m.status for m in messages(sessions, person_id=ann, kind="reminder")} == {PENDING}
+
+    with session_scope(sessions, write=True) as session:
+        _plan, record = merge_people(session, people_ids=[ann, bob], survivor_id=ann)
+        assert record is not None
+        merge_id = record.id
+    with session_scope(sessions) as session:
+        stop = service.reminders_stopped(session, ann)
+        assert stop is not None
+        assert "stop link" in stop.stopped_by
+    assert {m.status for m in messages(sessions, person_id=ann, kind="reminder")} == {SKIPPED}
+
+    with session_scope(sessions, write=True) as session:
+        undo_merge(session, merge_id)
+    with session_scope(sessions) as session:
+        assert service.reminders_stopped(session, ann) is None
+        assert service.reminders_stopped(session, bob) is not None

@@ -100,3 +100,29 @@ def test_backfill_makes_sessions_without_capacity_from_the_courses(
         ("2026-12-06 08:30:00", 1, None, None),
     ]
     assert "created 0 session(s)" in ridercrm(db_url, "sessions", "backfill").stdout
+
+
+def test_impossible_days_and_times_are_refused_clearly(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    for option in ("--from", "--to"):
+        for day in ("2026-02-30", "0001-01-01", "soon"):
+            listed = ridercrm(db_url, "sessions", "list", option, day)
+            assert listed.exit_code == 1, listed.output
+            assert listed.exception is None or isinstance(listed.exception, SystemExit)
+            assert option in listed.output
+            assert "YYYY-MM-DD" in listed.output or "years" in listed.output
+    for start, hours in (
+        ("2026-02-30 09:00:00", "3"),
+        ("0001-01-01 00:00:00", "3"),
+        ("9998-12-31 23:00:00", "3"),  # ends in the year 9999
+        ("2026-12-07 09:00:00", "1e12"),
+    ):
+        made = ridercrm(
+            db_url, "sessions", "create", "--product", seats.product, "--location", "kilsyth",
+            "--start", start, "--hours", hours,
+        )  # fmt: skip
+        assert made.exit_code == 1, (start, made.output)
+        assert made.exception is None or isinstance(made.exception, SystemExit), made.exception
+    assert client.get("/admin/sessions", headers=admin_headers).json() == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from typing import Any
 
@@ -12,6 +13,12 @@ PATH = "/crm/people/rider_courses"
 START = "2026-12-05 08:30:00"
 END = "2026-12-05 16:30:00"
 _numbers = itertools.count(1)
+
+
+def _eight_hours_after(start: str) -> str:
+    """A session's end, a day's course after its start (sessions end after they start)."""
+    moment = dt.datetime.strptime(start, "%Y-%m-%d %H:%M:%S") + dt.timedelta(hours=8)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 class Seats:
@@ -29,11 +36,12 @@ class Seats:
         return create_person(self.client, self.headers, **overrides)
 
     def create(self, **fields: Any) -> dict[str, Any]:
+        start = fields.get("course_datetime", START)
         body = {
             "product_id": self.product,
             "location": "somerton",
             "course_datetime": START,
-            "course_date_end": END,
+            "course_date_end": _eight_hours_after(start) if start != START else END,
             "capacity": 3,
             **fields,
         }

@@ -53,6 +53,33 @@ def test_bad_session_bodies_are_refused_clearly(
     assert again.status_code == 409
 
 
+def test_impossible_session_times_are_refused_and_change_nothing(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    for body, field in [
+        ({"course_date_end": "2026-12-05 07:00:00"}, "course_date_end"),  # before the start
+        ({"course_date_end": START}, "course_date_end"),  # no length at all
+        ({"course_datetime": "0001-01-01 00:00:00", "course_date_end": None}, "course_datetime"),
+        ({"course_datetime": "9999-12-31 23:59:59", "course_date_end": None}, "course_datetime"),
+        ({"course_date_end": "0001-01-01 00:00:00"}, "course_date_end"),
+    ]:
+        payload = {"product_id": seats.product, "location": "somerton", "course_datetime": START}
+        payload.update(body)
+        response = client.post("/admin/sessions", json=payload, headers=admin_headers)
+        assert response.status_code == 400, (body, response.text)
+        assert field in response.json()["detail"]
+    assert client.get("/admin/sessions", headers=admin_headers).json() == []
+    made = seats.create()
+    for end in ("2026-12-05 07:00:00", "0001-01-01 00:00:00"):
+        changed = client.patch(
+            f"/admin/sessions/{made['id']}", json={"course_date_end": end}, headers=admin_headers
+        )
+        assert changed.status_code == 400, changed.text
+        assert "course_date_end" in changed.json()["detail"]
+    assert seats.read(made["id"])["course_date_end"] == made["course_date_end"]
+
+
 def test_bookings_take_seats_until_the_session_is_full(
     client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
 ) -> None:

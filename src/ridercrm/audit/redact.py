@@ -272,3 +272,14 @@ def redact_response(body: bytes) -> str:
     """A response body (JSON, or one of the service's fixed texts) with personal values
     redacted."""
     return Redaction().response(body)
+
+
+# A stop-reminders link's token (notifications/compose.py): whoever holds it may stop a
+# rider's reminders. It is kept in the audit trail (the path of the link's page, message
+# bodies), but shown only to staff who may stop reminders themselves.
+_STOP_TOKEN = re.compile(r"(stop-reminders/)[A-Za-z0-9_.~%-]+")
+
+
+def without_stop_tokens(text: str) -> str:
+    """``text`` with every stop-reminders link's token replaced by [redacted]."""
+    return _STOP_TOKEN.sub(r"\1[redacted]", text)

@@ -90,10 +90,12 @@ def _options(
     ] = None,
 ) -> None:
     """ridercrm: CRM service for a rider-training business."""
-    from ridercrm.startup import set_operator
+    from ridercrm.startup import operator_problem, set_operator
 
     global _debug
     _debug = debug
+    if as_name is not None and (problem := operator_problem(as_name)):
+        raise typer.BadParameter(problem, param_hint="'--as'")
     set_operator(as_name)
 
 

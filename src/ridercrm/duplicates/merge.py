@@ -29,7 +29,8 @@ from ridercrm.duplicates.scoring import SameCheck, scored_as_different
 from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import canonical_id
-from ridercrm.notifications.models import Message
+from ridercrm.notifications import service as notifications
+from ridercrm.notifications.models import Message, ReminderStop
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
 
@@ -176,6 +177,9 @@ def merge_people(
             execution_options={"synchronize_session": False},
         )
     moved_messages = _move_messages(session, [person.id for person in plan.merged], survivor.id)
+    carried = _carry_reminder_stop(session, survivor.id, [person.id for person in plan.merged])
+    if carried is not None:
+        before[survivor.id][CARRIED_STOP] = carried  # the undo takes it away again
     record = PersonMerge(
         created_at=now,
         survivor_id=survivor.id,
@@ -219,6 +223,27 @@ def _move_messages(session: Session, from_ids: Sequence[str], to_id: str) -> dic
             execution_options={"synchronize_session": False},
         )
     return owners
+
+
+# In a merge's ``before`` of the survivor: the merge stopped its reminders, as a member's
+# were stopped (the survivor now has that member's courses and address).
+CARRIED_STOP = "reminders_stopped_by_merge"
+
+
+def _carry_reminder_stop(
+    session: Session, survivor_id: str, merged_ids: Sequence[str]
+) -> str | None:
+    """Stop the survivor's reminders if a merged member had stopped theirs and the
+    survivor had not; return the stop's ``stopped_by`` if it did."""
+    stops = session.scalars(
+        select(ReminderStop).where(ReminderStop.person_id.in_(list(merged_ids)))
+    ).all()
+    if not stops or notifications.reminders_stopped(session, survivor_id) is not None:
+        return None
+    first = min(stops, key=lambda stop: (stop.stopped_at, stop.person_id))
+    stopped_by = f"{first.stopped_by} (as {first.person_id}, merged)"[:120]
+    notifications.stop_reminders(session, person_id=survivor_id, stopped_by=stopped_by)
+    return stopped_by
 
 
 def _messages_back(session: Session, record: PersonMerge) -> None:
@@ -318,6 +343,9 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
             execution_options={"synchronize_session": False},
         )
     _messages_back(session, record)
+    stop = notifications.reminders_stopped(session, survivor.id)
+    if stop is not None and own.get(CARRIED_STOP) == stop.stopped_by:
+        notifications.resume_reminders(session, person_id=survivor.id)
     record.undone_at = utcnow()
     _flush(session, "undo")
     events.person_unmerged(

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateError
-from jinja2.runtime import Context
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.errors import DomainError
+from ridercrm.notifications import sandbox
 from ridercrm.notifications.models import (
     CANCELLED,
     CONFIRMATION,
@@ -29,6 +28,7 @@ from ridercrm.notifications.models import (
     WAITLIST_OFFER,
     MessageTemplate,
 )
+from ridercrm.notifications.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -249,35 +249,10 @@ DEFAULTS: dict[tuple[str, str], Template] = {
 }
 assert all((kind, channel) in DEFAULTS for kind in KINDS for channel in (EMAIL, SMS))
 
-# A message needs no huge numbers or strings: ``9 ** 9 ** 9`` or ``'x' * 10 ** 9`` would
-# hold the worker (and, on save, the write transaction) for minutes or exhaust memory.
-MAX_POWER = 64
-MAX_BITS = 4096
-MAX_REPEAT = 10_000
-
-
-class _Sandbox(SandboxedEnvironment):
-    """Jinja's sandbox with ``**`` and ``*`` bounded."""
-
-    intercepted_binops = frozenset({"**", "*"})
-
-    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int | float) and abs(right) > MAX_POWER:
-            raise SecurityError(f"an exponent above {MAX_POWER} is not allowed")
-        if isinstance(left, int) and isinstance(right, int):
-            bits = left.bit_length() * (right if operator == "**" else 1) + right.bit_length()
-            if bits > MAX_BITS:
-                raise SecurityError(f"a number above {MAX_BITS} bits is not allowed")
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                sequence = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sequence and len(seq) * times > MAX_REPEAT:
-                    raise SecurityError(f"a repeat longer than {MAX_REPEAT} is not allowed")
-        return super().call_binop(context, operator, left, right)
-
-
-_TEXT = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-_HTML = _Sandbox(undefined=StrictUndefined, autoescape=True)
+# The sandbox bounds what a template may ask for: numbers, repeats, loops, widths, sizes
+# (notifications/sandbox.py).
+_TEXT = Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_HTML = Sandbox(undefined=StrictUndefined, autoescape=True)
 
 
 class TemplateProblem(DomainError, ValueError):
@@ -301,7 +276,8 @@ def render(template: Template, context: dict[str, Any]) -> Template:
         ("html", template.html, _HTML),
     ):
         try:
-            parts.append(env.from_string(source).render(context) if source else "")
+            with sandbox.budget():
+                parts.append(sandbox.render(env, source, context) if source else "")
         except TemplateError as exc:
             line = getattr(exc, "lineno", None)
             where = f" (line {line})" if line else ""
@@ -312,17 +288,9 @@ def render(template: Template, context: dict[str, Any]) -> Template:
     return Template(" ".join(subject.split()), text, html)
 
 
-def save(
-    session: Session,
-    *,
-    kind: str,
-    channel: str,
-    template: Template,
-    sample: dict[str, Any],
-    staff_user: str,
-) -> None:
-    """Store an edited template after rendering it with ``sample``; raise TemplateProblem
-    (nothing stored) when it cannot render, or has nothing to send."""
+def check(*, kind: str, channel: str, template: Template, sample: dict[str, Any]) -> None:
+    """Raise TemplateProblem when ``template`` cannot render with ``sample`` or has nothing
+    to send. Call it before the transaction that saves it: a render takes no write turn."""
     if (kind, channel) not in DEFAULTS:
         raise TemplateProblem(f"no message kind {kind!r} on channel {channel!r}")
     rendered = render(template, sample)
@@ -330,6 +298,19 @@ def save(
         raise TemplateProblem("text: the message would be empty")
     if channel == EMAIL and not rendered.subject:
         raise TemplateProblem("subject: an e-mail needs a subject")
+
+
+def save(
+    session: Session,
+    *,
+    kind: str,
+    channel: str,
+    template: Template,
+    staff_user: str,
+) -> None:
+    """Store an edited template, which :func:`check` accepted."""
+    if (kind, channel) not in DEFAULTS:
+        raise TemplateProblem(f"no message kind {kind!r} on channel {channel!r}")
     stored = session.get(MessageTemplate, (kind, channel))
     if stored is None:
         stored = MessageTemplate(kind=kind, channel=channel)

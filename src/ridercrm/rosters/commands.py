@@ -21,11 +21,11 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
-from ridercrm.errors import CONFLICT, NOT_FOUND
+from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND
 from ridercrm.fields import error_messages
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.rosters import service as rosters
-from ridercrm.sessions import seats
+from ridercrm.sessions import seats, values
 from ridercrm.sessions import service as sessions
 from ridercrm.sessions.schemas import SessionCreate, SessionRead
 from ridercrm.sessions.timer import policy_of
@@ -96,8 +96,34 @@ Hours = Annotated[float, typer.Option(help="Length in hours (sets course_date_en
 def _end(start: str, hours: float) -> str | None:
     if not hours:
         return None
-    moment = dt.datetime.strptime(start, "%Y-%m-%d %H:%M:%S") + dt.timedelta(hours=hours)
+    try:
+        begin = dt.datetime.strptime(start, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None  # the start is refused with its reason (SessionCreate)
+    try:
+        moment = begin + dt.timedelta(hours=hours)
+    except OverflowError:
+        raise sessions.SessionProblem(
+            INVALID, f"--hours: {hours:g} hours after {start} is no date"
+        ) from None
     return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _day(option: str, value: str | None) -> dt.date | None:
+    """A --from or --to day; a text that names no calendar day is refused (exit 1)."""
+    if not value:
+        return None
+    try:
+        day = dt.date.fromisoformat(value.strip())
+    except ValueError:
+        errors.print(
+            f"{option}: must be a real calendar day written YYYY-MM-DD (received {value!r})"
+        )
+        raise typer.Exit(1) from None
+    if not values.FIRST_YEAR <= day.year <= values.LAST_YEAR:
+        errors.print(f"{option}: must be in the years {values.FIRST_YEAR} to {values.LAST_YEAR}")
+        raise typer.Exit(1)
+    return day
 
 
 @sessions_app.command("create")
@@ -201,14 +227,12 @@ def list_command(
     to: Annotated[str | None, typer.Option(help="Last day, YYYY-MM-DD (included).")] = None,
 ) -> None:
     """List sessions with their seats and waiting lists."""
-    end = None
-    if to:
-        end = f"{dt.date.fromisoformat(to) + dt.timedelta(days=1)} 00:00:00"
+    first, last = _day("--from", from_), _day("--to", to)
     window = sessions.Window(
         product_id=product,
         location=location,
-        start=f"{from_} 00:00:00" if from_ else None,
-        end=end,
+        start=f"{first} 00:00:00" if first else None,
+        end=f"{last + dt.timedelta(days=1)} 00:00:00" if last else None,
     )
     with session_scope(_sessions(Settings())) as session:
         rows = sessions.list_sessions(session, window)

@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
@@ -149,12 +150,14 @@ def backfill(session: Session) -> list[CourseSession]:
     for product_id, location, start, end, booked in groups:
         if len(start) != 19 or (product_id, location, start) in existing:
             continue  # a date alone names no session
-        data = SessionCreate(
-            product_id=product_id,
-            location=location,
-            course_datetime=start,
-            course_date_end=end if end and len(end) == 19 else None,
-        )
+        if not (end and len(end) == 19 and end > start):
+            end = None  # a stored end not after its start says nothing of the session's
+        try:
+            data = SessionCreate(
+                product_id=product_id, location=location, course_datetime=start, course_date_end=end
+            )
+        except ValidationError:
+            continue  # a stored start no session can have (no calendar day, year 0001)
         made.append(
             sessions.create_session(session, data=data, booked=int(booked or 0), known_new=True)
         )

@@ -17,7 +17,7 @@ from ridercrm.errors import CONFLICT, INVALID, UNPROCESSABLE, DomainError
 from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.products.models import Product
-from ridercrm.sessions import seats
+from ridercrm.sessions import seats, values
 from ridercrm.sessions.models import CANCELLED, IN_LINE, CourseSession, WaitlistEntry
 from ridercrm.sessions.schemas import SessionCreate, SessionRead, SessionUpdate
 
@@ -53,6 +53,13 @@ class Window:
     end: str | None = None  # first course_datetime excluded
     include_cancelled: bool = True
     limit: int = 1000
+
+
+def _check_order(start: str | None, end: str | None) -> None:
+    try:
+        values.check_order(start, end)
+    except ValueError as exc:
+        raise SessionProblem(INVALID, str(exc)) from None
 
 
 def seats_on_sale(
@@ -91,6 +98,7 @@ def create_session(
     """Store a new session; ``booked``: the courses it already holds (stored before it);
     ``known_new``: the caller knows there is none at that product, site and start (a
     backfill), so it is neither looked for nor flushed at once."""
+    _check_order(data.course_datetime, data.course_date_end)
     product = product_of(session, data.product_id)
     taken = None
     if not known_new:
@@ -144,6 +152,8 @@ def update_session(session: Session, row: CourseSession, *, data: SessionUpdate)
             f"capacity: {row.booked} courses are booked in session {row.id}; move or cancel"
             " some first",
         )
+    if sent.get("course_date_end") is not None:
+        _check_order(row.course_datetime, sent["course_date_end"])
     before = {name: getattr(row, name) for name in STATE_FIELDS}
     for name, value in sent.items():
         setattr(row, name, value)

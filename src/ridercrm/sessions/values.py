@@ -9,6 +9,9 @@ from typing import Any
 from ridercrm import fields
 
 _START = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+# A session's times: real dates with room around them (a day before or after is still a
+# date), as the day sheet and the reports take them.
+FIRST_YEAR, LAST_YEAR = 1900, 9998
 START_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
 
@@ -20,10 +23,23 @@ def parse_start(value: Any) -> str | None:
     if not isinstance(value, str) or not _START.match(value.strip()):
         raise ValueError(f"{form} (received {fields.received(value)})")
     try:
-        dt.datetime.strptime(value.strip(), "%Y-%m-%d %H:%M:%S")
+        moment = dt.datetime.strptime(value.strip(), "%Y-%m-%d %H:%M:%S")
     except ValueError:
         raise ValueError(f"{form} (received {fields.received(value)})") from None
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        raise ValueError(
+            f"must be in the years {FIRST_YEAR} to {LAST_YEAR} (received {moment.year})"
+        )
     return value.strip()
+
+
+def check_order(start: str | None, end: str | None) -> None:
+    """Refuse an end that is not after the start (both YYYY-MM-DD HH:MM:SS, one site's time)."""
+    if start and end and end <= start:
+        raise ValueError(
+            f"course_date_end: must be after course_datetime (received {end}, which is not"
+            f" after {start})"
+        )
 
 
 _LOCAL = [{"type": "string", "pattern": START_PATTERN}]

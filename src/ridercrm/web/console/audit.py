@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi.responses import Response
 
+from ridercrm.audit.redact import without_stop_tokens
 from ridercrm.staff import audit_search
 from ridercrm.web.console import frame
 from ridercrm.web.console.frame import ConsoleRouter, Visit
@@ -44,12 +47,20 @@ async def audit_record(visit: Visit, audit_id: str) -> Response:
     found = await visit.read(lambda session: audit_search.record(session, audit_id[:40]))
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no audit record {audit_id[:40]}.")
+    # Stop-reminders links' tokens only for those who may stop reminders themselves.
+    shown = (lambda text: text) if visit.user.may("staff") else without_stop_tokens
+    outcomes = found.outcomes
+    if outcomes:
+        outcomes = json.loads(shown(json.dumps(outcomes)))
     return visit.render(
         "audit_record.html",
         {
             "record": found,
-            "request_body": audit_search.pretty(found.request_body),
-            "response_body": audit_search.pretty(found.response_body),
+            "path": shown(found.path or ""),
+            "failure_reason": shown(found.failure_reason or ""),
+            "request_body": shown(audit_search.pretty(found.request_body)),
+            "response_body": shown(audit_search.pretty(found.response_body)),
+            "outcomes": outcomes,
             "redacted": frame.services_of(visit.request).settings.audit_redact,
         },
     )

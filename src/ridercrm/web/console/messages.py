@@ -306,21 +306,25 @@ async def save_template(posted: Posted, kind: str, channel: str) -> Response:
     staff = posted.user.name
     reset = form.get("action") == "reset"
 
+    def check(session: Session) -> str | None:
+        try:
+            sample = _context(session, posted, kind, channel)
+            templates.check(kind=kind, channel=channel, template=entered, sample=sample)
+        except templates.TemplateProblem as exc:
+            return str(exc)
+        return None
+
+    # Rendered in a read, before the write transaction: a slow template never holds the
+    # database's write turn (SQLite has one).
+    problem = None if reset else await posted.read(check)
+
     def work(session: Session) -> Any:
         if reset:
             templates.reset(session, kind=kind, channel=channel)
             return {"kind": kind, "channel": channel, "reset": True}
-        try:
-            templates.save(
-                session,
-                kind=kind,
-                channel=channel,
-                template=entered,
-                sample=_context(session, posted, kind, channel),
-                staff_user=staff,
-            )
-        except templates.TemplateProblem as exc:
-            raise frame.ConsoleProblem(f"the template cannot render: {exc}") from None
+        if problem is not None:
+            raise frame.ConsoleProblem(f"the template cannot render: {problem}")
+        templates.save(session, kind=kind, channel=channel, template=entered, staff_user=staff)
         return {"kind": kind, "channel": channel, "saved": True}
 
     done = await posted.change(
