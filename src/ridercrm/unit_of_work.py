@@ -126,16 +126,20 @@ class Changes:
 def install(factory: sessionmaker[Session]) -> sessionmaker[Session]:
     """Write the effects recorded in every session ``factory`` makes; return the factory.
 
-    Registered on this factory only (once, however often called).
+    Registered on this factory only (once, however often called). Whether it already is
+    is read from the factory's own ``info``, not from ``event.contains``: SQLAlchemy
+    answers that from a registry keyed by ``id()`` of the factory's class, so a new
+    factory whose class reuses a collected one's id would be taken as installed and get
+    no listener (its keys, events and messages silently never written).
     """
-    if not event.contains(factory, "before_commit", _write):
+    info = dict(factory.kw.get("info") or {})
+    if not info.get(_INSTALLED):
         event.listen(factory, "after_transaction_create", _mark_savepoint)
         event.listen(factory, "after_transaction_end", _end)
         event.listen(factory, "after_soft_rollback", _drop_rolled_back)
         event.listen(factory, "before_commit", _write)
-    info = dict(factory.kw.get("info") or {})
-    info[_INSTALLED] = True
-    factory.configure(info=info)
+        info[_INSTALLED] = True
+        factory.configure(info=info)
     return factory
 
 
