@@ -181,7 +181,8 @@ def get(
     ``response`` described as ``ok``; the refusals of a read, with 404 when the path
     names a record.
     """
-    authorised = Depends(operation(name, scope=scope, shape=shape))
+    # The key is looked up in the read's own thread and transaction (runtime.run_read).
+    authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
     adapter: TypeAdapter[Any] = TypeAdapter(response)
 
     def answered(session: Session, payload: Any) -> Reply:
@@ -211,7 +212,7 @@ def get(
         return params[named[0]] if named else None
 
     async def run(request: Request, call: Call = authorised, **params: Any) -> Response:
-        return await run_read(request, answered, payload_of(params))
+        return await run_read(request, answered, lambda: payload_of(params))
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [
