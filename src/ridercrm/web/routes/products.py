@@ -24,9 +24,9 @@ from ridercrm.web.validation import parse_model
 router = APIRouter(tags=["products"])
 
 
-def list_products(session: Session, _: None) -> Sequence[Product]:
+def list_products(session: Session, _: None) -> Sequence[Any]:
     """List every product with its id, name, code, price and whether it is active."""
-    return service.list_products(session)
+    return service.listed_products(session)
 
 
 get(
