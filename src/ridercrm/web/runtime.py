@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ridercrm.audit.call import Call, Caller
-from ridercrm.audit.service import record_call
+from ridercrm.audit.service import Finished, record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError, DomainError, ErrorShape, default_shape
@@ -458,6 +458,32 @@ async def run_read(
 
 
 def _run_read(request: Request, work: Work, payload: Callable[[], Any] | None) -> Response:
-    with session_scope(app_context(request).sessions) as session:
+    services = app_context(request)
+    with session_scope(services.sessions) as session:
         authenticate_deferred(request, session)
-        return render(request, work(session, None if payload is None else payload()))
+        response = render(request, work(session, None if payload is None else payload()))
+    _record_read(services, call_of(request), response)
+    return response
+
+
+def _record_read(services: AppContext, call: Call, response: Response) -> None:
+    """Commit a read's audit record from this worker thread, group-committed with other
+    threads' (``AuditBatcher.write_here``), so the request need not go back to the event
+    loop to wait for it. A record that cannot be stored here is left to the middleware,
+    which tries once more and answers 503 if it cannot either."""
+    if services.audit_batcher is None:
+        return
+    finished = Finished(
+        call,
+        response.status_code,
+        bytes(response.body),
+        (time.perf_counter() - call.started) * 1000,
+    )
+    try:
+        services.audit_batcher.write_here(finished)
+    except Exception:
+        log.warning(
+            "audit record not stored at once; tried again", extra={"audit_id": call.audit_id}
+        )
+        return
+    call.recorded = True
