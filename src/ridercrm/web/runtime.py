@@ -357,6 +357,9 @@ def _run_post(
                         _record(session, call, response, services.settings)
                         call.committing = True
                 call.recorded = writing
+                if not writing:
+                    # A POST that only read (matching): its record as a read's.
+                    _record_read(services, call, response)
                 return response
             except DBAPIError as exc:
                 # PostgreSQL ends a transaction caught in a deadlock or a serialisation
