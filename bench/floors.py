@@ -10,12 +10,16 @@ Run from the repository root (``make bench NAME=floors``):
 
 ``--variant NAME=VALUE`` adds this build with a setting changed (repeatable).
 
-Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput at
-concurrency 8 (``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's products
-(``ridercrm demo``). Each build gets its own fresh database and server; the rounds
-alternate builds and, within a round, healthz and products, so a noisy neighbour
-slows both sides of a ratio alike. Printed: per database and build, the medians of
-healthz and products requests per second and the median of the per-round ratios.
+Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput and
+``POST /crm/people/match`` throughput / ``/healthz`` throughput at concurrency 8
+(``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's store (``ridercrm demo``).
+The match requests cycle through ``MATCH_BODIES`` generated identities (half with a slip
+in the first name), the same for every build; they are strangers to the demo's store,
+so each is searched for in full and answered ``Match not found.``. Each
+build gets its own fresh database and server; the rounds alternate builds and, within
+a round, healthz, products and match, so a noisy neighbour slows every side of a ratio
+alike. Printed: per database and build, the medians of the requests per second and of
+the per-round ratios.
 
 ``--previous DIR`` runs the ridercrm of ``DIR/src`` (a worktree of the previous
 commit, ``git worktree add DIR <commit>``) with this checkout's installed packages.
@@ -25,7 +29,9 @@ PostgreSQL: ``--pg-url`` or ``$RIDERCRM_TEST_POSTGRES_URL`` (only 127.0.0.1).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -41,10 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testkit.serve import free_port, run_cli, running_server
 
+from bench import match_perf
 from bench.harness import fresh_database
 
 CONCURRENCY = 8
 REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
+MATCH_BODIES = 500
 
 
 @dataclass
@@ -55,16 +63,22 @@ class Build:
     key: str = ""
     healthz: list[float] = field(default_factory=list)
     products: list[float] = field(default_factory=list)
+    match: list[float] = field(default_factory=list)
+    match_script: Path | None = None
 
-    def ratios(self) -> list[float]:
-        return [p / h for h, p in zip(self.healthz, self.products, strict=True)]
+    def ratios(self, of: list[float]) -> list[float]:
+        return [p / h for h, p in zip(self.healthz, of, strict=True)]
 
 
-def wrk(url: str, seconds: float, headers: dict[str, str] | None = None) -> float:
+def wrk(
+    url: str, seconds: float, headers: dict[str, str] | None = None, script: Path | None = None
+) -> float:
     """Requests per second ``wrk`` measured against ``url``; errors abort the run."""
     command = ["wrk", "-t2", f"-c{CONCURRENCY}", f"-d{seconds:g}s"]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
+    if script is not None:
+        command += ["-s", str(script)]
     done = subprocess.run([*command, url], capture_output=True, text=True, check=True)
     if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
         raise SystemExit(f"wrk saw failed requests against {url}:\n{done.stdout}")
@@ -79,12 +93,50 @@ def serving(build: Build, url: str, directory: Path) -> Iterator[None]:
     env = {**build.env, "RIDERCRM_DATABASE_URL": url, "RIDERCRM_LOG_LEVEL": "WARNING"}
     run_cli(["db", "upgrade"], env, timeout=300)
     run_cli(["demo"], env, timeout=600)
-    out = run_cli(["keys", "create", "--name", "floors", "--scope", "products"], env, timeout=60)
+    out = run_cli(
+        ["keys", "create", "--name", "floors", "--scope", "products", "--scope", "match"],
+        env,
+        timeout=60,
+    )
     build.key = out.strip().splitlines()[-1]
+    name = re.sub(r"[^A-Za-z0-9]+", "_", build.label)
+    build.match_script = match_script(directory / f"match_{name}.lua", build.key)
     log = directory / f"{re.sub(r'[^A-Za-z0-9]+', '_', build.label)}.log"
     with running_server(env, free_port(), log) as (base, _pid):
         build.base = base
         yield
+
+
+def match_bodies() -> list[str]:
+    """``MATCH_BODIES`` match requests of generated people, half with a slip in the first
+    name (the same for every build and run)."""
+    rng = random.Random(23)
+    people = list(match_perf.PeopleGenerator(23).people(MATCH_BODIES))
+    bodies = []
+    for index, person in enumerate(people):
+        data = match_perf._request_data(rng, person)
+        if index % 2:
+            data["first_name"] = match_perf._typo(rng, data["first_name"])
+        bodies.append(json.dumps({"person_data": data}, ensure_ascii=False))
+    return bodies
+
+
+def match_script(path: Path, key: str) -> Path:
+    """A wrk script that POSTs the match bodies in turn."""
+    listed = ",\n".join(match_perf._lua_long_string(body) for body in match_bodies())
+    path.write_text(
+        f"local bodies = {{\n{listed}\n}}\n"
+        'wrk.method = "POST"\n'
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        f'wrk.headers["Authorization"] = "Bearer {key}"\n'
+        "local counter = 0\n"
+        "function request()\n"
+        "  counter = counter + 1\n"
+        "  return wrk.format(nil, nil, nil, bodies[(counter % #bodies) + 1])\n"
+        "end\n",
+        encoding="utf-8",
+    )
+    return path
 
 
 def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url: str | None):
@@ -96,6 +148,7 @@ def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url:
             stack.enter_context(serving(build, url, Path(tmp)))
         for build in builds:  # warm-up
             wrk(f"{build.base}/crm/products", 1, {"Authorization": f"Bearer {build.key}"})
+            wrk(f"{build.base}/crm/people/match", 1, script=build.match_script)
         for _ in range(rounds):
             for build in builds:
                 build.healthz.append(wrk(f"{build.base}/healthz", seconds))
@@ -105,6 +158,9 @@ def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url:
                         seconds,
                         {"Authorization": f"Bearer {build.key}"},
                     )
+                )
+                build.match.append(
+                    wrk(f"{build.base}/crm/people/match", seconds, script=build.match_script)
                 )
 
 
@@ -128,9 +184,10 @@ def main() -> int:
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
     print(
         f"| database | build | /healthz req/s | /crm/products req/s | products / healthz "
-        f"(median of {args.rounds} interleaved rounds, {args.seconds:g} s each, c={CONCURRENCY}) |"
+        f"| /crm/people/match req/s | match / healthz "
+        f"(medians of {args.rounds} interleaved rounds, {args.seconds:g} s each, c={CONCURRENCY}) |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for kind in kinds:
         builds = [Build("this", dict(os.environ))]
         if args.previous is not None:
@@ -145,7 +202,9 @@ def main() -> int:
             print(
                 f"| {kind} | {build.label} | {statistics.median(build.healthz):,.0f} | "
                 f"{statistics.median(build.products):,.0f} | "
-                f"{statistics.median(build.ratios()):.3f} |"
+                f"{statistics.median(build.ratios(build.products)):.3f} | "
+                f"{statistics.median(build.match):,.0f} | "
+                f"{statistics.median(build.ratios(build.match)):.3f} |"
             )
     return 0
 

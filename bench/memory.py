@@ -17,7 +17,8 @@ start, after ``--warm`` requests and at the end; the figure is the growth from t
 mark to the end, which the issue bounds at 5 MiB for 20k -> 100k requests.
 
 ``--previous DIR`` runs the ridercrm of ``DIR/src`` (``git worktree add DIR <commit>``)
-with this checkout's installed packages.
+with this checkout's installed packages. ``--variant NAME=VALUE`` adds this build with
+one environment variable set (repeatable), e.g. ``MALLOC_ARENA_MAX=2``.
 """
 
 from __future__ import annotations
@@ -139,28 +140,41 @@ def main() -> int:
     parser.add_argument("--previous", type=Path, help="a checkout of the previous commit")
     parser.add_argument("--seed", type=int, default=2311)
     parser.add_argument("--logs", type=Path, help="copy the servers' logs here at the end")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also measure this build with an environment variable set",
+    )
     args = parser.parse_args()
     builds = [Build("this", dict(os.environ))]
     if args.previous is not None:
         src = str((args.previous / "src").resolve())
         builds.append(Build("previous", {**os.environ, "PYTHONPATH": src}))
+    for variant in args.variant:
+        name, _, value = variant.partition("=")
+        builds.append(Build(f"this, {name}={value}", {**os.environ, name: value}))
     with tempfile.TemporaryDirectory(prefix="ridercrm-memory-") as tmp, ExitStack() as stack:
         directory = Path(tmp)
         clients: dict[str, httpx.Client] = {}
         stored: list[dict[str, str]] = []
         for build in builds:
-            url = stack.enter_context(fresh_database("sqlite", f"memory_{build.label}", directory))
+            url = stack.enter_context(
+                fresh_database("sqlite", f"memory_build{len(clients)}", directory)
+            )
             env = {**build.env, "RIDERCRM_DATABASE_URL": url, "RIDERCRM_LOG_LEVEL": "WARNING"}
             run_cli(["db", "upgrade"], env, timeout=300)
-            (directory / build.label).mkdir()
-            stored = load_store(env, directory / build.label, args.people, args.seed)
+            place = directory / f"build{len(clients)}"
+            place.mkdir()
+            stored = load_store(env, place, args.people, args.seed)
             out = run_cli(
                 ["keys", "create", "--name", "memory", "--scope", "match", "--scope", "products"],
                 env,
                 timeout=60,
             )
             build.key = out.strip().splitlines()[-1]
-            log = directory / f"{build.label}.log"
+            log = directory / f"build{len(clients)}.log"
             build.base, build.pid = stack.enter_context(running_server(env, free_port(), log))
             build.rss["start"] = rss_mib(build.pid)
             clients[build.label] = stack.enter_context(

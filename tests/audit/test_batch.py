@@ -69,3 +69,56 @@ def test_records_from_many_requests_at_once_are_all_stored(
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == [f"/r{i:03d}" for i in range(60)]
+
+
+def test_records_handed_over_by_many_threads_at_once_are_all_stored(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Reads commit their records from their worker threads (``write_here``): every
+    thread returns only once its own record is stored, whichever thread wrote it."""
+    batcher = AuditBatcher(sessions, redact=False, max_batch=7)
+
+    def one(index: int) -> str:
+        batcher.write_here(finished(f"/t{index:03d}"))
+        # Stored by the time write_here returns, whoever wrote it.
+        with session_scope(sessions) as session:
+            return (
+                session.scalar(select(AuditRecord.path).where(AuditRecord.path == f"/t{index:03d}"))
+                or ""
+            )
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        answered = list(pool.map(one, range(80), timeout=60))
+    assert answered == [f"/t{i:03d}" for i in range(80)]
+
+
+def test_a_record_a_database_refuses_fails_only_its_own_thread(
+    sessions: sessionmaker[Session],
+) -> None:
+    """One record that cannot be stored (here: an id already taken) fails its own
+    request's write; the others of its batch are stored."""
+    batcher = AuditBatcher(sessions, redact=False, max_batch=50)
+    taken = finished("/taken")
+    batcher.write_here(taken)
+    again = Finished(
+        Call(method="GET", path="/again", audit_id=taken.call.audit_id),
+        status=200,
+        response_body=b"[]",
+        duration_ms=1,
+    )
+
+    def one(item: Finished) -> str:
+        try:
+            batcher.write_here(item)
+        except Exception:
+            return "refused"
+        return "stored"
+
+    items = [finished(f"/ok{i}") for i in range(5)]
+    items.insert(2, again)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(one, items, timeout=60))
+    assert outcomes == ["stored", "stored", "refused", "stored", "stored", "stored"]
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(AuditRecord.path)).all()
+    assert sorted(stored) == ["/ok0", "/ok1", "/ok2", "/ok3", "/ok4", "/taken"]

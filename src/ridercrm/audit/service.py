@@ -6,9 +6,9 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, column, delete, insert, or_, select, table
+from sqlalchemy import Table, and_, column, delete, insert, or_, select, table
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import subjects
@@ -189,10 +189,13 @@ def record_calls(session: Session, finished: Sequence[Finished], *, redact: bool
             {"subject": subject, "created_at": values["created_at"], "audit_id": values["id"]}
             for subject in sorted(named)
         )
+    # Core inserts of the tables: the same rows as the models' (no defaults are left
+    # to them), without the ORM's bulk bookkeeping.
+    connection = session.connection()
     if records:
-        session.execute(insert(AuditRecord), records)
+        connection.execute(insert(cast(Table, AuditRecord.__table__)), records)
     if subject_rows:
-        session.execute(insert(AuditSubject), subject_rows)
+        connection.execute(insert(cast(Table, AuditSubject.__table__)), subject_rows)
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:

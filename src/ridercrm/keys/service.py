@@ -6,8 +6,9 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
@@ -83,6 +84,33 @@ def authenticate(session: Session, presented: str) -> ApiKey | None:
     if key.revoked_at is not None:
         return None
     return key
+
+
+class ActiveKey(NamedTuple):
+    """What a request needs of the key it presented."""
+
+    id: int
+    name: str
+    scopes: list[str]
+
+
+_KEYS = ApiKey.__table__
+_KEY_COLUMNS = select(
+    _KEYS.c.id, _KEYS.c.name, _KEYS.c.scopes, _KEYS.c.key_hash, _KEYS.c.revoked_at
+).where(_KEYS.c.key_hash == bindparam("digest"))
+
+
+def active_key(session: Session, presented: str) -> ActiveKey | None:
+    """The active key whose plaintext was presented, else None: :func:`authenticate`'s
+    decision, read as one row of plain columns (every authenticated request asks it)."""
+    digest = hash_key(presented)
+    row = session.connection().execute(_KEY_COLUMNS, {"digest": digest}).first()
+    # As in authenticate: the lookup is by hash, compared again in constant time.
+    if row is None or not hmac.compare_digest(row.key_hash, digest):
+        return None
+    if row.revoked_at is not None:
+        return None
+    return ActiveKey(row.id, row.name, row.scopes)
 
 
 def has_any_key(session: Session) -> bool:

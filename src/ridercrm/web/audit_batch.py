@@ -21,11 +21,20 @@ What changes is the cost: under concurrency one commit serves many reads.
 If a batch cannot be stored, each of its records is tried alone, so one record that a
 database refuses (or a full disk that frees up) fails only its own request (503, as
 before).
+
+A read that succeeded hands its record over from the worker thread that ran it
+(:meth:`AuditBatcher.write_here`, ``runtime.run_read``), where the same group commit is
+done between threads: the first thread to find no batch being written writes every
+record pending (its own and those that arrived meanwhile) and wakes their threads; the
+others wait for theirs. The read's request then goes back to the event loop once, with
+its record already committed, instead of handing the record to the loop and waiting
+there for another thread to write it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -42,6 +51,15 @@ class _LoopState:
 
     pending: list[tuple[Finished, asyncio.Future[None]]] = field(default_factory=list)
     writers: set[asyncio.Task[None]] = field(default_factory=set)  # tasks writing batches
+
+
+@dataclass(eq=False)
+class _Handed:
+    """A record handed over by a worker thread, and what became of it."""
+
+    finished: Finished
+    done: bool = False
+    error: BaseException | None = None
 
 
 class AuditBatcher:
@@ -66,6 +84,54 @@ class AuditBatcher:
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
+        # The worker threads' group commit (write_here): records waiting, batches being
+        # written, and the condition their threads wait on.
+        self._handed: list[_Handed] = []
+        self._writing = 0
+        self._turn = threading.Condition()
+
+    def write_here(self, finished: Finished) -> None:
+        """Store ``finished``'s record from a worker thread, in a transaction shared with
+        the records other threads hand over meanwhile; return once it is committed (raise
+        if it cannot be)."""
+        mine = _Handed(finished)
+        with self._turn:
+            self._handed.append(mine)
+            while not mine.done:
+                if self._writing >= self._writers or not self._handed:
+                    self._turn.wait()
+                    continue
+                batch = self._handed[: self._max_batch]
+                del self._handed[: self._max_batch]
+                self._writing += 1
+                self._turn.release()
+                try:
+                    outcomes = self._outcomes([handed.finished for handed in batch])
+                finally:
+                    self._turn.acquire()
+                    self._writing -= 1
+                for handed, error in zip(batch, outcomes, strict=True):
+                    handed.done, handed.error = True, error
+                self._turn.notify_all()
+        if mine.error is not None:
+            raise mine.error
+
+    def _outcomes(self, batch: list[Finished]) -> list[BaseException | None]:
+        """Store ``batch`` in one transaction, or if it cannot be, each record alone: what
+        became of each (None: stored)."""
+        try:
+            self._store(batch)
+        except Exception:
+            outcomes: list[BaseException | None] = []
+            for finished in batch:
+                try:
+                    self._store([finished])
+                except Exception as exc:
+                    outcomes.append(exc)
+                else:
+                    outcomes.append(None)
+            return outcomes
+        return [None] * len(batch)
 
     async def write(self, finished: Finished) -> None:
         """Store ``finished``'s record; return once it is committed (raise if it cannot be)."""

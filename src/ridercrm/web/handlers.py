@@ -5,10 +5,17 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ridercrm.errors import ApiError, DomainError
-from ridercrm.web.runtime import api_error, call_of, error_outcome, render
+from ridercrm.web.runtime import (
+    api_error,
+    authenticate_deferred,
+    call_of,
+    error_outcome,
+    render,
+)
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -24,6 +31,13 @@ async def _domain_error(request: Request, exc: Exception) -> Response:
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    # A read's key is checked after its parameters (runtime.operation): refused for its
+    # key first, as any other operation is.
+    if getattr(request.state, "deferred_scope", None) is not None:
+        try:
+            await run_in_threadpool(authenticate_deferred, request)
+        except ApiError as refused:
+            return await _api_error(request, refused)
     messages = []
     for error in exc.errors():
         where = ".".join(

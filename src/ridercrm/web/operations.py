@@ -259,7 +259,8 @@ def get(
     With ``missing`` (what the path names, say ``"product"``), a work that answers None
     is refused 404 "no product with id ...".
     """
-    authorised = Depends(operation(name, scope=scope, shape=shape))
+    # The key is looked up in the read's own thread and transaction (runtime.run_read).
+    authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
     response = response or _answered_model(work)
     assert response is not None, f"{work.__name__}: give response="
     adapter: TypeAdapter[Any] = TypeAdapter(response)
@@ -293,7 +294,7 @@ def get(
         return params[named[0]] if named else None
 
     async def run(request: Request, call: Call = authorised, **params: Any) -> Response:
-        return await run_read(request, answered, payload_of(params))
+        return await run_read(request, answered, lambda: payload_of(params))
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ridercrm.audit.call import Call, Caller
-from ridercrm.audit.service import record_call
+from ridercrm.audit.service import Finished, record_call
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError, DomainError, ErrorShape, default_shape
@@ -92,7 +92,7 @@ def call_of(request: Request) -> Call:
 
 
 def operation(
-    name: str, *, scope: str, shape: ErrorShape = default_shape
+    name: str, *, scope: str, shape: ErrorShape = default_shape, read: bool = False
 ) -> Callable[[Request], Awaitable[Call]]:
     """A dependency that names the operation, checks the API key, then reads the body.
 
@@ -100,6 +100,13 @@ def operation(
     403, 429) is answered without its body being read, and its audit record keeps a
     note of the declared size instead of the body, so refused requests cannot fill the
     disk through the audit trail.
+
+    ``read=True`` (a GET, ``operations.get``): only what the headers alone decide is
+    checked here (a missing or malformed key); the stored key is looked up later, in the
+    read's own worker thread and transaction (:func:`run_read`), and, should FastAPI
+    refuse the request's parameters first, by the validation error's handler before it
+    answers (:func:`authenticate_deferred`): a request is refused for its key before
+    anything else either way, as when the look-up was done here.
     """
 
     async def dependency(request: Request) -> Call:
@@ -107,20 +114,41 @@ def operation(
         call.operation = name
         call.shape = shape
         call.content_type = request.headers.get("content-type")
+        if read:
+            _presented_or_refuse(request)
+            request.state.deferred_scope = scope
+            return call
         has_body = request.method in ("POST", "PUT", "PATCH")
         if has_body:
             call.request_note = unread_note(request.headers.get("content-length"))
         caller = await run_in_threadpool(_authenticate, request, scope)
         call.caller = caller
-        if any("\x00" in part for item in request.query_params.multi_items() for part in item):
-            # No database stores NUL in text; no search can be for one.
-            raise ApiError(400, "query parameters must not contain NUL characters")
+        _refuse_nul_parameters(request)
         if has_body:
             call.request_body = await _read_body(request, app_context(request).settings)
             call.request_note = None
         return call
 
     return dependency
+
+
+def _refuse_nul_parameters(request: Request) -> None:
+    if any("\x00" in part for item in request.query_params.multi_items() for part in item):
+        # No database stores NUL in text; no search can be for one.
+        raise ApiError(400, "query parameters must not contain NUL characters")
+
+
+def authenticate_deferred(request: Request, session: Session | None = None) -> None:
+    """Check the key of a read whose dependency left it for later (``operation(read=True)``),
+    in ``session`` (the read's) or a transaction of its own, then its parameters' NUL
+    characters: what the dependency does for other operations, in the same order. Does
+    nothing for a request that has no key check pending."""
+    scope = getattr(request.state, "deferred_scope", None)
+    if scope is None:
+        return
+    request.state.deferred_scope = None
+    call_of(request).caller = _authenticate(request, scope, session)
+    _refuse_nul_parameters(request)
 
 
 def unread_note(declared: str | None) -> str:
@@ -165,37 +193,46 @@ def presented_key(request: Request) -> str | None:
     return header.strip() if header and header.strip() else None
 
 
-def _authenticate(request: Request, scope: str) -> Caller:
+def _presented_or_refuse(request: Request) -> str:
+    """The key presented, or the 401 that the headers alone decide."""
     presented = presented_key(request)
+    if presented is not None:
+        return presented
     challenge = {"WWW-Authenticate": "Bearer"}
-    if presented is None:
-        authorization = request.headers.get("authorization", "").strip()
-        if authorization.lower() == "bearer":  # the scheme without a key: it is missing
-            authorization = ""
-        if authorization and " " not in authorization:
-            # A key sent as `Authorization: rcrm_...`: it is there, in the wrong form.
-            raise ApiError(
-                401,
-                "the Authorization header needs the Bearer scheme: send the key as"
-                " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
-                headers=challenge,
-            )
-        if authorization:
-            raise ApiError(
-                401,
-                "the Authorization header's scheme is not Bearer: send the key as"
-                " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
-                headers=challenge,
-            )
+    authorization = request.headers.get("authorization", "").strip()
+    if authorization.lower() == "bearer":  # the scheme without a key: it is missing
+        authorization = ""
+    if authorization and " " not in authorization:
+        # A key sent as `Authorization: rcrm_...`: it is there, in the wrong form.
         raise ApiError(
-            401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge
+            401,
+            "the Authorization header needs the Bearer scheme: send the key as"
+            " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+            headers=challenge,
         )
+    if authorization:
+        raise ApiError(
+            401,
+            "the Authorization header's scheme is not Bearer: send the key as"
+            " 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+            headers=challenge,
+        )
+    raise ApiError(401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge)
+
+
+def _authenticate(request: Request, scope: str, session: Session | None = None) -> Caller:
+    """The caller of the key presented, looked up in ``session`` (else in a transaction of
+    its own); refused (401, 429, 403) as the key, its rate and its scopes say."""
+    presented = _presented_or_refuse(request)
     services = app_context(request)
-    with session_scope(services.sessions) as session:
-        key = keys.authenticate(session, presented)
-        if key is None:
-            raise ApiError(401, "invalid or revoked API key", headers=challenge)
-        caller = Caller(key_id=key.id, name=key.name, scopes=frozenset(key.scopes))
+    if session is None:
+        with session_scope(services.sessions) as own:
+            key = keys.active_key(own, presented)
+    else:
+        key = keys.active_key(session, presented)
+    if key is None:
+        raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    caller = Caller(key_id=key.id, name=key.name, scopes=frozenset(key.scopes))
     call_of(request).caller = caller
     # Every request made with a valid key counts, whatever its scope: a refused one
     # costs the service an authentication and an audit record too.
@@ -320,6 +357,9 @@ def _run_post(
                         _record(session, call, response, services.settings)
                         call.committing = True
                 call.recorded = writing
+                if not writing:
+                    # A POST that only read (matching): its record as a read's.
+                    _record_read(services, call, response)
                 return response
             except DBAPIError as exc:
                 # PostgreSQL ends a transaction caught in a deadlock or a serialisation
@@ -412,11 +452,41 @@ def _store(session: Session, claim: idempotency.Claim, response: Response) -> No
     )
 
 
-async def run_read(request: Request, work: Work, payload: Any = None) -> Response:
-    """Run a read-only ``work`` on ``payload`` in its own transaction and render its reply."""
+async def run_read(
+    request: Request, work: Work, payload: Callable[[], Any] | None = None
+) -> Response:
+    """Check the read's pending key (if any), make ``work``'s payload with ``payload`` and
+    run ``work`` on it, all in one worker thread and one transaction; render its reply."""
     return await run_in_threadpool(_run_read, request, work, payload)
 
 
-def _run_read(request: Request, work: Work, payload: Any) -> Response:
-    with session_scope(app_context(request).sessions) as session:
-        return render(request, work(session, payload))
+def _run_read(request: Request, work: Work, payload: Callable[[], Any] | None) -> Response:
+    services = app_context(request)
+    with session_scope(services.sessions) as session:
+        authenticate_deferred(request, session)
+        response = render(request, work(session, None if payload is None else payload()))
+    _record_read(services, call_of(request), response)
+    return response
+
+
+def _record_read(services: AppContext, call: Call, response: Response) -> None:
+    """Commit a read's audit record from this worker thread, group-committed with other
+    threads' (``AuditBatcher.write_here``), so the request need not go back to the event
+    loop to wait for it. A record that cannot be stored here is left to the middleware,
+    which tries once more and answers 503 if it cannot either."""
+    if services.audit_batcher is None:
+        return
+    finished = Finished(
+        call,
+        response.status_code,
+        bytes(response.body),
+        (time.perf_counter() - call.started) * 1000,
+    )
+    try:
+        services.audit_batcher.write_here(finished)
+    except Exception:
+        log.warning(
+            "audit record not stored at once; tried again", extra={"audit_id": call.audit_id}
+        )
+        return
+    call.recorded = True

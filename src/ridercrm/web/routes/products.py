@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
@@ -23,9 +24,9 @@ crm = Operations(router, "crm", scope="products")
 admin = Operations(router, "admin", scope="admin", tags=["admin"])
 
 
-def list_products(session: Session, _: None) -> Sequence[Product]:
+def list_products(session: Session, _: None) -> Sequence[Any]:
     """List every product with its id, name, code, price and whether it is active."""
-    return service.list_products(session)
+    return service.listed_products(session)
 
 
 crm.get(
