@@ -15,13 +15,12 @@ import signal
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, TextClause, bindparam, func, select, text
+from sqlalchemy import Select, Table, bindparam, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
@@ -30,7 +29,7 @@ from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people import normalize
-from ridercrm.people.blocking import Identity
+from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.identity import IDENTITY_COLUMNS as IDENTITY_FIELD_NAMES
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import Person
@@ -83,42 +82,41 @@ def load_live(session: Session, ids: Collection[str]) -> list[Any]:
     return found
 
 
-# The pairs of people sharing a blocking key, for one batch of people: their stored keys
-# (person_keys by person_id), each joined with the key's other holders. A key held by
-# more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
-# million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index probe.
-_CANDIDATE_PAIRS = """
-SELECT mine.person_id, other.person_id
+# The holders of a batch of blocking keys. A key held by more than KEY_CAP people is
+# left out, as matching leaves it (a common name pair at a million people): whether a
+# key has a (KEY_CAP + 1)th holder is one bounded index probe. The keys of the batch's
+# own people are computed from their identities (people.blocking.stored_keys, what every
+# write stores), not read back: person_keys has no index on person_id.
+_HOLDERS = """
+SELECT mine.key, mine.person_id
 FROM person_keys AS mine
-JOIN person_keys AS other ON other.key = mine.key AND other.person_id {direction} mine.person_id
-WHERE mine.person_id IN :ids
+WHERE mine.key IN :keys
 AND NOT EXISTS (
     SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap
 )
 """
-
-
-@lru_cache(maxsize=2)
-def _candidate_pairs(both_ways: bool) -> TextClause:
-    direction = "<>" if both_ways else ">"
-    return text(_CANDIDATE_PAIRS.format(direction=direction)).bindparams(
-        bindparam("ids", expanding=True)
-    )
+_HOLDERS_QUERY = text(_HOLDERS).bindparams(bindparam("keys", expanding=True))
 
 
 def candidate_pairs(
-    session: Session, person_ids: Sequence[str], *, both_ways: bool
+    session: Session, identities: Mapping[str, Identity], *, both_ways: bool
 ) -> dict[str, set[str]]:
-    """For each of these people, the others sharing one of their stored blocking keys.
+    """For each of these people (id: identity), the others sharing one of their blocking keys.
 
     ``both_ways`` False: only the others of a higher id.
     """
+    owners: dict[int, list[str]] = defaultdict(list)
+    for person_id, identity in identities.items():
+        for key in stored_keys(identity):
+            owners[key].append(person_id)
     found: dict[str, set[str]] = defaultdict(set)
-    statement = _candidate_pairs(both_ways)
-    for start in range(0, len(person_ids), IDS_PER_QUERY):
-        chunk = list(person_ids[start : start + IDS_PER_QUERY])
-        for mine, other in session.execute(statement, {"ids": chunk, "cap": KEY_CAP}):
-            found[mine].add(other)
+    keys = sorted(owners)
+    for start in range(0, len(keys), IDS_PER_QUERY):
+        chunk = keys[start : start + IDS_PER_QUERY]
+        for key, other in session.execute(_HOLDERS_QUERY, {"keys": chunk, "cap": KEY_CAP}):
+            for mine in owners[key]:
+                if other > mine or (both_ways and other != mine):
+                    found[mine].add(other)
     return found
 
 
@@ -150,7 +148,7 @@ def score_people(
     """
     model = model_store.current(session)
     own = {person.id: identity_of(person) for person in people}
-    wanted = candidate_pairs(session, sorted(own), both_ways=both_ways)
+    wanted = candidate_pairs(session, own, both_ways=both_ways)
     candidate_ids = set().union(*wanted.values()) if wanted else set()
     candidates = {row.id: _Candidate(row) for row in load_live(session, candidate_ids)}
     checked: Checked = []
