@@ -26,7 +26,8 @@ def test_a_key_costs_one_b_tree_entry_of_store(
             service.create_person(session, kind=kind, data=PersonCreate.model_validate(values))
     with session_scope(sessions) as session:
         rows = session.scalar(select(func.count()).select_from(PersonKey))
-    assert rows is not None and rows > 3000
+    assert rows is not None
+    assert rows > 3000
     path = engine.url.database
     assert path is not None
     with sqlite3.connect(path) as connection:

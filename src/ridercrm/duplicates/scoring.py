@@ -18,9 +18,10 @@ from collections import defaultdict, deque
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, func, select, text
+from sqlalchemy import Select, Table, TextClause, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
@@ -82,20 +83,30 @@ def load_live(session: Session, ids: Collection[str]) -> list[Any]:
     return found
 
 
-# The holders of a batch of blocking keys. A key held by more than KEY_CAP people is
-# left out, as matching leaves it (a common name pair at a million people): whether a
-# key has a (KEY_CAP + 1)th holder is one bounded index probe. The keys of the batch's
-# own people are computed from their identities (people.blocking.stored_keys, what every
-# write stores), not read back: person_keys has no index on person_id.
-_HOLDERS = """
-SELECT mine.key, mine.person_id
-FROM person_keys AS mine
-WHERE mine.key IN :keys
-AND NOT EXISTS (
-    SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap
-)
-"""
-_HOLDERS_QUERY = text(_HOLDERS).bindparams(bindparam("keys", expanding=True))
+# Keys (with their person) per statement: two bound values each, within SQLite's
+# bound-parameter limit on every version.
+KEYS_PER_QUERY = IDS_PER_QUERY // 2
+
+
+@lru_cache(maxsize=8)
+def _candidate_pairs(count: int, both_ways: bool) -> TextClause:
+    """The pairs of people sharing a blocking key, for ``count`` (key, person) values of a
+    batch's people (:k0, :p0 …), each joined with the key's other holders. The batch's
+    keys are computed from their identities (people.blocking.stored_keys, what every
+    write stores), not read back: person_keys has no index on person_id. A key held by
+    more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
+    million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index
+    probe."""
+    direction = "<>" if both_ways else ">"
+    values = ", ".join(f"(CAST(:k{n} AS BIGINT), :p{n})" for n in range(count))
+    return text(
+        f"WITH mine (key, person_id) AS (VALUES {values})"  # noqa: S608 (constant)
+        " SELECT mine.person_id, other.person_id FROM mine"
+        " JOIN person_keys AS other ON other.key = mine.key"
+        f" AND other.person_id {direction} mine.person_id"
+        " WHERE NOT EXISTS ("
+        " SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap)"
+    )
 
 
 def candidate_pairs(
@@ -105,18 +116,20 @@ def candidate_pairs(
 
     ``both_ways`` False: only the others of a higher id.
     """
-    owners: dict[int, list[str]] = defaultdict(list)
-    for person_id, identity in identities.items():
-        for key in stored_keys(identity):
-            owners[key].append(person_id)
+    mine = [
+        (key, person_id)
+        for person_id, identity in sorted(identities.items())
+        for key in sorted(stored_keys(identity))
+    ]
     found: dict[str, set[str]] = defaultdict(set)
-    keys = sorted(owners)
-    for start in range(0, len(keys), IDS_PER_QUERY):
-        chunk = keys[start : start + IDS_PER_QUERY]
-        for key, other in session.execute(_HOLDERS_QUERY, {"keys": chunk, "cap": KEY_CAP}):
-            for mine in owners[key]:
-                if other > mine or (both_ways and other != mine):
-                    found[mine].add(other)
+    for start in range(0, len(mine), KEYS_PER_QUERY):
+        chunk = mine[start : start + KEYS_PER_QUERY]
+        params: dict[str, Any] = {"cap": KEY_CAP}
+        for n, (key, person_id) in enumerate(chunk):
+            params[f"k{n}"] = key
+            params[f"p{n}"] = person_id
+        for person_id, other in session.execute(_candidate_pairs(len(chunk), both_ways), params):
+            found[person_id].add(other)
     return found
 
 
