@@ -88,7 +88,7 @@ def load_live(session: Session, ids: Collection[str]) -> list[Any]:
 KEYS_PER_QUERY = IDS_PER_QUERY // 2
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def _candidate_pairs(count: int, both_ways: bool) -> TextClause:
     """The pairs of people sharing a blocking key, for ``count`` (key, person) values of a
     batch's people (:k0, :p0 …), each joined with the key's other holders. The batch's
@@ -124,6 +124,10 @@ def candidate_pairs(
     found: dict[str, set[str]] = defaultdict(set)
     for start in range(0, len(mine), KEYS_PER_QUERY):
         chunk = mine[start : start + KEYS_PER_QUERY]
+        # Padded with its last value (a pair found twice is found once) to one of a few
+        # sizes: a few statement texts, each compiled and cached once.
+        size = min(KEYS_PER_QUERY, 1 << max(4, (len(chunk) - 1).bit_length()))
+        chunk += [chunk[-1]] * (size - len(chunk))
         params: dict[str, Any] = {"cap": KEY_CAP}
         for n, (key, person_id) in enumerate(chunk):
             params[f"k{n}"] = key
