@@ -112,8 +112,10 @@ def test_upgrade_from_empty_to_head_down_one_and_up_again(empty_engine: Engine) 
     downgrade(empty_engine, "-1")
     assert current_revision(empty_engine) == previous
     assert tables(empty_engine) <= APP_TABLES | DROPPED_BY_HEAD
-    # The newest migration took something away: a table, or a column or an index of one.
-    assert at_head - schema_objects(empty_engine)
+    # Down one undid the newest migration's change to the schema: a table, a column or an
+    # index it added is gone, or one it took away (0025: person_keys' index on person_id)
+    # is back.
+    assert at_head ^ schema_objects(empty_engine)
 
     upgrade(empty_engine)
     assert current_revision(empty_engine) == head
@@ -166,3 +168,48 @@ def test_every_index_of_the_models_exists(empty_engine: Engine) -> None:
     with empty_engine.connect() as connection:
         present = {name for (name,) in connection.execute(text(query)) if name.startswith("ix_")}
     assert present == wanted
+
+
+def test_0025_rebuilds_every_persons_keys_in_one_b_tree(empty_engine: Engine) -> None:
+    """0025 recomputes each stored person's keys (a stale or missing key put right, a key
+    of no one's dropped) and leaves person_keys without its index on person_id."""
+    from sqlalchemy import delete, insert, select
+    from testkit.factories import person_body
+
+    from ridercrm.db import session_factory, session_scope
+    from ridercrm.people import service
+    from ridercrm.people.blocking import stored_keys
+    from ridercrm.people.index import identity_of
+    from ridercrm.people.models import CONTACT, PersonKey
+    from ridercrm.people.schemas import PersonCreate
+
+    upgrade(empty_engine)
+    sessions = session_factory(empty_engine)
+    expected: dict[str, set[int]] = {}
+    with session_scope(sessions, write=True) as session:
+        for n in range(3):
+            body = person_body(
+                first_name=f"Ann{'a' * n}", email=f"ann{n}@example.com", drivers_license=f"L12{n}"
+            )
+            person = service.create_person(
+                session, kind=CONTACT, data=PersonCreate.model_validate(body)
+            )
+            expected[person.id] = stored_keys(identity_of(person))
+    downgrade(empty_engine, "0024")
+    first, second, _third = sorted(expected)
+    with empty_engine.begin() as connection:
+        # A store whose keys went wrong: one person's all gone, another's partly, one stale.
+        connection.execute(delete(PersonKey).where(PersonKey.person_id == first))
+        connection.execute(
+            delete(PersonKey).where(
+                PersonKey.person_id == second, PersonKey.key == min(expected[second])
+            )
+        )
+        connection.execute(insert(PersonKey).values(key=12345, person_id=second))
+    upgrade(empty_engine)
+    with empty_engine.connect() as connection:
+        stored: dict[str, set[int]] = {}
+        for key, person_id in connection.execute(select(PersonKey.key, PersonKey.person_id)):
+            stored.setdefault(person_id, set()).add(key)
+    assert stored == expected
+    assert inspect(empty_engine).get_indexes("person_keys") == []

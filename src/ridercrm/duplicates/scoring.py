@@ -15,13 +15,13 @@ import signal
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, TextClause, bindparam, func, select, text
+from sqlalchemy import Select, Table, TextClause, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
@@ -30,7 +30,7 @@ from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people import normalize
-from ridercrm.people.blocking import Identity
+from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.identity import IDENTITY_COLUMNS as IDENTITY_FIELD_NAMES
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import Person
@@ -83,42 +83,57 @@ def load_live(session: Session, ids: Collection[str]) -> list[Any]:
     return found
 
 
-# The pairs of people sharing a blocking key, for one batch of people: their stored keys
-# (person_keys by person_id), each joined with the key's other holders. A key held by
-# more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
-# million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index probe.
-_CANDIDATE_PAIRS = """
-SELECT mine.person_id, other.person_id
-FROM person_keys AS mine
-JOIN person_keys AS other ON other.key = mine.key AND other.person_id {direction} mine.person_id
-WHERE mine.person_id IN :ids
-AND NOT EXISTS (
-    SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap
-)
-"""
+# Keys (with their person) per statement: two bound values each, within SQLite's
+# bound-parameter limit on every version.
+KEYS_PER_QUERY = IDS_PER_QUERY // 2
 
 
-@lru_cache(maxsize=2)
-def _candidate_pairs(both_ways: bool) -> TextClause:
+@lru_cache(maxsize=16)
+def _candidate_pairs(count: int, both_ways: bool) -> TextClause:
+    """The pairs of people sharing a blocking key, for ``count`` (key, person) values of a
+    batch's people (:k0, :p0 …), each joined with the key's other holders. The batch's
+    keys are computed from their identities (people.blocking.stored_keys, what every
+    write stores), not read back: person_keys has no index on person_id. A key held by
+    more than KEY_CAP people is left out, as matching leaves it (a common name pair at a
+    million people): whether a key has a (KEY_CAP + 1)th holder is one bounded index
+    probe."""
     direction = "<>" if both_ways else ">"
-    return text(_CANDIDATE_PAIRS.format(direction=direction)).bindparams(
-        bindparam("ids", expanding=True)
+    values = ", ".join(f"(CAST(:k{n} AS BIGINT), :p{n})" for n in range(count))
+    return text(
+        f"WITH mine (key, person_id) AS (VALUES {values})"  # noqa: S608 (constant)
+        " SELECT mine.person_id, other.person_id FROM mine"
+        " JOIN person_keys AS other ON other.key = mine.key"
+        f" AND other.person_id {direction} mine.person_id"
+        " WHERE NOT EXISTS ("
+        " SELECT 1 FROM person_keys AS more WHERE more.key = mine.key LIMIT 1 OFFSET :cap)"
     )
 
 
 def candidate_pairs(
-    session: Session, person_ids: Sequence[str], *, both_ways: bool
+    session: Session, identities: Mapping[str, Identity], *, both_ways: bool
 ) -> dict[str, set[str]]:
-    """For each of these people, the others sharing one of their stored blocking keys.
+    """For each of these people (id: identity), the others sharing one of their blocking keys.
 
     ``both_ways`` False: only the others of a higher id.
     """
+    mine = [
+        (key, person_id)
+        for person_id, identity in sorted(identities.items())
+        for key in sorted(stored_keys(identity))
+    ]
     found: dict[str, set[str]] = defaultdict(set)
-    statement = _candidate_pairs(both_ways)
-    for start in range(0, len(person_ids), IDS_PER_QUERY):
-        chunk = list(person_ids[start : start + IDS_PER_QUERY])
-        for mine, other in session.execute(statement, {"ids": chunk, "cap": KEY_CAP}):
-            found[mine].add(other)
+    for start in range(0, len(mine), KEYS_PER_QUERY):
+        chunk = mine[start : start + KEYS_PER_QUERY]
+        # Padded with its last value (a pair found twice is found once) to one of a few
+        # sizes: a few statement texts, each compiled and cached once.
+        size = min(KEYS_PER_QUERY, 1 << max(4, (len(chunk) - 1).bit_length()))
+        chunk += [chunk[-1]] * (size - len(chunk))
+        params: dict[str, Any] = {"cap": KEY_CAP}
+        for n, (key, person_id) in enumerate(chunk):
+            params[f"k{n}"] = key
+            params[f"p{n}"] = person_id
+        for person_id, other in session.execute(_candidate_pairs(len(chunk), both_ways), params):
+            found[person_id].add(other)
     return found
 
 
@@ -150,7 +165,7 @@ def score_people(
     """
     model = model_store.current(session)
     own = {person.id: identity_of(person) for person in people}
-    wanted = candidate_pairs(session, sorted(own), both_ways=both_ways)
+    wanted = candidate_pairs(session, own, both_ways=both_ways)
     candidate_ids = set().union(*wanted.values()) if wanted else set()
     candidates = {row.id: _Candidate(row) for row in load_live(session, candidate_ids)}
     checked: Checked = []

@@ -91,10 +91,9 @@ class PersonKey(Base):
         String(18), ForeignKey("people.id", ondelete="CASCADE"), primary_key=True
     )
 
-    # One clustered B-tree on SQLite (no rowid table): imports write about eight of these
-    # rows per person. Keys change by difference (old minus new); the index on person_id
-    # is for the duplicates scan, which reads a batch of people's stored keys.
-    __table_args__ = (
-        Index("ix_person_keys_person_id", "person_id"),
-        {"sqlite_with_rowid": False},
-    )
+    # One clustered B-tree on SQLite (no rowid table) and nothing else: no index on
+    # person_id. Whoever needs a person's keys computes them from the person's identity
+    # (they are a function of it); keys change by difference (old minus new), found by
+    # key. A second index doubled what each of a person's keys cost to write and store
+    # (docs/decisions.md, "Compact blocking keys").
+    __table_args__ = ({"sqlite_with_rowid": False},)
