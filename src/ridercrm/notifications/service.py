@@ -162,8 +162,10 @@ _PENDING_MESSAGES: PendingRows[dict[str, Any]] = PendingRows(
 )
 
 
-def _announce(session: Session, asset: Any, kind: str, *, sequence: int = 0) -> None:
-    person = _person(session, asset.person_id)
+def _announce(
+    session: Session, asset: Any, kind: str, *, sequence: int = 0, person: Person | None = None
+) -> None:
+    person = person or _person(session, asset.person_id)
     now = utcnow()
     # A result's message says which: its course status.
     detail = asset.course_status if kind == RESULT else None
@@ -191,14 +193,14 @@ def _stopped(session: Session, person_id: str) -> bool:
     return person_id in stops
 
 
-def _schedule_reminders(session: Session, asset: Any) -> None:
+def _schedule_reminders(session: Session, asset: Any, person: Person | None = None) -> None:
     """A reminder per offset and channel; one whose moment has passed is written as
     skipped (never sent late); none for a person who stopped reminders."""
     start = timing.course_start(asset.course_datetime, asset.course_location)
     if start is None:
         return
     stopped = _stopped(session, asset.person_id)
-    person = _person(session, asset.person_id)
+    person = person or _person(session, asset.person_id)
     now = utcnow()
     for label, moment in timing.reminder_moments(start, reminder_offsets(session)):
         for channel in _channels(person):
@@ -261,13 +263,16 @@ def _next_sequence(session: Session, asset_id: str) -> int:
     return 0 if last is None else last + 1
 
 
-def course_booked(session: Session, asset: Any) -> None:
-    """A new course: its confirmation and reminders (or its result, if booked completed)."""
+def course_booked(session: Session, asset: Any, *, person: Person | None = None) -> None:
+    """A new course: its confirmation and reminders (or its result, if booked completed).
+
+    ``person``: the course's person, when the caller holds it (a contact made in this
+    transaction and not flushed yet is found no other way)."""
     if asset.course_status == BOOKED:
-        _announce(session, asset, CONFIRMATION)
-        _schedule_reminders(session, asset)
+        _announce(session, asset, CONFIRMATION, person=person)
+        _schedule_reminders(session, asset, person)
     elif asset.course_status in COMPLETED:
-        _announce(session, asset, RESULT)
+        _announce(session, asset, RESULT, person=person)
 
 
 def course_changed(
