@@ -10,6 +10,11 @@ Run from the repository root (``make bench NAME=floors``):
 
 ``--variant NAME=VALUE`` adds this build with a setting changed (repeatable).
 
+``--figure booking``: a 200-item booking over HTTP (half of it leads it converts)
+against the same INSERTs and UPDATEs replayed with the raw driver in one transaction,
+and the bytes that booking writes (bench/booking_floor.py says how); ``--store N``
+fills the store with N people first.
+
 Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput at
 concurrency 8 (``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's products
 (``ridercrm demo``). Each build gets its own fresh database and server; the rounds
@@ -41,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testkit.serve import free_port, run_cli, running_server
 
-from bench.harness import fresh_database
+from bench import booking_floor
+from bench.harness import fresh_database, previous_build_env
 
 CONCURRENCY = 8
 REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
@@ -122,7 +128,11 @@ def main() -> int:
         help="also measure this build with a setting changed, e.g. RIDERCRM_SQLITE_SYNCHRONOUS=NORMAL",
     )
     parser.add_argument("--pg-url")
+    parser.add_argument("--figure", choices=("products", "booking"), default="products")
+    parser.add_argument("--store", type=int, default=0, help="people in the store (booking)")
     args = parser.parse_args()
+    if args.figure == "booking":
+        return booking(args)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is needed (apt-get install wrk)")
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
@@ -147,6 +157,18 @@ def main() -> int:
                 f"{statistics.median(build.products):,.0f} | "
                 f"{statistics.median(build.ratios()):.3f} |"
             )
+    return 0
+
+
+def booking(args: argparse.Namespace) -> int:
+    """The 200-item booking against its replayed writes, and what it writes."""
+    kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    for kind in kinds:
+        builds = [booking_floor.Build("this", dict(os.environ))]
+        if args.previous is not None:
+            builds.append(booking_floor.Build("previous", previous_build_env(args.previous)))
+        booking_floor.measure(kind, builds, args.rounds, args.store, args.pg_url)
+        booking_floor.report(kind, builds, args.rounds)
     return 0
 
 

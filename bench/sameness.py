@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testkit.serve import free_port, run_cli, running_server
 
-from bench.harness import fresh_database
+from bench.harness import fresh_database, previous_build_env
 
 ID = re.compile(
     r"\b(?:msg_)?[0-9a-f]{32}\b|\b(?=[0-9A-Za-z]*[0-9])[0-9A-Za-z]{15}(?:[0-9A-Za-z]{3})?\b"
@@ -517,7 +517,7 @@ def compare(this: Side, previous: Side, dump: Path | None = None) -> list[str]:
 def run(kind: str, previous: Path, pg_url: str | None, dump: Path | None) -> int:
     sides = [
         Side("this", dict(os.environ)),
-        Side("previous", {**os.environ, "PYTHONPATH": str((previous / "src").resolve())}),
+        Side("previous", previous_build_env(previous)),
     ]
     with tempfile.TemporaryDirectory(prefix="ridercrm-sameness-") as tmp:
         for side in sides:
