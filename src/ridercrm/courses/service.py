@@ -9,6 +9,7 @@ course of the product (the interface's "pair" rule).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,10 +73,21 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
     """
     _lock_in_order(session, items)
     batch = _resolve(session, [raw for raw in items if isinstance(raw, dict)])
-    with session.no_autoflush:
+    with session.no_autoflush, _sessions_of(session, items, batch):
         results = [book_one(session, raw=raw, audit_id=audit_id, batch=batch) for raw in items]
     session.flush()
     return results
+
+
+def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractContextManager[None]:
+    """Read the course sessions the items' seats may be taken or freed in, at once."""
+    starts = {i.get("course_datetime") for i in items if isinstance(i, dict)}
+    starts |= {asset.course_datetime for asset in batch.by_id.values()}
+    products = set(batch.products) | {asset.product_id for asset in batch.by_id.values()}
+    named = {start for start in starts if isinstance(start, str) and start}
+    if not products or not named:
+        return nullcontext()
+    return seats.sessions_read_once(session, products, named)
 
 
 STATUS_FIELDS = frozenset({"asset_id", "course_status", "course_feedback"})
