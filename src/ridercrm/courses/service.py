@@ -73,7 +73,11 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
     """
     _lock_in_order(session, items)
     batch = _resolve(session, [raw for raw in items if isinstance(raw, dict)])
-    with session.no_autoflush, _sessions_of(session, items, batch):
+    with (
+        session.no_autoflush,
+        _sessions_of(session, items, batch),
+        notifications.sequences_read_once(session, list(batch.by_id)),
+    ):
         results = [book_one(session, raw=raw, audit_id=audit_id, batch=batch) for raw in items]
     session.flush()
     return results
