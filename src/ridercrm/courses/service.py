@@ -2,9 +2,10 @@
 
 Each item succeeds or fails alone and never half-writes: everything a request's items
 name is read first, each item is then checked before it changes anything, and the
-request's rows are written together at the end (``book_courses``). Which course an item means, in order: a non-empty asset_id; a stored
-booking_number; a new booking_number (a new course); else the person's one open
-course of the product (the interface's "pair" rule).
+request's rows are written together at the end (``book_courses``; docs/decisions.md,
+"Set-based operations 1 and 2 (issue 23)"). Which course an item means, in order: a
+non-empty asset_id; a stored booking_number; a new booking_number (a new course); else
+the person's one open course of the product (the interface's "pair" rule).
 """
 
 from __future__ import annotations
@@ -462,8 +463,9 @@ def _update(
 ) -> str:
     """Apply an item to its course, or raise ItemRejected before changing anything.
 
-    ``flush=False`` leaves the writes to the caller's flush (items that set no unique
-    value, so none can fail in the database: :func:`change_statuses`)."""
+    ``flush=False`` leaves the writes to the caller's flush (:func:`book_courses`, which
+    refuses a booking number another course has before writing it, and
+    :func:`change_statuses`, whose items set no unique value)."""
     current = asset.course_status
     target = item.course_status or current
     problem = rules.transition_error(current, target)
