@@ -10,6 +10,11 @@ Run from the repository root (``make bench NAME=floors``):
 
 ``--variant NAME=VALUE`` adds this build with a setting changed (repeatable).
 
+``--figure booking``: a 200-item booking over HTTP (half of it leads it converts)
+against the same INSERTs and UPDATEs replayed with the raw driver in one transaction,
+and the bytes that booking writes (bench/booking_floor.py says how); ``--store N``
+fills the store with N people first.
+
 Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput and
 ``POST /crm/people/match`` throughput / ``/healthz`` throughput at concurrency 8
 (``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's store (``ridercrm demo``).
@@ -47,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testkit.serve import free_port, run_cli, running_server
 
-from bench import match_perf
-from bench.harness import fresh_database
+from bench import booking_floor, match_perf
+from bench.harness import fresh_database, previous_build_env
 
 CONCURRENCY = 8
 REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
@@ -178,7 +183,11 @@ def main() -> int:
         help="also measure this build with a setting changed, e.g. RIDERCRM_SQLITE_SYNCHRONOUS=NORMAL",
     )
     parser.add_argument("--pg-url")
+    parser.add_argument("--figure", choices=("products", "booking"), default="products")
+    parser.add_argument("--store", type=int, default=0, help="people in the store (booking)")
     args = parser.parse_args()
+    if args.figure == "booking":
+        return booking(args)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is needed (apt-get install wrk)")
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
@@ -191,9 +200,7 @@ def main() -> int:
     for kind in kinds:
         builds = [Build("this", dict(os.environ))]
         if args.previous is not None:
-            src = str((args.previous / "src").resolve())
-            previous_env = {**os.environ, "PYTHONPATH": src}
-            builds.append(Build("previous", previous_env))
+            builds.append(Build("previous", previous_build_env(args.previous)))
         for variant in args.variant:
             name, _, value = variant.partition("=")
             builds.append(Build(f"this, {name}={value}", {**os.environ, name: value}))
@@ -206,6 +213,18 @@ def main() -> int:
                 f"{statistics.median(build.match):,.0f} | "
                 f"{statistics.median(build.ratios(build.match)):.3f} |"
             )
+    return 0
+
+
+def booking(args: argparse.Namespace) -> int:
+    """The 200-item booking against its replayed writes, and what it writes."""
+    kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    for kind in kinds:
+        builds = [booking_floor.Build("this", dict(os.environ))]
+        if args.previous is not None:
+            builds.append(booking_floor.Build("previous", previous_build_env(args.previous)))
+        booking_floor.measure(kind, builds, args.rounds, args.store, args.pg_url)
+        booking_floor.report(kind, builds, args.rounds)
     return 0
 
 

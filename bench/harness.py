@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -437,3 +438,23 @@ def check_invariants(snap: Snapshot, *, loaded_contacts: set[str]) -> Invariants
     for person_id in set(snap.keys) - set(snap.people):
         bad.append(f"person_keys rows for {person_id}, who is not stored")
     return found
+
+
+def previous_build_env(previous: Path) -> dict[str, str]:
+    """The environment that runs the ridercrm of ``previous``/src (a worktree of another
+    commit) with this checkout's installed packages; HarnessError unless it really does
+    (a missing worktree would silently run this build twice)."""
+    src = (previous / "src").resolve()
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    found = subprocess.run(
+        [sys.executable, "-c", "import ridercrm; print(ridercrm.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if not found.startswith(str(src) + os.sep):
+        raise HarnessError(
+            f"{previous} does not hold a build to run (ridercrm imports from {found!r})"
+        )
+    return env

@@ -1,23 +1,27 @@
 """Operation 1: book people onto courses and change course status (docs/decisions.md, "Operation 1 (rider courses)").
 
-Each item runs in its own savepoint: it succeeds or fails alone and never
-half-writes. Which course an item means, in order: a non-empty asset_id; a stored
-booking_number; a new booking_number (a new course); else the person's one open
-course of the product (the interface's "pair" rule).
+Each item succeeds or fails alone and never half-writes: everything a request's items
+name is read first, each item is then checked before it changes anything, and the
+request's rows are written together at the end (``book_courses``; docs/decisions.md,
+"Set-based operations 1 and 2 (issue 23)"). Which course an item means, in order: a
+non-empty asset_id; a stored booking_number; a new booking_number (a new course); else
+the person's one open course of the product (the interface's "pair" rule).
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import or_, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import text as text_sql
 from sqlalchemy.orm import Session
 
 from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
+from ridercrm.courses.rules import CANCELLED
 from ridercrm.courses.schemas import CourseItem
 from ridercrm.db import utcnow
 from ridercrm.errors import DomainError
@@ -61,11 +65,34 @@ def get_asset(session: Session, asset_id: str) -> Asset | None:
 
 
 def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[ItemResult]:
-    """Carry out each item independently; return one result per item, in order."""
+    """Carry out each item independently; return one result per item, in order.
+
+    Three steps: read everything the items name at once (:func:`_resolve`: a few
+    statements for the whole request, not one per item), then decide and apply each item
+    in memory in order (a refused item is refused before it changes anything, so no item
+    needs a savepoint), then write the request's rows in one flush.
+    """
     _lock_in_order(session, items)
-    # The session's identity map holds rows weakly: keep these for the whole request.
-    session.info["ridercrm.preloaded"] = _preload(session, items)
-    return [book_one(session, raw=raw, audit_id=audit_id) for raw in items]
+    batch = _resolve(session, [raw for raw in items if isinstance(raw, dict)])
+    with (
+        session.no_autoflush,
+        _sessions_of(session, items, batch),
+        notifications.sequences_read_once(session, list(batch.by_id)),
+    ):
+        results = [book_one(session, raw=raw, audit_id=audit_id, batch=batch) for raw in items]
+    session.flush()
+    return results
+
+
+def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractContextManager[None]:
+    """Read the course sessions the items' seats may be taken or freed in, at once."""
+    starts = {i.get("course_datetime") for i in items if isinstance(i, dict)}
+    starts |= {asset.course_datetime for asset in batch.by_id.values()}
+    products = set(batch.products) | {asset.product_id for asset in batch.by_id.values()}
+    named = {start for start in starts if isinstance(start, str) and start}
+    if not products or not named:
+        return nullcontext()
+    return seats.sessions_read_once(session, products, named)
 
 
 STATUS_FIELDS = frozenset({"asset_id", "course_status", "course_feedback"})
@@ -129,6 +156,11 @@ def _lock_in_order(session: Session, items: list[Any]) -> None:
     objects = [item for item in items if isinstance(item, dict)]
     asset_ids = {canonical_id(i.get("asset_id"), RecordKind.ASSET) for i in objects} - {None}
     numbers = {number for i in objects if (number := _booking_number(i.get("booking_number")))}
+    if numbers:
+        # Only operation 1 stores booking numbers: holding each number's lock until
+        # commit, a request that might book it waits for the one that does, then
+        # reads the course it stored (no unique-key violation at the flush).
+        session.execute(_NUMBER_LOCKS, {"numbers": sorted(numbers)})
     person_ids = {canonical_id(i.get("person_id")) for i in objects} - {None}
     named = or_(Asset.id.in_(asset_ids), Asset.booking_number.in_(numbers))
     if asset_ids or numbers:
@@ -136,6 +168,13 @@ def _lock_in_order(session: Session, items: list[Any]) -> None:
     people.lock_in_order(session, {p for p in person_ids if p})
     if asset_ids or numbers:
         session.execute(select(Asset.id).where(named).order_by(Asset.id).with_for_update()).all()
+
+
+_NUMBER_LOCKS = text_sql(
+    "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(n, 23) AS k"
+    " FROM unnest(CAST(:numbers AS text[])) AS n) AS locks ORDER BY k"
+)
+"""Take each booking number's transaction-level lock, in one fixed order."""
 
 
 def _booking_number(value: Any) -> str | None:
@@ -149,26 +188,73 @@ def _booking_number(value: Any) -> str | None:
 _BOOKING_NUMBER = text(80)
 
 
-def _preload(session: Session, items: list[Any]) -> list[Any]:
-    """Load the request's people and products in two queries instead of one per item."""
-    person_ids = {canonical_id(i.get("person_id")) for i in items if isinstance(i, dict)} - {None}
-    product_ids = {
-        canonical_id(i.get("product_id"), RecordKind.PRODUCT) for i in items if isinstance(i, dict)
-    } - {None}
-    held: list[Any] = []
-    if person_ids:
-        people_rows = session.scalars(select(Person).where(Person.id.in_(person_ids))).all()
-        held.extend(people_rows)
-        contacts = {p.converted_contact_id for p in people_rows if p.converted_contact_id}
-        if contacts:
-            held.extend(session.scalars(select(Person).where(Person.id.in_(contacts))).all())
+@dataclass
+class Batch:
+    """What a request's items name, read before the first item (:func:`_resolve`), and
+    kept in step with what each item does, so a later item sees an earlier one's work
+    (a course booked with a booking number is found by the next item that names it)."""
+
+    people: people.Held
+    products: dict[str, Product]
+    by_id: dict[str, Asset]
+    by_number: dict[str, Asset]
+    # Every course of a (person, product) a pair item may mean, whatever its status.
+    courses_of: dict[tuple[str, str], list[Asset]]
+
+    def add(self, asset: Asset) -> None:
+        self.by_id[asset.id] = asset
+        if asset.booking_number:
+            self.by_number[asset.booking_number] = asset
+        self.courses_of.setdefault((asset.person_id, asset.product_id), []).append(asset)
+
+
+def _resolve(session: Session, items: list[dict[str, Any]]) -> Batch:
+    """Read the courses, people and products the items name: a statement each (one per
+    hop for people), whatever the number of items. On PostgreSQL they are locked already
+    (:func:`_lock_in_order`) but for the courses a pair names, locked here in id order."""
+    asset_ids = {canonical_id(i.get("asset_id"), RecordKind.ASSET) for i in items} - {None}
+    numbers = {number for i in items if (number := _booking_number(i.get("booking_number")))}
+    person_ids = {canonical_id(i.get("person_id")) for i in items} - {None}
+    product_ids = {canonical_id(i.get("product_id"), RecordKind.PRODUCT) for i in items} - {None}
+    assets: list[Asset] = []
+    if asset_ids or numbers:
+        named = or_(Asset.id.in_(asset_ids), Asset.booking_number.in_(numbers))
+        assets = list(session.scalars(select(Asset).where(named)))
+    held = people.Held()
+    held.load(session, {p for p in person_ids if p} | {a.person_id for a in assets})
+    products: dict[str, Product] = {}
     if product_ids:
-        held.extend(session.scalars(select(Product).where(Product.id.in_(product_ids))).all())
-    return held
+        products = {
+            p.id: p for p in session.scalars(select(Product).where(Product.id.in_(product_ids)))
+        }
+    batch = Batch(held, products, {}, {}, {})
+    owners = {
+        person.id
+        for raw in person_ids
+        if raw and (person := _quietly_resolved(held, raw)) is not None
+    }
+    known = {a.id for a in assets}
+    if owners and products:
+        pairs = select(Asset).where(
+            Asset.person_id.in_(owners), Asset.product_id.in_(products), Asset.id.not_in(known)
+        )
+        if session.get_bind().dialect.name != "sqlite":
+            pairs = pairs.order_by(Asset.id).with_for_update()
+        assets.extend(session.scalars(pairs))
+    for asset in assets:
+        batch.add(asset)
+    return batch
 
 
-def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
-    """Carry out one item atomically (a savepoint); a retry covers a concurrent twin."""
+def _quietly_resolved(held: people.Held, raw_id: str) -> Person | None:
+    try:
+        return held.resolve(raw_id)
+    except people.UnresolvableId:
+        return None
+
+
+def book_one(session: Session, *, raw: Any, audit_id: str, batch: Batch) -> ItemResult:
+    """Decide one item and apply it, or refuse it having changed nothing."""
     if not isinstance(raw, dict):
         return ItemResult(delivery=False, receipt=item_refusal(raw, "people_product") + ".")
     result = ItemResult(
@@ -185,23 +271,15 @@ def book_one(session: Session, *, raw: Any, audit_id: str) -> ItemResult:
     except ValidationError as exc:
         result.receipt = _refusal("; ".join(error_messages(exc)), raw)
         return result
-    for attempt in range(2):
-        try:
-            with session.begin_nested():
-                return _carry_out(session, item, result, audit_id)
-        except ItemRejected as rejected:
-            result.receipt = _refusal(str(rejected), raw)
-            return result
-        except seats.NoSeat as no_seat:
-            # The fixed receipts ("Course is full.") go out exactly as written.
-            result.receipt = str(no_seat)
-            return result
-        except IntegrityError:
-            # A concurrent request stored the same booking_number first; on the
-            # second pass the item finds that course and updates it instead.
-            if attempt:
-                raise
-    raise AssertionError("unreachable")
+    try:
+        return _carry_out(session, item, result, audit_id, batch)
+    except ItemRejected as rejected:
+        result.receipt = _refusal(str(rejected), raw)
+        return result
+    except seats.NoSeat as no_seat:
+        # The fixed receipts ("Course is full.") go out exactly as written.
+        result.receipt = str(no_seat)
+        return result
 
 
 def _refusal(reason: str, raw: dict[str, Any]) -> str:
@@ -213,33 +291,36 @@ def _refusal(reason: str, raw: dict[str, Any]) -> str:
     return reason + "."
 
 
-def _carry_out(session: Session, item: CourseItem, result: ItemResult, audit_id: str) -> ItemResult:
-    person = _person(session, item)
+def _carry_out(
+    session: Session, item: CourseItem, result: ItemResult, audit_id: str, batch: Batch
+) -> ItemResult:
+    person = _person(item, batch)
     if person is not None and person.kind != LEAD:
         result.contact_id = person.id
-    asset, is_new = _find_course(session, item, person)
+    asset, is_new = _find_course(item, person, batch)
     if is_new:
         assert person is not None
-        return _book_new(session, item, person, result, audit_id)
+        return _book_new(session, item, person, result, audit_id, batch)
     assert asset is not None
-    # Locks are taken in one order everywhere: the course, then its person.
-    contact = people.lock_person(session, asset.person_id)
+    contact = batch.people.get(asset.person_id)
     assert contact is not None
     # Known before the rules are checked, so a refused item still says which course.
     _fill(result, asset, contact)
-    receipt = _update(session, item, asset, contact, audit_id)
+    receipt = _update(session, item, asset, contact, audit_id, flush=False)
+    if asset.booking_number:
+        batch.by_number[asset.booking_number] = asset
     _fill(result, asset, contact)
     result.delivery, result.receipt = True, receipt
     return result
 
 
-def _person(session: Session, item: CourseItem) -> Person | None:
+def _person(item: CourseItem, batch: Batch) -> Person | None:
     if item.person_id is None:
         return None
     if canonical_id(item.person_id) is None:
         raise ItemRejected(f"person_id: {item.person_id} is not a valid record id")
     try:
-        person = people.resolve(session, item.person_id)
+        person = batch.people.resolve(item.person_id)
     except people.UnresolvableId as exc:
         raise ItemRejected(f"person_id: {exc}") from None
     if person is None:
@@ -247,24 +328,24 @@ def _person(session: Session, item: CourseItem) -> Person | None:
     return person
 
 
-def _product(session: Session, raw_id: str) -> Product:
+def _product(raw_id: str, batch: Batch) -> Product:
     product_id = canonical_id(raw_id, RecordKind.PRODUCT)
-    product = session.get(Product, product_id) if product_id else None
+    product = batch.products.get(product_id) if product_id else None
     if product is None:
         raise ItemRejected(f"product_id: no product with id {raw_id}")
     return product
 
 
 def _find_course(
-    session: Session, item: CourseItem, person: Person | None
+    item: CourseItem, person: Person | None, batch: Batch
 ) -> tuple[Asset | None, bool]:
     """The course the item means, and whether it is a new one to book."""
     if item.asset_id is not None:
         asset_id = canonical_id(item.asset_id, RecordKind.ASSET)
-        asset = repository.lock_asset(session, asset_id) if asset_id else None
+        asset = batch.by_id.get(asset_id) if asset_id else None
         if asset is None:
             raise ItemRejected(f"asset_id: no course with id {item.asset_id}")
-        _check_owner(session, item, asset, person)
+        _check_owner(item, asset, person)
         if (
             item.booking_number
             and asset.booking_number
@@ -273,12 +354,17 @@ def _find_course(
             raise ItemRejected(
                 f"booking_number: the course has booking number {asset.booking_number}, not {item.booking_number}"
             )
+        other = batch.by_number.get(item.booking_number or "")
+        if not asset.booking_number and other is not None and other is not asset:
+            raise ItemRejected(
+                f"booking_number: {item.booking_number} is the booking number of course {other.id}"
+            )
         return asset, False
     if item.booking_number is not None:
-        asset = repository.by_booking_number(session, item.booking_number)
-        if asset is not None:
-            _check_owner(session, item, asset, person)
-            return asset, False
+        found = batch.by_number.get(item.booking_number)
+        if found is not None:
+            _check_owner(item, found, person)
+            return found, False
         missing = item.missing_for_new_booking()
         if missing:
             raise ItemRejected(
@@ -289,25 +375,26 @@ def _find_course(
         raise ItemRejected(
             "asset_id, booking_number, or person_id with product_id: one is required to name a course"
         )
-    product = _product(session, item.product_id)
-    open_ids = repository.open_courses(session, person_id=person.id, product_id=product.id)
-    if not open_ids:
+    product = _product(item.product_id, batch)
+    open_courses = [
+        asset
+        for asset in batch.courses_of.get((person.id, product.id), [])
+        if asset.course_status != CANCELLED
+    ]
+    if not open_courses:
         raise ItemRejected("product_id: the person has no open course of this product")
-    if len(open_ids) > 1:
+    if len(open_courses) > 1:
         raise ItemRejected(
             "product_id: the person has several open courses of this product; send asset_id"
         )
-    asset = repository.lock_asset(session, open_ids[0])
-    assert asset is not None
-    return asset, False
+    return open_courses[0], False
 
 
-def _check_owner(session: Session, item: CourseItem, asset: Asset, person: Person | None) -> None:
+def _check_owner(item: CourseItem, asset: Asset, person: Person | None) -> None:
+    # The batch's people were read (on PostgreSQL, locked) before its first item, so a
+    # lead converted by a concurrent request is already seen as converted.
     if person is not None and person.id != asset.person_id:
-        # The lead may have been converted by a concurrent request since it was read.
-        current = people.resolve(session, item.person_id or "", fresh=True)
-        if current is None or current.id != asset.person_id:
-            raise ItemRejected(f"person_id: course {asset.id} belongs to another person")
+        raise ItemRejected(f"person_id: course {asset.id} belongs to another person")
     if item.product_id is not None:
         product_id = canonical_id(item.product_id, RecordKind.PRODUCT)
         if product_id != asset.product_id:
@@ -315,31 +402,35 @@ def _check_owner(session: Session, item: CourseItem, asset: Asset, person: Perso
 
 
 def _book_new(
-    session: Session, item: CourseItem, person: Person, result: ItemResult, audit_id: str
+    session: Session,
+    item: CourseItem,
+    person: Person,
+    result: ItemResult,
+    audit_id: str,
+    batch: Batch,
 ) -> ItemResult:
     assert item.product_id is not None
     assert item.course_status is not None
-    product = _product(session, item.product_id)
+    product = _product(item.product_id, batch)
     problem = rules.feedback_error(item.course_status, item.course_feedback)
     if problem:
         raise ItemRejected(problem)
+    converted = person.kind == LEAD
     _take_seat(
         session,
         before=None,
         after=_place(product.id, item.course_location, item.course_datetime, item.course_status),
         person_ids={person.id},
     )
-    converted = person.kind == LEAD
-    contact = (
-        people.convert_lead(session, person)
-        if converted
-        else people.lock_person(session, person.id)
-    )
-    assert contact is not None
+    contact = person
+    if converted:
+        contact = people.convert_held_lead(session, person)
+        batch.people.add(contact)
     people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),
         person=contact,
+        person_id=contact.id,
         product_id=product.id,
         booking_number=item.booking_number,
         course_status=item.course_status,
@@ -352,9 +443,9 @@ def _book_new(
             asset_id=asset.id, from_status=None, to_status=asset.course_status, audit_id=audit_id
         )
     )
-    session.flush()
+    batch.add(asset)
     events.course_booked(session, asset)
-    notifications.course_booked(session, asset)
+    notifications.course_booked(session, asset, person=contact)
     _fill(result, asset, contact)
     result.delivery = True
     result.receipt = "Course booked; lead converted to contact." if converted else "Course booked."
@@ -372,8 +463,9 @@ def _update(
 ) -> str:
     """Apply an item to its course, or raise ItemRejected before changing anything.
 
-    ``flush=False`` leaves the writes to the caller's flush (items that set no unique
-    value, so none can fail in the database: :func:`change_statuses`)."""
+    ``flush=False`` leaves the writes to the caller's flush (:func:`book_courses`, which
+    refuses a booking number another course has before writing it, and
+    :func:`change_statuses`, whose items set no unique value)."""
     current = asset.course_status
     target = item.course_status or current
     problem = rules.transition_error(current, target)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Table, func, select, update
@@ -162,8 +163,10 @@ MESSAGES: Effect[dict[str, Any]] = Effect("messages", _insert_messages)
 (ridercrm.unit_of_work)."""
 
 
-def _announce(session: Session, asset: Any, kind: str, *, sequence: int = 0) -> None:
-    person = _person(session, asset.person_id)
+def _announce(
+    session: Session, asset: Any, kind: str, *, sequence: int = 0, person: Person | None = None
+) -> None:
+    person = person or _person(session, asset.person_id)
     now = utcnow()
     # A result's message says which: its course status.
     detail = asset.course_status if kind == RESULT else None
@@ -192,14 +195,14 @@ def _stopped(session: Session, person_id: str) -> bool:
     return person_id in stops
 
 
-def _schedule_reminders(session: Session, asset: Any) -> None:
+def _schedule_reminders(session: Session, asset: Any, person: Person | None = None) -> None:
     """A reminder per offset and channel; one whose moment has passed is written as
     skipped (never sent late); none for a person who stopped reminders."""
     start = timing.course_start(asset.course_datetime, asset.course_location)
     if start is None:
         return
     stopped = _stopped(session, asset.person_id)
-    person = _person(session, asset.person_id)
+    person = person or _person(session, asset.person_id)
     now = utcnow()
     for label, moment in timing.reminder_moments(start, reminder_offsets(session)):
         for channel in _channels(person):
@@ -247,28 +250,61 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
             row["status"], row["reason"] = SUPERSEDED, reason
 
 
+INVITATIONS = (CONFIRMATION, MOVED, CANCELLED)
+_SEQUENCES = "ridercrm.invitation_sequences"
+
+
+@contextmanager
+def sequences_read_once(session: Session, asset_ids: Collection[str]) -> Iterator[None]:
+    """Within the block, the last stored invitation SEQUENCE of these courses comes from
+    one read of them all (a batch of changes: one statement instead of one per course);
+    other courses are read as usual. Nothing in the block may insert messages itself
+    (they wait in the session until the commit, and are counted as they are now)."""
+    rows: Sequence[Any] = []
+    if asset_ids:
+        rows = session.execute(
+            select(Message.asset_id, func.max(Message.sequence))
+            .where(Message.asset_id.in_(list(asset_ids)), Message.kind.in_(INVITATIONS))
+            .group_by(Message.asset_id)
+        ).all()
+    stored: dict[str, int | None] = dict.fromkeys(asset_ids)
+    stored.update({asset_id: last for asset_id, last in rows})
+    session.info[_SEQUENCES] = stored
+    try:
+        yield
+    finally:
+        session.info.pop(_SEQUENCES, None)
+
+
 def _next_sequence(session: Session, asset_id: str) -> int:
     """The calendar SEQUENCE for a course's next invitation: one more than the last
     (stored, or written by this transaction)."""
-    invitations = (CONFIRMATION, MOVED, CANCELLED)
-    last = session.scalar(
-        select(func.max(Message.sequence)).where(
-            Message.asset_id == asset_id, Message.kind.in_(invitations)
+    invitations = INVITATIONS
+    known: dict[str, int | None] = session.info.get(_SEQUENCES, {})
+    if asset_id in known:
+        last = known[asset_id]
+    else:
+        last = session.scalar(
+            select(func.max(Message.sequence)).where(
+                Message.asset_id == asset_id, Message.kind.in_(invitations)
+            )
         )
-    )
     for row in MESSAGES.pending(session):
         if row["asset_id"] == asset_id and row["kind"] in invitations:
             last = row["sequence"] if last is None else max(last, row["sequence"])
     return 0 if last is None else last + 1
 
 
-def course_booked(session: Session, asset: Any) -> None:
-    """A new course: its confirmation and reminders (or its result, if booked completed)."""
+def course_booked(session: Session, asset: Any, *, person: Person | None = None) -> None:
+    """A new course: its confirmation and reminders (or its result, if booked completed).
+
+    ``person``: the course's person, when the caller holds it (a contact made in this
+    transaction and not flushed yet is found no other way)."""
     if asset.course_status == BOOKED:
-        _announce(session, asset, CONFIRMATION)
-        _schedule_reminders(session, asset)
+        _announce(session, asset, CONFIRMATION, person=person)
+        _schedule_reminders(session, asset, person)
     elif asset.course_status in COMPLETED:
-        _announce(session, asset, RESULT)
+        _announce(session, asset, RESULT, person=person)
 
 
 def course_changed(

@@ -1,6 +1,6 @@
 """Operation 2: modify people in batches (docs/decisions.md, "Operation 2 (modify)").
 
-Each item runs in its own savepoint. Only supplied fields change; null or "" clears
+Each item succeeds or fails alone (checked before it changes anything). Only supplied fields change; null or "" clears
 an optional field; first and last name cannot be cleared. A converted lead's ID
 works on its contact.
 """
@@ -41,25 +41,40 @@ class _Rejected(Exception):
 
 def modify_people(session: Session, *, items: list[Any], audit_id: str) -> ModifyResponse:
     """Apply each item independently; answer one entry per item, in order."""
+    return _answer(modify_each(session, items), audit_id)
+
+
+def modify_each(session: Session, items: list[Any]) -> list[ModifyResult]:
+    """Apply each item independently; one result per item, in order.
+
+    The people the items name are read (on PostgreSQL, locked) before the first item, a
+    statement per hop for the whole request; each item is checked before it changes
+    anything, so none needs a savepoint; the changes are written in one flush.
+    """
     named = {canonical_id(raw.get("ID")) for raw in items if isinstance(raw, dict)}
-    service.lock_in_order(session, {person_id for person_id in named if person_id})
-    return _answer([modify_one(session, raw) for raw in items], audit_id)
+    named_ids = {person_id for person_id in named if person_id}
+    service.lock_in_order(session, named_ids)
+    held = service.Held()
+    held.load(session, named_ids)
+    with session.no_autoflush:
+        results = [modify_one(session, raw, held) for raw in items]
+    session.flush()
+    return results
 
 
-def modify_one(session: Session, raw: Any) -> ModifyResult:
-    """Apply one item atomically: every supplied field is written, or none."""
+def modify_one(session: Session, raw: Any, held: service.Held) -> ModifyResult:
+    """Apply one item: every supplied field is written, or (refused) none."""
     echo = raw.get("ID") if isinstance(raw, dict) else None
     result = ModifyResult(ID=echo if isinstance(echo, str) else "")
     try:
-        with session.begin_nested():
-            result.fields = _apply(session, raw)
-            result.status = True
+        result.fields = _apply(session, raw, held)
+        result.status = True
     except _Rejected as rejected:
         result.errors = rejected.errors
     return result
 
 
-def _apply(session: Session, raw: Any) -> int:
+def _apply(session: Session, raw: Any, held: service.Held) -> int:
     if not isinstance(raw, dict):
         raise _Rejected([item_refusal(raw, "people_data")])
     try:
@@ -79,14 +94,12 @@ def _apply(session: Session, raw: Any) -> int:
     if canonical_id(item.ID) is None:
         raise _Rejected([f"ID: {item.ID} is not a valid record id"])
     try:
-        person = service.resolve(session, item.ID, lock=True)
+        person = held.resolve(item.ID)
     except service.UnresolvableId as exc:
         raise _Rejected([f"ID: {exc}"]) from None
     if person is None:
         raise _Rejected([f"ID: no contact or lead with id {item.ID}"])
-    written = service.apply_changes(session, person, changes)
-    session.flush()
-    return written
+    return service.apply_changes(session, person, changes)
 
 
 def _answer(results: list[ModifyResult], audit_id: str) -> ModifyResponse:

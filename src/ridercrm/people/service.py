@@ -204,6 +204,67 @@ def merged_from(session: Session, person_id: str) -> list[str]:
     return list(session.scalars(statement).all())
 
 
+class Held:
+    """The people a batch (operations 1 and 2) names, read in a few statements before its
+    first item, and the contacts its items make: ``resolve`` then answers as
+    :func:`resolve` would, from memory, with every change the batch's earlier items made.
+
+    Loaded hop by hop (the named records, then the records they lead to, ...): one
+    statement per hop for the whole batch, not one per item and hop. On PostgreSQL each
+    hop's rows are locked (leads first, each in id order) and read after the lock, so
+    what the batch sees is current; :func:`lock_in_order` has normally taken those locks
+    already.
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Person | None] = {}
+
+    def load(self, session: Session, person_ids: Collection[str]) -> None:
+        """Read these people and every record they lead to (not already held)."""
+        locking = session.get_bind().dialect.name != "sqlite"
+        wanted = {person_id for person_id in person_ids if person_id} - self.rows.keys()
+        for _hop in range(MAX_HOPS + 1):
+            if not wanted:
+                return
+            statement = select(Person).where(Person.id.in_(wanted))
+            if locking:
+                statement = (
+                    statement.order_by(Person.kind.desc(), Person.id)
+                    .with_for_update()
+                    .execution_options(populate_existing=True)
+                )
+            found = {person.id: person for person in session.scalars(statement)}
+            for person_id in wanted:
+                self.rows[person_id] = found.get(person_id)
+            wanted = {
+                following
+                for person in found.values()
+                if (following := person.merged_into or person.converted_contact_id)
+            } - self.rows.keys()
+
+    def add(self, person: Person) -> None:
+        """A person this batch made (a converted lead's contact)."""
+        self.rows[person.id] = person
+
+    def get(self, person_id: str) -> Person | None:
+        return self.rows.get(person_id)
+
+    def resolve(self, raw_id: str) -> Person | None:
+        """As :func:`resolve`, from the held rows (loaded with :meth:`load`)."""
+        person_id = canonical_id(raw_id)
+        person = self.rows.get(person_id) if person_id else None
+        for _hop in range(MAX_HOPS):
+            if person is None:
+                return None
+            following = person.merged_into or person.converted_contact_id
+            if not following:
+                return person
+            person = self.rows.get(following)
+        raise UnresolvableId(
+            f"{raw_id} leads through more than {MAX_HOPS} merged or converted records"
+        )
+
+
 class NotConvertible(DomainError, ValueError):
     """A lead that cannot be converted; the message says why."""
 
@@ -214,20 +275,29 @@ def convert_lead(session: Session, lead: Person) -> Person:
     """Make a contact from a lead's data and link the lead to it (once only)."""
     assert lead.kind == LEAD
     lead = lock_person(session, lead.id) or lead
+    if lead.converted_contact_id and not lead.merged_into:
+        contact = lock_person(session, lead.converted_contact_id)
+        assert contact is not None
+        return contact
+    return convert_held_lead(session, lead)
+
+
+def convert_held_lead(session: Session, lead: Person) -> Person:
+    """:func:`convert_lead` for a lead this transaction already holds (locked on
+    PostgreSQL) and has not converted: no read of it again."""
+    assert lead.kind == LEAD
     if lead.merged_into:
         # A merged lead stands for its survivor (``resolve``); a contact of its own would
         # be a second live copy of the person, and the merge could not be undone as made.
         raise NotConvertible(
             f"lead {lead.id} was merged into {lead.merged_into}; work on that record instead"
         )
-    if lead.converted_contact_id:
-        contact = lock_person(session, lead.converted_contact_id)
-        assert contact is not None
-        return contact
+    assert not lead.converted_contact_id
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
     lead.converted_contact = contact
+    lead.converted_contact_id = contact.id
     lead.updated_at = utcnow()
     note_new_person(session, contact.id)
     events.person_created(session, contact)

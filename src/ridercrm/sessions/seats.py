@@ -11,7 +11,8 @@ different rows. A seat held for a waiting-list offer is taken only by that perso
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -183,9 +184,47 @@ def release(session: Session, place: Place) -> None:
     offer_free_seats(session, session_id)
 
 
+_KNOWN = "ridercrm.seats.known_sessions"
+
+
+@contextmanager
+def sessions_read_once(
+    session: Session, product_ids: Collection[str], course_datetimes: Collection[str]
+) -> Iterator[None]:
+    """Within the block, find the sessions of these products and start times from one
+    read of them (a batch of bookings: one statement instead of one per item); a place
+    outside them is looked up as usual. The block must not create sessions."""
+    rows = session.execute(
+        select(
+            SESSIONS.c.id,
+            SESSIONS.c.status,
+            SESSIONS.c.product_id,
+            SESSIONS.c.location,
+            SESSIONS.c.course_datetime,
+        ).where(
+            SESSIONS.c.product_id.in_(list(product_ids)),
+            SESSIONS.c.course_datetime.in_(list(course_datetimes)),
+        )
+    ).all()
+    session.info[_KNOWN] = (
+        frozenset(product_ids),
+        frozenset(course_datetimes),
+        {(r.product_id, r.location, r.course_datetime): (r.id, r.status) for r in rows},
+    )
+    try:
+        yield
+    finally:
+        session.info.pop(_KNOWN, None)
+
+
 def _session_id(session: Session, place: Place) -> tuple[str, str] | None:
     if place.location is None or place.course_datetime is None:
         return None
+    known = session.info.get(_KNOWN)
+    if known is not None:
+        products, starts, found = known
+        if place.product_id in products and place.course_datetime in starts:
+            return found.get((place.product_id, place.location, place.course_datetime))
     row = session.execute(
         select(SESSIONS.c.id, SESSIONS.c.status).where(
             SESSIONS.c.product_id == place.product_id,

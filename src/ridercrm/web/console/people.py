@@ -97,7 +97,7 @@ async def modify_person(posted: Posted, person_id: str) -> Response:
         for name, value in entered.items():
             if value != person_view.form_value(person, name):
                 item[name] = value or None
-        result = modify.modify_one(session, item)
+        result = modify.modify_each(session, [item])[0]
         answer = ModifiedPerson.model_validate(result).model_dump(mode="json")
         if not result.status:
             return frame.Refused(answer, "; ".join(result.errors))
@@ -147,7 +147,8 @@ async def change_course(posted: Posted, person_id: str, asset_id: str) -> Respon
     }
 
     def work(session: Session) -> Any:
-        result = courses_service.book_one(session, raw=item, audit_id=frame.change_audit_id())
+        audit_id = frame.change_audit_id()
+        result = courses_service.book_courses(session, items=[item], audit_id=audit_id)[0]
         answer = CourseResult.model_validate(result).model_dump(mode="json")
         if not result.delivery:
             return frame.Refused(answer, result.receipt)

@@ -1,0 +1,386 @@
+"""The 200-item booking against its floor (bench/floors.py, ``--figure booking``).
+
+Per round and build: 200 new people (half of them leads, which the booking converts),
+then the store is copied with the server stopped, the server started again and warmed
+up, and one 200-item booking sent over HTTP, timed at the client. Every statement the
+server ran is logged (a ``before_cursor_execute`` listener, installed in the server by
+a ``sitecustomize`` module on its PYTHONPATH); the request's INSERTs, UPDATEs and
+DELETEs are then replayed on the copy with the raw driver (``sqlite3``, ``psycopg``)
+in one transaction, with the server's connection settings, and timed with its commit.
+The ratio is the request's time over the replay's. Rounds alternate the builds.
+
+Also measured on the same request: the bytes it cost. On SQLite the server process's
+``/proc/<pid>/io`` (``wchar``: write calls; ``write_bytes``: what the kernel sent to
+storage on its behalf) and the growth of the database and its WAL; on PostgreSQL the
+database's growth (``pg_database_size``; the writes are the PostgreSQL server's).
+``--store N`` first fills the store with N people (``ridercrm import contacts``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pickle
+import sqlite3
+import statistics
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.pool import NullPool
+from testkit.serve import free_port, run_cli, running_server
+
+from bench.harness import fresh_database, postgres_base_url
+
+ITEMS = 200
+CAPTURE_ENV = "RIDERCRM_BENCH_CAPTURE"
+SITECUSTOMIZE = textwrap.dedent(
+    f"""
+    import os, pickle, threading
+    _path = os.environ.get({CAPTURE_ENV!r})
+    if _path:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        _log = open(_path, "ab")
+        _lock = threading.Lock()
+
+        @event.listens_for(Engine, "before_cursor_execute")
+        def _capture(conn, cursor, statement, parameters, context, executemany):
+            record = pickle.dumps((statement, parameters, executemany))
+            with _lock:
+                _log.write(record)
+                _log.flush()
+    """
+)
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@dataclass
+class Build:
+    label: str
+    env: dict[str, str]
+    request_s: list[float] = field(default_factory=list)
+    replay_s: list[float] = field(default_factory=list)
+    statements: list[int] = field(default_factory=list)
+    wchar: list[int] = field(default_factory=list)
+    write_bytes: list[int] = field(default_factory=list)
+    growth: list[int] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [r / p for r, p in zip(self.request_s, self.replay_s, strict=True)]
+
+
+def _person(n: int) -> dict[str, Any]:
+    return {
+        "first_name": f"Floor{n}",
+        "last_name": f"Rider{n * 7919 % 100003}",
+        "date_of_birth": f"19{60 + n % 40}-0{1 + n % 9}-1{n % 10}",
+        "email": f"floor{n}@example.com",
+        "postcode": f"{3000 + n % 900}",
+        "mobile_phone": f"04{n % 100000000:08d}",
+        "street": f"{n % 300} Main St",
+        "city": "Craigieburn",
+        "state": "VIC",
+        "country": "Australia",
+    }
+
+
+def _item(person_id: str, product_id: str, number: str) -> dict[str, Any]:
+    return {
+        "person_id": person_id,
+        "product_id": product_id,
+        "course_datetime": "2027-02-05 08:30:00",
+        "course_date_end": "2027-02-05 16:30:00",
+        "rider_instructor_1": "Sam Lee",
+        "course_location": "somerton",
+        "booking_number": number,
+        "dealer_code": "D001",
+        "course_price": "249.00",
+        "booking_source": "Website",
+        "course_status": "booked",
+        "mobile_phone": "0412 345 678",
+        "street": "12 Main St",
+        "city": "Craigieburn",
+        "state": "VIC",
+        "country": "Australia",
+        "drivers_license": "L1234567",
+        "license_type": "CYL",
+        "date_of_birth": "1999-04-12",
+        "opt_in": True,
+    }
+
+
+def _io(pid: int) -> dict[str, int]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        name, _, value = line.partition(":")
+        fields[name] = int(value)
+    return fields
+
+
+def _store_bytes(url: str) -> int:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = Path(parsed.database or "")
+        return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return int(connection.scalar(text("SELECT pg_database_size(current_database())")))
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _copy_of(kind: str, url: str, directory: Path, label: str, pg_url: str | None) -> Iterator[str]:
+    """A copy of the (idle) store; dropped at the end."""
+    if kind == "sqlite":
+        target = directory / f"{label}-copy.db"
+        source = sqlite3.connect(make_url(url).database or "")
+        copy = sqlite3.connect(target)
+        source.backup(copy)
+        source.close()
+        copy.execute("PRAGMA journal_mode=WAL")
+        copy.close()
+        try:
+            yield str(target)
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
+        return
+    base = postgres_base_url(pg_url)
+    admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    original = make_url(url).database
+    name = f"{original}_copy"
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{original}"'))
+        try:
+            yield make_url(base).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def _captured(path: Path, offset: int) -> list[tuple[str, Any, bool]]:
+    found: list[tuple[str, Any, bool]] = []
+    with path.open("rb") as log:
+        log.seek(offset)
+        while True:
+            try:
+                # The log is this run's own, written by the server it started.
+                found.append(pickle.load(log))  # noqa: S301
+            except EOFError:
+                return found
+
+
+def _replay(
+    kind: str, target: str, statements: list[tuple[str, Any, bool]], env: dict[str, str]
+) -> float:
+    """Seconds to run the writes in one transaction, commit included, on the copy."""
+    # SQLAlchemy's "insertmanyvalues" batches report executemany with one batch's
+    # parameters (a tuple or a dict): they are executed once, as the driver did.
+    writes = [
+        (statement, parameters, many and isinstance(parameters, list))
+        for statement, parameters, many in statements
+        if statement.lstrip().upper().startswith(WRITES)
+    ]
+    if kind == "sqlite":
+        connection = sqlite3.connect(target, isolation_level=None)
+        synchronous = env.get("RIDERCRM_SQLITE_SYNCHRONOUS", "FULL")
+        for pragma in ("foreign_keys=ON", f"synchronous={synchronous}", "temp_store=MEMORY"):
+            connection.execute(f"PRAGMA {pragma}")
+        started = time.perf_counter()
+        connection.execute("BEGIN IMMEDIATE")
+        for statement, parameters, many in writes:
+            if many:
+                connection.executemany(statement, parameters)
+            else:
+                connection.execute(statement, parameters)
+        connection.execute("COMMIT")
+        elapsed = time.perf_counter() - started
+        connection.close()
+        return elapsed
+    import psycopg
+
+    dsn = make_url(target).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as connection:
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            for statement, parameters, many in writes:
+                if many:
+                    cursor.executemany(statement, parameters)
+                else:
+                    cursor.execute(statement, parameters)
+        connection.commit()
+        return time.perf_counter() - started
+
+
+class Server:
+    """A build's server on its store, stopped and started again around each copy."""
+
+    def __init__(self, build: Build, url: str, directory: Path, capture: Path) -> None:
+        self.build, self.url, self.directory, self.capture = build, url, directory, capture
+        hooks = directory / f"hooks-{build.label}"
+        hooks.mkdir(exist_ok=True)
+        (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        path = [str(hooks), *filter(None, [build.env.get("PYTHONPATH")])]
+        self.env = {
+            **build.env,
+            "PYTHONPATH": os.pathsep.join(path),
+            "RIDERCRM_DATABASE_URL": url,
+            "RIDERCRM_LOG_LEVEL": "WARNING",
+            "RIDERCRM_RATE_LIMIT": "off",
+            "RIDERCRM_MAX_ITEMS": "1000",
+            # No background rounds: their writes are not the request's.
+            "RIDERCRM_WEBHOOK_DELIVERER": "false",
+            "RIDERCRM_DUPLICATES_RECHECK": "false",
+            "RIDERCRM_COUNTS_FOLD_SECONDS": "86400",
+            CAPTURE_ENV: str(capture),
+        }
+        self.key = ""
+        self.base = ""
+        self.pid = 0
+        self._stack = ExitStack()
+
+    def prepare(self, store: int) -> None:
+        run_cli(["db", "upgrade"], self.env, timeout=300)
+        out = run_cli(
+            ["keys", "create", "--name", "floor", "--scope", "admin"], self.env, timeout=60
+        )
+        self.key = out.strip().splitlines()[-1]
+        if store:
+            rows = self.directory / f"store-{self.build.label}.csv"
+            with rows.open("w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(
+                    [
+                        "first_name",
+                        "last_name",
+                        "email",
+                        "mobile_phone",
+                        "postcode",
+                        "date_of_birth",
+                    ]
+                )
+                for n in range(store):
+                    p = _person(1_000_000 + n)
+                    writer.writerow(
+                        [
+                            p["first_name"],
+                            p["last_name"],
+                            p["email"],
+                            p["mobile_phone"],
+                            p["postcode"],
+                            p["date_of_birth"],
+                        ]
+                    )
+            run_cli(["import", "contacts", str(rows)], self.env, timeout=3600)
+
+    def start(self) -> None:
+        log = self.directory / f"{self.build.label}.log"
+        self.base, self.pid = self._stack.enter_context(running_server(self.env, free_port(), log))
+
+    def stop(self) -> None:
+        self._stack.close()
+        self._stack = ExitStack()
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.base,
+            headers={"Authorization": f"Bearer {self.key}"},
+            timeout=300,
+            trust_env=False,
+        )
+
+
+def measure(kind: str, builds: list[Build], rounds: int, store: int, pg_url: str | None) -> None:
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(_tempdir()))
+        servers: list[Server] = []
+        for build in builds:
+            url = stack.enter_context(
+                fresh_database(kind, f"booking_{build.label[:8]}", tmp, pg_url)
+            )
+            server = Server(build, url, tmp, tmp / f"capture-{build.label}.log")
+            server.prepare(store)
+            server.start()
+            stack.callback(server.stop)
+            with server.client() as client:
+                server.product = client.post(  # type: ignore[attr-defined]
+                    "/admin/products", json={"name": "Floor", "code": "FL", "price": "249.00"}
+                ).json()["id"]
+            servers.append(server)
+        for round_ in range(rounds):
+            for server in servers:
+                _one_round(kind, server, round_, tmp, pg_url)
+
+
+@contextmanager
+def _tempdir() -> Iterator[str]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ridercrm-booking-floor-") as tmp:
+        yield tmp
+
+
+def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | None) -> None:
+    build = server.build
+    people: list[str] = []
+    with server.client() as client:
+        for n in range(ITEMS):
+            kind_path = "leads" if n % 2 else "contacts"
+            made = client.post(f"/admin/{kind_path}", json=_person(round_ * 10_000 + n))
+            made.raise_for_status()
+            people.append(made.json()["id"])
+    server.stop()
+    with _copy_of(kind, server.url, tmp, build.label, pg_url) as copy:
+        server.start()
+        product = server.product  # type: ignore[attr-defined]
+        items = [_item(p, product, f"FL-{round_}-{n}") for n, p in enumerate(people)]
+        with server.client() as client:
+            client.get("/crm/products").raise_for_status()  # warm-up
+            before_io, before_size = _io(server.pid), _store_bytes(server.url)
+            offset = server.capture.stat().st_size if server.capture.exists() else 0
+            started = time.perf_counter()
+            answer = client.post("/crm/people/rider_courses", json={"people_product": items})
+            elapsed = time.perf_counter() - started
+        answer.raise_for_status()
+        booked = [d for d in answer.json()["details"] if d["delivery"] == "true"]
+        if len(booked) != ITEMS:
+            raise SystemExit(f"{build.label}: only {len(booked)} of {ITEMS} items booked")
+        after_io, after_size = _io(server.pid), _store_bytes(server.url)
+        statements = _captured(server.capture, offset)
+        build.request_s.append(elapsed)
+        build.statements.append(len(statements))
+        build.wchar.append(after_io["wchar"] - before_io["wchar"])
+        build.write_bytes.append(after_io["write_bytes"] - before_io["write_bytes"])
+        build.growth.append(after_size - before_size)
+        build.replay_s.append(_replay(kind, copy, statements, server.env))
+
+
+def report(kind: str, builds: list[Build], rounds: int) -> None:
+    print(
+        f"| database | build | request ms | replayed writes ms | request / replay | statements "
+        f"run | write calls MB | kernel writes MB | store growth MB |  (medians of {rounds} rounds)"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    mb = 1024 * 1024
+    for build in builds:
+        print(
+            f"| {kind} | {build.label} | {statistics.median(build.request_s) * 1000:.0f} | "
+            f"{statistics.median(build.replay_s) * 1000:.1f} | "
+            f"{statistics.median(build.ratios()):.1f} | {statistics.median(build.statements):.0f} | "
+            f"{statistics.median(build.wchar) / mb:.1f} | "
+            f"{statistics.median(build.write_bytes) / mb:.1f} | "
+            f"{statistics.median(build.growth) / mb:.2f} |"
+        )
