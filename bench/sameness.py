@@ -48,6 +48,7 @@ from sqlalchemy import MetaData, create_engine, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from testkit.factories import new_booking
 from testkit.serve import free_port, run_cli, running_server
 
 from bench.harness import fresh_database, previous_build_env
@@ -99,35 +100,14 @@ def person(first: str, last: str, **more: Any) -> dict[str, Any]:
 
 
 def booking(person_id: str, product_id: str, number: str, **more: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "person_id": person_id,
-        "product_id": product_id,
-        "asset_id": "",
-        "course_datetime": "2027-02-05 08:30:00",
-        "course_date_end": "2027-02-05 16:30:00",
-        "rider_instructor_1": "Sam Lee",
-        "rider_instructor_2": "",
-        "course_location": "somerton",
-        "course_feedback": "",
-        "booking_number": number,
-        "dealer_code": "D001",
-        "course_price": "249.00",
-        "booking_source": "Website",
-        "course_status": "booked",
-        "mobile_phone": "0412 345 678",
-        "home_phone": "",
-        "postcode": "3064",
-        "street": "12 Main St",
-        "city": "Craigieburn",
-        "state": "VIC",
-        "country": "Australia",
-        "drivers_license": "L1234567",
-        "license_type": "CYL",
-        "date_of_birth": "1999-04-12",
-        "opt_in": True,
-    }
-    item.update(more)
-    return item
+    return new_booking(
+        person_id,
+        product_id,
+        course_datetime="2027-02-05 08:30:00",
+        course_date_end="2027-02-05 16:30:00",
+        booking_number=number,
+        **more,
+    )
 
 
 Step = tuple[str, str, Callable[[dict[str, str]], Any]]  # method, path, body from the ids
