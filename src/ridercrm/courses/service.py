@@ -86,7 +86,16 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
 
 def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractContextManager[None]:
     """Read the course sessions the items' seats may be taken or freed in, at once."""
-    starts = {i.get("course_datetime") for i in items if isinstance(i, dict)}
+    # Only what could be a time (a string of a time's length, no NUL, which PostgreSQL
+    # refuses in text): any other value is refused by its item's own validation.
+    starts = {
+        start
+        for i in items
+        if isinstance(i, dict)
+        and isinstance(start := i.get("course_datetime"), str)
+        and len(start) <= 40
+        and "\x00" not in start
+    }
     starts |= {asset.course_datetime for asset in batch.by_id.values()}
     products = set(batch.products) | {asset.product_id for asset in batch.by_id.values()}
     named = {start for start in starts if isinstance(start, str) and start}
