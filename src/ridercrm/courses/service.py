@@ -86,8 +86,9 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
 
 def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractContextManager[None]:
     """Read the course sessions the items' seats may be taken or freed in, at once."""
-    starts = {i.get("course_datetime") for i in items if isinstance(i, dict)}
-    starts |= {asset.course_datetime for asset in batch.by_id.values()}
+    # A raw item's value may be any JSON (a list is unhashable): only text names a start.
+    starts = [i.get("course_datetime") for i in items if isinstance(i, dict)]
+    starts += [asset.course_datetime for asset in batch.by_id.values()]
     products = set(batch.products) | {asset.product_id for asset in batch.by_id.values()}
     named = {start for start in starts if isinstance(start, str) and start}
     if not products or not named:
