@@ -50,23 +50,6 @@ PERSON_FIELDS = (
     "opt_in",
 )
 
-# A course's own fields that a booking item sets or changes, in the interface's names (the
-# assets table's columns): the one list of them. A new course field is added here, to the
-# item (courses/schemas.py), the table (courses/models.py and a migration) and the
-# webhook payload's documentation (events/schemas.py, CourseState).
-COURSE_FIELDS = (
-    "course_datetime",
-    "course_date_end",
-    "course_location",
-    "rider_instructor_1",
-    "rider_instructor_2",
-    "dealer_code",
-    "course_price",
-    "booking_source",
-)
-# A course's state as events carry it: its booking number, status and result, then its fields.
-COURSE_STATE_FIELDS = ("booking_number", "course_status", "course_feedback", *COURSE_FIELDS)
-
 # What staff read: the interface's values are kept on the wire and in storage exactly as
 # it spells them ("ipswitch", "Purchansed List", lower-case sites); people see the proper
 # names (docs/decisions.md, "The front desk in the console (issue 26, 2026-11-27)").

@@ -15,12 +15,12 @@ from testkit.receiver import Receiver
 from ridercrm.audit.models import AuditRecord
 from ridercrm.db import session_scope
 from ridercrm.events.delivery import Deliverer
-from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.staff import service as staff_service
+from ridercrm.web.routes.events import EVENT_MODELS
 from tests.console.conftest import PASSWORD, csrf, sign_in
 from tests.courses import builders
 from tests.events.conftest import register

@@ -17,8 +17,8 @@ from ridercrm.db import session_scope
 from ridercrm.duplicates.models import DuplicateCluster
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Event
-from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
+from ridercrm.web.routes.events import EVENT_MODELS
 from tests.courses.helpers import Courses
 from tests.duplicates.test_decisions import cli
 from tests.events.conftest import register

@@ -19,7 +19,6 @@ from ridercrm.db import session_scope
 from ridercrm.events import service as events
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Delivery, Event
-from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people import service as people
@@ -28,6 +27,7 @@ from ridercrm.people.schemas import PersonCreate
 from ridercrm.transfer.columns import CONTACTS
 from ridercrm.transfer.importer import import_csv
 from ridercrm.transfer.rerun import OnMatch
+from ridercrm.web.routes.events import EVENT_MODELS
 from tests.events.conftest import register
 from tests.transfer.helpers import write_csv
 

@@ -15,9 +15,9 @@ from testkit.receiver import Receiver
 from ridercrm.config import Settings
 from ridercrm.events.delivery import Deliverer
 from ridercrm.events.models import Event
-from ridercrm.events.schemas import EVENT_MODELS
 from ridercrm.events.service import EVENT_TYPES
 from ridercrm.sessions.timer import start_waitlist_timer
+from ridercrm.web.routes.events import EVENT_MODELS
 from tests.events.conftest import register
 from tests.sessions.helpers import START, Seats
 

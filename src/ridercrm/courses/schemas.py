@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ridercrm import fields
+from ridercrm.events.schemas import Envelope
+from ridercrm.events.service import json_value
+
+# A course's own fields that a booking item sets or changes, in the interface's names (the
+# assets table's columns): the one list of them. A new course field is a line here and its
+# rule in CourseItem below, and its column (models.py and a migration); the events' course
+# state (CourseState, course_state) follows from this list.
+COURSE_FIELDS = (
+    "course_datetime",
+    "course_date_end",
+    "course_location",
+    "rider_instructor_1",
+    "rider_instructor_2",
+    "dealer_code",
+    "course_price",
+    "booking_source",
+)
+# A course's state as events carry it: its booking number, status and result, then its fields.
+COURSE_STATE_FIELDS = ("booking_number", "course_status", "course_feedback", *COURSE_FIELDS)
 
 # Fields of the item that are written to the person's record.
 PERSON_FIELDS_ON_ITEM = (
@@ -167,27 +187,82 @@ class StatusChange(BaseModel):
     audit_id: str = Field(description="The audit record of the request that made the change.")
 
 
-class BookedCourse(BaseModel):
-    """A booked course (an asset) with its status history, oldest change first."""
+# How a course field reads back (GET /admin/courses/{id}): text or null, unless named here.
+_READ_TYPES: dict[str, Any] = {
+    "course_price": (
+        fields.OptionalDecimalText,
+        Field(description='A decimal as text, such as "249.00".'),
+    ),
+}
 
-    model_config = ConfigDict(from_attributes=True)
+BookedCourse = create_model(
+    "BookedCourse",
+    __doc__="A booked course (an asset) with its status history, oldest change first.",
+    __config__=ConfigDict(from_attributes=True),
+    id=(str, ...),
+    person_id=(str, ...),
+    product_id=(str, ...),
+    booking_number=(str | None, ...),
+    course_status=(str, ...),
+    course_feedback=(str | None, ...),
+    **{name: _READ_TYPES.get(name, (str | None, ...)) for name in COURSE_FIELDS},
+    created_at=(fields.Timestamp, ...),
+    updated_at=(fields.Timestamp, ...),
+    status_history=(list[StatusChange], ...),
+)
 
-    id: str
-    person_id: str
-    product_id: str
-    booking_number: str | None
-    course_status: str
-    course_feedback: str | None
-    course_datetime: str | None
-    course_date_end: str | None
-    course_location: str | None
-    rider_instructor_1: str | None
-    rider_instructor_2: str | None
-    dealer_code: str | None
-    course_price: fields.OptionalDecimalText = Field(
-        description='A decimal as text, such as "249.00".'
-    )
-    booking_source: str | None
-    created_at: fields.Timestamp
-    updated_at: fields.Timestamp
-    status_history: list[StatusChange]
+
+# --- The course events' payloads (webhooks), derived from COURSE_FIELDS ---------------
+
+# Each course field as events carry it: text (a price as "249.00") or null.
+_STATE_TYPES: dict[str, Any] = {name: (str | None, ...) for name in COURSE_FIELDS}
+
+CourseState = create_model(
+    "CourseState",
+    __doc__="A course (asset) as stored: ids and course fields, no personal field.",
+    id=(str, ...),
+    person_id=(str, Field(description="The contact the course belongs to.")),
+    product_id=(str, ...),
+    booking_number=(str | None, ...),
+    course_status=(str, ...),
+    course_feedback=(str | None, ...),
+    **_STATE_TYPES,
+)
+
+
+def course_state(asset: Any) -> dict[str, Any]:
+    """A course's ids and stored fields (no personal field), as JSON values: CourseState."""
+    state = {"id": asset.id, "person_id": asset.person_id, "product_id": asset.product_id}
+    state.update({name: json_value(getattr(asset, name)) for name in COURSE_STATE_FIELDS})
+    return state
+
+
+class CourseBookedData(BaseModel):
+    course: CourseState
+
+
+class CourseUpdatedData(BaseModel):
+    course: CourseState
+    fields: list[str] = Field(description="Names of the course fields that changed.")
+
+
+class CourseBookedEvent(Envelope):
+    """A new course was booked (operation 1)."""
+
+    type: Literal["course.booked"]
+    data: CourseBookedData
+
+
+class CourseUpdatedEvent(Envelope):
+    """Fields of a course other than its status changed (operation 1), or its person
+    changed by a merge or its undo (fields: ["person_id"])."""
+
+    type: Literal["course.updated"]
+    data: CourseUpdatedData
+
+
+# The course events this feature declares (the web layer documents them with the rest).
+COURSE_EVENT_MODELS: dict[str, type[Envelope]] = {
+    "course.booked": CourseBookedEvent,
+    "course.updated": CourseUpdatedEvent,
+}

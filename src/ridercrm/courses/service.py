@@ -22,11 +22,16 @@ from sqlalchemy.orm import Session
 from ridercrm.courses import repository, rules
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.courses.rules import CANCELLED
-from ridercrm.courses.schemas import CourseItem
+from ridercrm.courses.schemas import (
+    COURSE_FIELDS,
+    COURSE_STATE_FIELDS,
+    CourseItem,
+    course_state,
+)
 from ridercrm.db import utcnow
 from ridercrm.errors import DomainError
 from ridercrm.events import service as events
-from ridercrm.fields import COURSE_FIELDS, COURSE_STATE_FIELDS, error_messages, item_refusal, text
+from ridercrm.fields import error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.notifications import service as notifications
 from ridercrm.people import service as people
@@ -453,7 +458,7 @@ def _book_new(
         )
     )
     batch.add(asset)
-    events.course_booked(session, asset)
+    events.course_booked(session, asset, course_state(asset))
     notifications.course_booked(session, asset, person=contact)
     _fill(result, asset, contact)
     result.delivery = True
@@ -525,7 +530,7 @@ def _update(
         if name not in reported and getattr(asset, name) != value
     ]
     if changed:
-        events.course_updated(session, asset, changed)
+        events.course_updated(session, asset, course_state(asset), changed)
     if target != current:
         events.course_status_changed(session, asset, from_status=current, audit_id=audit_id)
     notifications.course_changed(session, asset, from_status=current, changed=changed)

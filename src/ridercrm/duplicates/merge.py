@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ridercrm.courses.models import Asset
+from ridercrm.courses.schemas import course_state
 from ridercrm.db import utcnow
 from ridercrm.duplicates.models import PersonMerge
 from ridercrm.duplicates.recheck import mark
@@ -409,7 +410,9 @@ def _courses_moved(session: Session, asset_ids: Sequence[str], *, publisher: str
         .execution_options(populate_existing=True)
     )
     for asset in session.scalars(statement):
-        events.course_updated(session, asset, ["person_id"], publisher=publisher)
+        events.course_updated(
+            session, asset, course_state(asset), ["person_id"], publisher=publisher
+        )
 
 
 def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list[Person]:

@@ -167,25 +167,6 @@ class PersonState(BaseModel):
     opt_in: bool | None
 
 
-class CourseState(BaseModel):
-    """A course (asset) as stored: ids and course fields, no personal field."""
-
-    id: str
-    person_id: str = Field(description="The contact the course belongs to.")
-    product_id: str
-    booking_number: str | None
-    course_status: str
-    course_feedback: str | None
-    course_datetime: str | None
-    course_date_end: str | None
-    course_location: str | None
-    rider_instructor_1: str | None
-    rider_instructor_2: str | None
-    dealer_code: str | None
-    course_price: str | None
-    booking_source: str | None
-
-
 class PersonCreatedData(BaseModel):
     person: PersonState
 
@@ -199,15 +180,6 @@ class PersonUpdatedData(BaseModel):
 class LeadConvertedData(BaseModel):
     lead_id: str
     contact_id: str = Field(description="The new contact; the lead's id now stands for it.")
-
-
-class CourseBookedData(BaseModel):
-    course: CourseState
-
-
-class CourseUpdatedData(BaseModel):
-    course: CourseState
-    fields: list[str] = Field(description="Names of the course fields that changed.")
 
 
 class CourseStatusChangedData(BaseModel):
@@ -314,129 +286,116 @@ class MessageOutcomeData(BaseModel):
     )
 
 
-class _Envelope(BaseModel):
+class Envelope(BaseModel):
+    # Every event's envelope; a feature that owns its events' payloads declares them on it
+    # (the course events: courses/schemas.py).
     timestamp: str = Field(description="When the change was made (ISO 8601, UTC).")
 
 
-class PersonCreatedEvent(_Envelope):
+class PersonCreatedEvent(Envelope):
     """A contact or lead was stored: by the admin API, an import, or a lead's conversion."""
 
     type: Literal["person.created"]
     data: PersonCreatedData
 
 
-class PersonUpdatedEvent(_Envelope):
+class PersonUpdatedEvent(Envelope):
     """Fields of a contact or lead changed (operations 1 and 2)."""
 
     type: Literal["person.updated"]
     data: PersonUpdatedData
 
 
-class LeadConvertedEvent(_Envelope):
+class LeadConvertedEvent(Envelope):
     """A lead was converted to a contact when a course was booked for it."""
 
     type: Literal["lead.converted"]
     data: LeadConvertedData
 
 
-class CourseBookedEvent(_Envelope):
-    """A new course was booked (operation 1)."""
-
-    type: Literal["course.booked"]
-    data: CourseBookedData
-
-
-class CourseUpdatedEvent(_Envelope):
-    """Fields of a course other than its status changed (operation 1), or its person
-    changed by a merge or its undo (fields: ["person_id"])."""
-
-    type: Literal["course.updated"]
-    data: CourseUpdatedData
-
-
-class CourseStatusChangedEvent(_Envelope):
+class CourseStatusChangedEvent(Envelope):
     """A course's status changed (operation 1): from, to, feedback and the audit id."""
 
     type: Literal["course.status_changed"]
     data: CourseStatusChangedData
 
 
-class PersonMergedEvent(_Envelope):
+class PersonMergedEvent(Envelope):
     """Duplicate people were merged into one survivor (admin API or `ridercrm duplicates`)."""
 
     type: Literal["person.merged"]
     data: PersonMergedData
 
 
-class PersonUnmergedEvent(_Envelope):
+class PersonUnmergedEvent(Envelope):
     """A merge was undone: each merged record is live again."""
 
     type: Literal["person.unmerged"]
     data: PersonUnmergedData
 
 
-class SessionCreatedEvent(_Envelope):
+class SessionCreatedEvent(Envelope):
     """A course session was created (admin API, CLI, backfill)."""
 
     type: Literal["session.created"]
     data: SessionCreatedData
 
 
-class SessionUpdatedEvent(_Envelope):
+class SessionUpdatedEvent(Envelope):
     """A session's capacity, minimum, instructors, end or status changed."""
 
     type: Literal["session.updated"]
     data: SessionUpdatedData
 
 
-class SessionCancelledEvent(_Envelope):
+class SessionCancelledEvent(Envelope):
     """A session was cancelled; its bookings each have a course.status_changed."""
 
     type: Literal["session.cancelled"]
     data: SessionCancelledData
 
 
-class SeatOfferedEvent(_Envelope):
+class SeatOfferedEvent(Envelope):
     """A freed seat is held for the first person waiting until offered_until."""
 
     type: Literal["session.seat_offered"]
     data: SeatOfferedData
 
 
-class WaitlistJoinedEvent(_Envelope):
+class WaitlistJoinedEvent(Envelope):
     """A person joined a full session's waiting list."""
 
     type: Literal["waitlist.joined"]
     data: WaitlistJoinedData
 
 
-class WaitlistLapsedEvent(_Envelope):
+class WaitlistLapsedEvent(Envelope):
     """A held seat's offer lapsed unused; the seat passes to the next person waiting."""
 
     type: Literal["waitlist.lapsed"]
     data: WaitlistLapsedData
 
 
-class MessageSentEvent(_Envelope):
+class MessageSentEvent(Envelope):
     """A message (e-mail or SMS) was accepted by the SMTP server or the SMS gateway."""
 
     type: Literal["message.sent"]
     data: MessageOutcomeData
 
 
-class MessageFailedEvent(_Envelope):
+class MessageFailedEvent(Envelope):
     """A message could not be sent: refused, a bad address, or its retries used up."""
 
     type: Literal["message.failed"]
     data: MessageOutcomeData
 
 
-EVENT_MODELS: dict[str, type[_Envelope]] = {
+# The events this package declares; with each feature's own (courses.schemas.COURSE_EVENT_MODELS)
+# the web layer documents every type, in EVENT_TYPES' order (web/routes/events.py, EVENT_MODELS).
+EVENT_MODELS: dict[str, type[Envelope]] = {
     "person.created": PersonCreatedEvent,
     "person.updated": PersonUpdatedEvent,
     "lead.converted": LeadConvertedEvent,
-    "course.booked": CourseBookedEvent,
-    "course.updated": CourseUpdatedEvent,
     "course.status_changed": CourseStatusChangedEvent,
     "person.merged": PersonMergedEvent,
     "person.unmerged": PersonUnmergedEvent,

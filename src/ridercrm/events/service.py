@@ -23,7 +23,7 @@ from uuid_utils import uuid7
 
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.events.models import PENDING, Delivery, Event, WebhookEndpoint, is_open
-from ridercrm.fields import COURSE_STATE_FIELDS, PERSON_FIELDS
+from ridercrm.fields import PERSON_FIELDS
 from ridercrm.unit_of_work import Effect, installed, memo
 
 PERSON_CREATED = "person.created"
@@ -102,7 +102,8 @@ def new_event_id() -> str:
     return "msg_" + uuid7().hex
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """A stored value as an event carries it (dates as ISO 8601, decimals as text)."""
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, Decimal):
@@ -113,14 +114,7 @@ def _json_value(value: Any) -> Any:
 def person_state(values: Mapping[str, Any]) -> dict[str, Any]:
     """A person's id, kind and stored fields, as JSON values."""
     state = {"id": values["id"], "kind": values["kind"]}
-    state.update({name: _json_value(values.get(name)) for name in PERSON_FIELDS})
-    return state
-
-
-def course_state(asset: Any) -> dict[str, Any]:
-    """A course's ids and stored fields (no personal field), as JSON values."""
-    state = {"id": asset.id, "person_id": asset.person_id, "product_id": asset.product_id}
-    state.update({name: _json_value(getattr(asset, name)) for name in COURSE_STATE_FIELDS})
+    state.update({name: json_value(values.get(name)) for name in PERSON_FIELDS})
     return state
 
 
@@ -267,26 +261,32 @@ def lead_converted(session: Session, lead: Any, contact: Any) -> None:
     )
 
 
-def course_booked(session: Session, asset: Any) -> None:
-    """A new course was booked."""
+def course_booked(session: Session, asset: Any, course: Mapping[str, Any]) -> None:
+    """A new course was booked; ``course``: its state (courses.schemas.course_state)."""
     record(
         session,
         event_type=COURSE_BOOKED,
         subject=subject_of(asset.person_id),
-        data={"course": course_state(asset)},
+        data={"course": course},
     )
 
 
 def course_updated(
-    session: Session, asset: Any, fields: Iterable[str], *, publisher: str | None = None
+    session: Session,
+    asset: Any,
+    course: Mapping[str, Any],
+    fields: Iterable[str],
+    *,
+    publisher: str | None = None,
 ) -> None:
-    """Fields of a course other than its status changed; ``publisher``: published with
-    that person's events instead of its own person's (a merge's or undo's move)."""
+    """Fields of a course other than its status changed; ``course``: its state
+    (courses.schemas.course_state); ``publisher``: published with that person's events
+    instead of its own person's (a merge's or undo's move)."""
     record(
         session,
         event_type=COURSE_UPDATED,
         subject=subject_of(publisher or asset.person_id),
-        data={"course": course_state(asset), "fields": sorted(fields)},
+        data={"course": course, "fields": sorted(fields)},
     )
 
 

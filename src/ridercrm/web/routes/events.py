@@ -9,9 +9,10 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Query
 from sqlalchemy.orm import Session
 
+from ridercrm.courses.schemas import COURSE_EVENT_MODELS
 from ridercrm.events import manage
+from ridercrm.events.schemas import EVENT_MODELS as EVENTS_OWN_MODELS
 from ridercrm.events.schemas import (
-    EVENT_MODELS,
     DeliveryList,
     Replayed,
     WebhookAction,
@@ -22,10 +23,16 @@ from ridercrm.events.schemas import (
     WebhookRotate,
     WebhookSecret,
 )
+from ridercrm.events.service import EVENT_TYPES
 from ridercrm.netsafety import AllowList
 from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model, utc_time
+
+# Every event type's payload, in EVENT_TYPES' order: the events package's own and the
+# features' (a course's state is the courses feature's declaration).
+_DECLARED = {**EVENTS_OWN_MODELS, **COURSE_EVENT_MODELS}
+EVENT_MODELS: dict[str, type[Any]] = {name: _DECLARED[name] for name in EVENT_TYPES}
 
 router = APIRouter(prefix="/admin/webhooks", tags=["admin"])
 admin = Operations(router, "admin", scope="admin")
