@@ -93,7 +93,7 @@ def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractCo
     """Read the course sessions the items' seats may be taken or freed in, at once."""
     # Only what could be a time (a string of a time's length, no NUL, which PostgreSQL
     # refuses in text): any other value is refused by its item's own validation.
-    starts = {
+    starts: set[str | None] = {
         start
         for i in items
         if isinstance(i, dict)
