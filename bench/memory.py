@@ -14,7 +14,10 @@ Builds take turns in blocks of 1,000 requests, so a noisy neighbour slows both a
 The resident memory of the server (its process and children, ``/proc``; anonymous and
 file-backed apart) is read after
 start, after ``--warm`` requests and at the end; the figure is the growth from the warm
-mark to the end, which the issue bounds at 5 MiB for 20k -> 100k requests.
+mark to the end, which the issue bounds at 5 MiB for 20k -> 100k requests. The server's
+CPU time (user + system, ``/proc/<pid>/stat``) per request is printed beside it, so a
+smaller cache's cost in CPU shows in the same run; every 10,000 requests each build's
+memory and CPU so far go to stderr.
 
 ``--previous DIR`` runs the ridercrm of ``DIR/src`` (``git worktree add DIR <commit>``)
 with this checkout's installed packages. ``--variant NAME=VALUE`` adds this build with
@@ -58,6 +61,7 @@ class Build:
     key: str = ""
     pid: int = 0
     rss: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
     errors: int = 0
 
 
@@ -83,6 +87,22 @@ def rss_mib(pid: int) -> tuple[float, float]:
                 files += int(line.split()[1])
         todo.extend(int(child) for child in children)
     return anon / 1024, files / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) that ``pid`` and its descendants have used, seconds."""
+    ticks, todo = 0, [pid]
+    while todo:
+        each = todo.pop()
+        try:
+            stat = Path(f"/proc/{each}/stat").read_text()
+            children = Path(f"/proc/{each}/task/{each}/children").read_text().split()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        todo.extend(int(child) for child in children)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def load_store(env: dict[str, str], directory: Path, size: int, seed: int) -> list[dict[str, str]]:
@@ -177,6 +197,7 @@ def main() -> int:
             log = directory / f"build{len(clients)}.log"
             build.base, build.pid = stack.enter_context(running_server(env, free_port(), log))
             build.rss["start"] = rss_mib(build.pid)
+            build.cpu["start"] = cpu_seconds(build.pid)
             clients[build.label] = stack.enter_context(
                 httpx.Client(
                     base_url=build.base,
@@ -194,8 +215,21 @@ def main() -> int:
                     build.errors += sum(1 for ok in answers if not ok)
                     done = start + BLOCK
                     if done == args.warm or done >= len(work):
-                        build.rss["warm" if done == args.warm else "end"] = rss_mib(build.pid)
-                print(f"{min(start + BLOCK, len(work))} requests", file=sys.stderr, flush=True)
+                        mark = "warm" if done == args.warm else "end"
+                        build.rss[mark] = rss_mib(build.pid)
+                        build.cpu[mark] = cpu_seconds(build.pid)
+                done = min(start + BLOCK, len(work))
+                if done % 10_000 == 0:
+                    for build in builds:
+                        anon, _ = rss_mib(build.pid)
+                        print(
+                            f"{done} requests: {build.label}: anonymous {anon:.1f} MiB, "
+                            f"CPU {cpu_seconds(build.pid):.1f} s, failed {build.errors}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                else:
+                    print(f"{done} requests", file=sys.stderr, flush=True)
         if args.logs is not None:
             args.logs.mkdir(parents=True, exist_ok=True)
             for log in directory.glob("*.log"):
@@ -213,6 +247,16 @@ def main() -> int:
                 f"| {build.label} | {kind} | {start[index]:.1f} MiB | {warm[index]:.1f} MiB "
                 f"| {end[index]:.1f} MiB | {end[index] - warm[index]:+.1f} MiB | {build.errors} |"
             )
+    print()
+    print(
+        f"| build | server CPU per request, first {args.warm:,} "
+        f"| server CPU per request, {args.warm:,} -> {args.requests:,} |"
+    )
+    print("|---|---|---|")
+    for build in builds:
+        first = (build.cpu["warm"] - build.cpu["start"]) / args.warm
+        rest = (build.cpu["end"] - build.cpu["warm"]) / (len(work) - args.warm)
+        print(f"| {build.label} | {first * 1000:.2f} ms | {rest * 1000:.2f} ms |")
     return 0
 
 
