@@ -36,7 +36,7 @@ from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.pool import NullPool
 from testkit.serve import free_port, run_cli, running_server
 
-from bench.harness import fresh_database, postgres_base_url
+from bench.harness import fresh_database, postgres_base_url, scratch_postgres
 
 ITEMS = 200
 CAPTURE_ENV = "RIDERCRM_BENCH_CAPTURE"
@@ -154,21 +154,9 @@ def _copy_of(kind: str, url: str, directory: Path, label: str, pg_url: str | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{target}{suffix}").unlink(missing_ok=True)
         return
-    base = postgres_base_url(pg_url)
-    admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     original = make_url(url).database
-    name = f"{original}_copy"
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{original}"'))
-        try:
-            yield make_url(base).set(database=name).render_as_string(hide_password=False)
-        finally:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    with scratch_postgres(postgres_base_url(pg_url), f"{original}_copy", original) as copy_url:
+        yield copy_url
 
 
 def _captured(path: Path, offset: int) -> list[tuple[str, Any, bool]]:

@@ -87,13 +87,20 @@ def fresh_database(
         return
     if kind != "postgresql":
         raise HarnessError(f"unknown database kind {kind!r}")
-    base = postgres_base_url(pg_url)
-    name = f"ridercrm_{label}_{os.getpid()}"
+    with scratch_postgres(postgres_base_url(pg_url), f"ridercrm_{label}_{os.getpid()}") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def scratch_postgres(base: str, name: str, template: str | None = None) -> Iterator[str]:
+    """Yield the URL of a new PostgreSQL database ``name`` on ``base``'s server (empty, or
+    a copy of ``template``); drop it at the end."""
     engine = _admin_engine(base)
+    create = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
     try:
         with engine.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
+            connection.execute(text(create))
         try:
             yield make_url(base).set(database=name).render_as_string(hide_password=False)
         finally:
