@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Table, delete
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from ridercrm.db import bulk_insert
 from ridercrm.people.blocking import Identity, stored_keys
@@ -60,21 +61,45 @@ def write_keys(session: Session, pending: dict[str, Identity | None]) -> None:
     savepoint has reverted to the stored values, so nothing is written for them; a
     person whose insert was rolled back no longer exists and is skipped.
     """
+    people = _people(session, list(pending))
+    dropped: list[dict[str, Any]] = []
     added: list[tuple[int, str]] = []
     for person_id, before in pending.items():
-        person = session.get(Person, person_id)
+        person = people.get(person_id)
         if person is None:
             continue
         new = stored_keys(identity_of(person))
         old = stored_keys(before) if before is not None else set()
-        if old - new:
-            session.execute(
-                delete(PersonKey).where(
-                    PersonKey.person_id == person_id, PersonKey.key.in_(old - new)
-                )
-            )
+        dropped.extend({"k": key, "p": person_id} for key in old - new)
         added.extend((key, person_id) for key in new - old)
+    if dropped:
+        session.connection().execute(
+            KEYS_TABLE.delete().where(
+                KEYS_TABLE.c.key == bindparam("k"), KEYS_TABLE.c.person_id == bindparam("p")
+            ),
+            dropped,
+        )
     bulk_insert(session, KEYS_TABLE, ("key", "person_id"), added)
+
+
+def _people(session: Session, ids: list[str]) -> dict[str, Person]:
+    """The people of ``ids`` that exist, by id: those the session holds as they are, the
+    others read in a few statements (not one ``session.get`` each)."""
+    found: dict[str, Person] = {}
+    missing: list[str] = []
+    for person_id in ids:
+        held = session.identity_map.get(identity_key(Person, person_id))
+        if held is not None:
+            found[person_id] = held
+        else:
+            missing.append(person_id)
+    for start in range(0, len(missing), _CHUNK):
+        chunk = missing[start : start + _CHUNK]
+        found.update((p.id, p) for p in session.scalars(select(Person).where(Person.id.in_(chunk))))
+    return found
+
+
+_CHUNK = 500
 
 
 PERSON_KEYS: Effect[Identity | None] = Effect("person_keys", write_keys, keyed=True)
