@@ -1,10 +1,13 @@
 """The 200-item booking against its floor (bench/floors.py, ``--figure booking``).
 
-Per round and build: 200 new people (half of them leads, which the booking converts),
-then the store is copied with the server stopped, the server started again and warmed
-up, and one 200-item booking sent over HTTP, timed at the client. Every statement the
-server ran is logged (a ``before_cursor_execute`` listener, installed in the server by
-a ``sitecustomize`` module on its PYTHONPATH); the request's INSERTs, UPDATEs and
+Per round and build: 200 new people (half of them leads, which the booking converts)
+and 200 more for a warm-up, then the store is copied with the server stopped, the server
+started again and warmed up by a 200-item booking of the other 200 (the first request of
+a new process compiles its statements), and one 200-item booking sent over HTTP, timed at
+the client. Every statement the server ran is kept in memory (a
+``before_cursor_execute`` listener, installed in the server by a ``sitecustomize``
+module on its PYTHONPATH) and written out when the benchmark sends SIGUSR2, after the
+request; the request's INSERTs, UPDATEs and
 DELETEs are then replayed on the copy with the raw driver (``sqlite3``, ``psycopg``)
 in one transaction, with the server's connection settings, and timed with its commit.
 The ratio is the request's time over the replay's. Rounds alternate the builds.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import csv
 import os
 import pickle
+import signal
 import sqlite3
 import statistics
 import textwrap
@@ -42,20 +46,32 @@ ITEMS = 200
 CAPTURE_ENV = "RIDERCRM_BENCH_CAPTURE"
 SITECUSTOMIZE = textwrap.dedent(
     f"""
-    import os, pickle, threading
+    import os, pickle, signal, threading
     _path = os.environ.get({CAPTURE_ENV!r})
     if _path:
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
-        _log = open(_path, "ab")
+        _kept = []
         _lock = threading.Lock()
 
         @event.listens_for(Engine, "before_cursor_execute")
         def _capture(conn, cursor, statement, parameters, context, executemany):
-            record = pickle.dumps((statement, parameters, executemany))
+            # Kept in memory (an append), written out only when asked: pickling and
+            # writing each statement during the request would be timed as its own.
+            if executemany and isinstance(parameters, list):
+                parameters = list(parameters)
             with _lock:
-                _log.write(record)
-                _log.flush()
+                _kept.append((statement, parameters, executemany))
+
+        def _dump(signum, frame):
+            with _lock:
+                taken = _kept[:]
+                _kept.clear()
+            with open(_path + ".part", "wb") as out:
+                pickle.dump(taken, out)
+            os.replace(_path + ".part", _path)
+
+        signal.signal(signal.SIGUSR2, _dump)
     """
 )
 WRITES = ("INSERT", "UPDATE", "DELETE")
@@ -159,16 +175,18 @@ def _copy_of(kind: str, url: str, directory: Path, label: str, pg_url: str | Non
         yield copy_url
 
 
-def _captured(path: Path, offset: int) -> list[tuple[str, Any, bool]]:
-    found: list[tuple[str, Any, bool]] = []
-    with path.open("rb") as log:
-        log.seek(offset)
-        while True:
-            try:
-                # The log is this run's own, written by the server it started.
-                found.append(pickle.load(log))  # noqa: S301
-            except EOFError:
-                return found
+def _captured(path: Path, pid: int) -> list[tuple[str, Any, bool]]:
+    """The statements the server ran since it last wrote them out (it writes them out,
+    and forgets them, when sent SIGUSR2)."""
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the server {pid} did not write its statements to {path}")
+        time.sleep(0.01)
+    # The file is this run's own, written by the server it started.
+    return pickle.loads(path.read_bytes())  # noqa: S301
 
 
 def _replay(
@@ -323,22 +341,30 @@ def _tempdir() -> Iterator[str]:
 
 def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | None) -> None:
     build = server.build
+    warm: list[str] = []
     people: list[str] = []
     with server.client() as client:
-        for n in range(ITEMS):
-            kind_path = "leads" if n % 2 else "contacts"
-            made = client.post(f"/admin/{kind_path}", json=_person(round_ * 10_000 + n))
-            made.raise_for_status()
-            people.append(made.json()["id"])
+        for batch, offset in ((warm, 5_000), (people, 0)):
+            for n in range(ITEMS):
+                kind_path = "leads" if n % 2 else "contacts"
+                made = client.post(
+                    f"/admin/{kind_path}", json=_person(round_ * 10_000 + offset + n)
+                )
+                made.raise_for_status()
+                batch.append(made.json()["id"])
     server.stop()
     with _copy_of(kind, server.url, tmp, build.label, pg_url) as copy:
         server.start()
         product = server.product  # type: ignore[attr-defined]
         items = [_item(p, product, f"FL-{round_}-{n}") for n, p in enumerate(people)]
         with server.client() as client:
-            client.get("/crm/products").raise_for_status()  # warm-up
+            # Warm up the new process with a booking like the timed one, of other people
+            # (absent from the copy, which the timed booking's writes do not touch).
+            client.get("/crm/products").raise_for_status()
+            warm_items = [_item(p, product, f"FW-{round_}-{n}") for n, p in enumerate(warm)]
+            client.post("/crm/people/rider_courses", json={"people_product": warm_items})
+            _captured(server.capture, server.pid)  # forget the warm-up's statements
             before_io, before_size = _io(server.pid), _store_bytes(server.url)
-            offset = server.capture.stat().st_size if server.capture.exists() else 0
             started = time.perf_counter()
             answer = client.post("/crm/people/rider_courses", json={"people_product": items})
             elapsed = time.perf_counter() - started
@@ -347,7 +373,7 @@ def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | 
         if len(booked) != ITEMS:
             raise SystemExit(f"{build.label}: only {len(booked)} of {ITEMS} items booked")
         after_io, after_size = _io(server.pid), _store_bytes(server.url)
-        statements = _captured(server.capture, offset)
+        statements = _captured(server.capture, server.pid)
         build.request_s.append(elapsed)
         build.statements.append(len(statements))
         build.wchar.append(after_io["wchar"] - before_io["wchar"])
