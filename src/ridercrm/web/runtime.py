@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ridercrm.audit.call import Call, Caller
-from ridercrm.audit.service import Finished, record_call
+from ridercrm.audit.service import Finished, record_calls
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.errors import ApiError, DomainError, ErrorShape, default_shape
@@ -429,16 +429,16 @@ def _renegotiated(request: Request, headers: dict[str, str]) -> dict[str, str]:
 
 
 def _record(session: Session, call: Call, response: Response, settings: Settings) -> None:
-    """Add the request's audit record, with the response as it will be sent, and flush."""
-    record_call(
-        session,
-        call=call,
-        status=response.status_code,
-        response_body=bytes(response.body),
-        duration_ms=(time.perf_counter() - call.started) * 1000,
-        redact=settings.audit_redact,
-    )
+    """Insert the request's audit record, with the response as it will be sent (Core
+    inserts, after the work's changes are flushed), in the work's transaction."""
     session.flush()
+    finished = Finished(
+        call,
+        response.status_code,
+        bytes(response.body),
+        (time.perf_counter() - call.started) * 1000,
+    )
+    record_calls(session, [finished], redact=settings.audit_redact)
 
 
 def _store(session: Session, claim: idempotency.Claim, response: Response) -> None:
