@@ -27,8 +27,10 @@ import pickle
 import signal
 import sqlite3
 import statistics
+import struct
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -87,6 +89,8 @@ class Build:
     wchar: list[int] = field(default_factory=list)
     write_bytes: list[int] = field(default_factory=list)
     growth: list[int] = field(default_factory=list)
+    # SQLite: the log's pages the booking wrote, by the table or index they belong to.
+    pages: list[Counter[str]] = field(default_factory=list)
 
     def ratios(self) -> list[float]:
         return [r / p for r, p in zip(self.request_s, self.replay_s, strict=True)]
@@ -187,6 +191,30 @@ def _captured(path: Path, pid: int) -> list[tuple[str, Any, bool]]:
         time.sleep(0.01)
     # The file is this run's own, written by the server it started.
     return pickle.loads(path.read_bytes())  # noqa: S301
+
+
+def _empty_log(url: str) -> None:
+    """Copy the log into the database and truncate it (the server is idle)."""
+    with sqlite3.connect(make_url(url).database or "") as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _log_pages(url: str) -> Counter[str]:
+    """The pages in the SQLite log, counted by the table or index that owns them (as the
+    live database, log included, says: ``dbstat``). If the booking's commit ran a
+    checkpoint, the log was rewritten from its start and this counts only what it holds."""
+    path = make_url(url).database or ""
+    data = Path(f"{path}-wal").read_bytes() if Path(f"{path}-wal").exists() else b""
+    numbers: list[int] = []
+    if len(data) >= 32:
+        page_size = struct.unpack(">I", data[8:12])[0]
+        offset = 32
+        while offset + 24 + page_size <= len(data):
+            numbers.append(struct.unpack(">I", data[offset : offset + 4])[0])
+            offset += 24 + page_size
+    with sqlite3.connect(path) as connection:
+        owners = dict(connection.execute("SELECT pageno, name FROM dbstat"))
+    return Counter(owners.get(number, "(free)") for number in numbers)
 
 
 def _replay(
@@ -364,6 +392,8 @@ def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | 
             warm_items = [_item(p, product, f"FW-{round_}-{n}") for n, p in enumerate(warm)]
             client.post("/crm/people/rider_courses", json={"people_product": warm_items})
             _captured(server.capture, server.pid)  # forget the warm-up's statements
+            if kind == "sqlite":
+                _empty_log(server.url)  # so the log holds this booking's pages only
             before_io, before_size = _io(server.pid), _store_bytes(server.url)
             started = time.perf_counter()
             answer = client.post("/crm/people/rider_courses", json={"people_product": items})
@@ -373,6 +403,8 @@ def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | 
         if len(booked) != ITEMS:
             raise SystemExit(f"{build.label}: only {len(booked)} of {ITEMS} items booked")
         after_io, after_size = _io(server.pid), _store_bytes(server.url)
+        if kind == "sqlite":
+            build.pages.append(_log_pages(server.url))
         statements = _captured(server.capture, server.pid)
         build.request_s.append(elapsed)
         build.statements.append(len(statements))
@@ -398,3 +430,9 @@ def report(kind: str, builds: list[Build], rounds: int) -> None:
             f"{statistics.median(build.write_bytes) / mb:.1f} | "
             f"{statistics.median(build.growth) / mb:.2f} |"
         )
+    for build in builds:
+        if not build.pages:
+            continue
+        last = build.pages[-1]
+        top = ", ".join(f"{name} {count}" for name, count in last.most_common(8))
+        print(f"\n{build.label}: {sum(last.values())} log pages in the last round's booking: {top}")
