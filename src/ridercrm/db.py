@@ -249,7 +249,7 @@ def bulk_insert(
         _copy_rows(connection, table, columns, rows)
         return
     if dialect.name != "sqlite":
-        session.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
+        connection.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
         return
     quote = connection.dialect.identifier_preparer.quote
     names = ", ".join(quote(table.c[name].name) for name in columns)

@@ -79,7 +79,7 @@ def write_keys(session: Session, pending: dict[str, Identity | None]) -> None:
             ),
             dropped,
         )
-    bulk_insert(session, KEYS_TABLE, ("key", "person_id"), added)
+    bulk_insert(session, KEYS_TABLE, ("key", "person_id"), added, copy=True)
 
 
 def _people(session: Session, ids: list[str]) -> dict[str, Person]:
