@@ -110,6 +110,15 @@ class Settings(BaseSettings):
             " last commits before a power loss or OS crash may be lost"
         ),
     )
+    sqlite_checkpoint_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description=(
+            "How often `serve` copies SQLite's log into the database from a thread of its"
+            " own (a passive checkpoint), so that no request pays for it; 0: SQLite's"
+            " automatic checkpoints, run by the commit that fills 1,000 pages of log"
+        ),
+    )
     sqlite_cache_mb: int = Field(
         default=64, ge=1, description="SQLite page cache per connection, in MiB"
     )

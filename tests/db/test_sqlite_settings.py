@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine
+from ridercrm.db import build_engine, start_checkpointer
 
 
 def _pragmas(tmp_path: Path, **settings: object) -> dict[str, int]:
@@ -38,3 +40,51 @@ def test_normal_and_the_page_cache_are_settings(tmp_path: Path) -> None:
 def test_an_unknown_synchronous_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="sqlite_synchronous"):
         Settings(database_url="sqlite://", sqlite_synchronous="OFF")
+
+
+def _rows_in_database_file(path: Path, copy: Path) -> int:
+    """The rows of table t that the database file itself holds, its log left aside."""
+    copy.write_bytes(path.read_bytes())
+    connection = sqlite3.connect(copy)
+    try:
+        return int(connection.execute("SELECT count(*) FROM t").fetchone()[0])
+    except sqlite3.OperationalError:  # not even the table yet
+        return -1
+    finally:
+        connection.close()
+
+
+def test_serve_s_checkpointer_copies_the_log_into_the_database(tmp_path: Path) -> None:
+    """A commit's pages reach the database file within a period, though no commit filled
+    the log enough to checkpoint itself (the server's connections leave it to the thread)."""
+    path = tmp_path / "c.db"
+    settings = Settings(database_url=f"sqlite:///{path}", sqlite_checkpoint_seconds=0.1)
+    engine = build_engine(settings)
+    stop = start_checkpointer(settings)
+    assert stop is not None
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE t (n INTEGER)"))
+        with engine.connect() as connection:  # held open: closing it would checkpoint
+            assert connection.execute(text("PRAGMA wal_autocheckpoint")).scalar_one() == 10_000
+            connection.commit()
+            with connection.begin():
+                connection.execute(text("INSERT INTO t VALUES (1), (2), (3)"))
+            deadline = time.monotonic() + 10
+            while _rows_in_database_file(path, tmp_path / "copy.db") != 3:
+                assert time.monotonic() < deadline, "the log was not checkpointed"
+                time.sleep(0.05)
+    finally:
+        stop()
+        engine.dispose()
+
+
+def test_without_the_checkpointer_commits_checkpoint_as_sqlite_does(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'n.db'}", sqlite_checkpoint_seconds=0)
+    assert start_checkpointer(settings) is None
+    engine = build_engine(settings)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("PRAGMA wal_autocheckpoint")).scalar_one() == 1000
+    finally:
+        engine.dispose()

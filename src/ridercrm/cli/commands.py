@@ -120,12 +120,17 @@ def serve(
     # Duplicates: the people each write touched are re-checked here (docs/decisions.md).
     stop_rechecker = start_rechecker(settings) if settings.duplicates_recheck else None
     # The dashboard's weekly count deltas are folded into the counts here (reports.counts).
+    from ridercrm.db import start_checkpointer
     from ridercrm.reports.counts import start_folder
 
     stop_folder = start_folder(settings)
+    # SQLite's log is copied into the database here, not by requests' commits.
+    stop_checkpointer = start_checkpointer(settings)
     try:
         server.run(config, sock)
     finally:
+        if stop_checkpointer is not None:
+            stop_checkpointer()
         stop_folder()
         if stop_rechecker is not None:
             stop_rechecker()
