@@ -14,9 +14,12 @@ two bookings in flight share a person's row and no contact gathers many courses)
   weeks taken in turn, so the bookings in flight are all in different weeks), same site.
 
 Everything else in the bodies is alike. A booking counts when it is answered 200 with
-``delivery`` "true"; any other answer is a failure (it must be 0). The rounds alternate
-the sides (same, different; then different, same) and, within a side, the builds, so a
-noisy neighbour slows both sides of a ratio alike. The server's log is read for
+``delivery`` "true"; any other answer is a failure (it must be 0). A round's
+``seconds`` per side and build are run in slices of about ``SLICE_SECONDS``: same,
+different, same, different... (the next round starts with different), each slice of a
+side followed by the other builds' slice of it, so a neighbour's load that comes and
+goes within seconds slows both sides of a ratio alike. A slice counts the bookings
+started before its end, over the time to the last answer. The server's log is read for
 ``transaction retried`` (a PostgreSQL deadlock or serialisation failure, run again:
 web/runtime.py) and the lines are counted per side. Printed per database and build: the
 medians of the requests per second, the median of the per-round ratios same/different,
@@ -56,6 +59,7 @@ SAME_WEEK = dt.date(2027, 3, 1)  # a Monday
 DIFFERENT_WEEKS = 400
 RETRIED = "transaction retried"
 SIDES = ("same", "different")
+SLICE_SECONDS = 1.0
 
 
 @dataclass
@@ -188,11 +192,13 @@ def _slug(label: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in label)
 
 
-def _run(server: Server, side: str, seconds: float) -> tuple[float, int]:
-    """Requests per second the ``CLIENTS`` threads had answered with a booking in
-    ``seconds``, and the answers that were not a booking."""
+def _run(server: Server, side: str, seconds: float) -> tuple[int, int, float]:
+    """The bookings the ``CLIENTS`` threads had answered in ``seconds`` (those started
+    before then, each to its answer), the answers that were not a booking, and the
+    seconds from the start to the last answer."""
     lock = threading.Lock()
-    start = threading.Barrier(CLIENTS + 1)
+    ready = threading.Barrier(CLIENTS + 1)
+    go = threading.Barrier(CLIENTS + 1)
     done: list[int] = []
     failed: list[str] = []
     deadline: list[float] = [0.0]
@@ -206,7 +212,8 @@ def _run(server: Server, side: str, seconds: float) -> tuple[float, int]:
             timeout=60,
         ) as http:
             http.get("/healthz")
-            start.wait()
+            ready.wait()
+            go.wait()
             while time.perf_counter() < deadline[0]:
                 with lock:
                     body = server.body(side)
@@ -225,14 +232,15 @@ def _run(server: Server, side: str, seconds: float) -> tuple[float, int]:
     threads = [threading.Thread(target=client, daemon=True) for _ in range(CLIENTS)]
     for thread in threads:
         thread.start()
+    ready.wait()
     began = time.perf_counter()
     deadline[0] = began + seconds
-    start.wait()
+    go.wait()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
     server.build.failures.extend(failed[:3])
-    return sum(done) / elapsed, len(failed)
+    return sum(done), len(failed), elapsed
 
 
 def measure(
@@ -257,15 +265,24 @@ def measure(
         for server in servers:  # warm-up
             for side in SIDES:
                 _run(server, side, 1.0)
+        slices = max(1, round(seconds / SLICE_SECONDS))
         for round_ in range(rounds):
             order = SIDES if round_ % 2 == 0 else SIDES[::-1]
-            for side in order:
-                for server in servers:
-                    before = server.retried()
-                    rate, failed = _run(server, side, seconds)
-                    server.build.rates[side].append(rate)
-                    server.build.failed[side] += failed
-                    server.build.retried[side] += server.retried() - before
+            booked = {(s.build.label, side): 0 for s in servers for side in SIDES}
+            spent = dict.fromkeys(booked, 0.0)
+            for _slice in range(slices):
+                for side in order:
+                    for server in servers:
+                        before = server.retried()
+                        n, failed, elapsed = _run(server, side, seconds / slices)
+                        booked[(server.build.label, side)] += n
+                        spent[(server.build.label, side)] += elapsed
+                        server.build.failed[side] += failed
+                        server.build.retried[side] += server.retried() - before
+            for server in servers:
+                for side in SIDES:
+                    key = (server.build.label, side)
+                    server.build.rates[side].append(booked[key] / spent[key])
 
 
 @contextmanager
@@ -279,11 +296,11 @@ def _tempdir() -> Iterator[str]:
 def header(rounds: int, seconds: float, workers: int) -> None:
     print(
         f"| database | build | workers | same site-week req/s | different weeks req/s "
-        f"| same / different | failed answers (same, different) | retried transactions "
+        f"| same / different | per-round same / different | failed answers (same, different) | retried transactions "
         f"(same, different) |  (medians of {rounds} interleaved rounds, {seconds:g} s each, "
         f"{CLIENTS} clients)"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
 
 
 def report(kind: str, builds: list[Build], workers: int) -> None:
@@ -293,6 +310,7 @@ def report(kind: str, builds: list[Build], workers: int) -> None:
             f"{statistics.median(build.rates['same']):,.0f} | "
             f"{statistics.median(build.rates['different']):,.0f} | "
             f"{statistics.median(build.ratios()):.3f} | "
+            f"{' '.join(f'{r:.2f}' for r in build.ratios())} | "
             f"{build.failed['same']}, {build.failed['different']} | "
             f"{build.retried['same']}, {build.retried['different']} |"
         )
