@@ -15,6 +15,10 @@ against the same INSERTs and UPDATEs replayed with the raw driver in one transac
 and the bytes that booking writes (bench/booking_floor.py says how); ``--store N``
 fills the store with N people first.
 
+``--figure weeks``: single-item bookings of one site and week against bookings of
+different weeks, 8 clients (bench/weeks_floor.py says how); ``--workers N`` serves
+with N worker processes.
+
 Measured so far: ``GET /crm/products`` throughput / ``/healthz`` throughput and
 ``POST /crm/people/match`` throughput / ``/healthz`` throughput at concurrency 8
 (``wrk -t2 -c8``), one ``ridercrm serve`` worker, the demo's store (``ridercrm demo``).
@@ -52,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testkit.serve import free_port, run_cli, running_server
 
-from bench import booking_floor, match_perf
+from bench import booking_floor, match_perf, weeks_floor
 from bench.harness import fresh_database, previous_build_env
 
 CONCURRENCY = 8
@@ -183,11 +187,14 @@ def main() -> int:
         help="also measure this build with a setting changed, e.g. RIDERCRM_SQLITE_SYNCHRONOUS=NORMAL",
     )
     parser.add_argument("--pg-url")
-    parser.add_argument("--figure", choices=("products", "booking"), default="products")
+    parser.add_argument("--figure", choices=("products", "booking", "weeks"), default="products")
     parser.add_argument("--store", type=int, default=0, help="people in the store (booking)")
+    parser.add_argument("--workers", type=int, default=1, help="server workers (weeks)")
     args = parser.parse_args()
     if args.figure == "booking":
         return booking(args)
+    if args.figure == "weeks":
+        return weeks(args)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is needed (apt-get install wrk)")
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
@@ -225,6 +232,22 @@ def booking(args: argparse.Namespace) -> int:
             builds.append(booking_floor.Build("previous", previous_build_env(args.previous)))
         booking_floor.measure(kind, builds, args.rounds, args.store, args.pg_url)
         booking_floor.report(kind, builds, args.rounds)
+    return 0
+
+
+def weeks(args: argparse.Namespace) -> int:
+    """Bookings of one site and week against bookings of different weeks."""
+    kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    weeks_floor.header(args.rounds, args.seconds, args.workers)
+    for kind in kinds:
+        builds = [weeks_floor.Build("this", dict(os.environ))]
+        if args.previous is not None:
+            builds.append(weeks_floor.Build("previous", previous_build_env(args.previous)))
+        for variant in args.variant:
+            name, _, value = variant.partition("=")
+            builds.append(weeks_floor.Build(f"this, {name}={value}", {**os.environ, name: value}))
+        weeks_floor.measure(kind, builds, args.rounds, args.seconds, args.workers, args.pg_url)
+        weeks_floor.report(kind, builds, args.workers)
     return 0
 
 
