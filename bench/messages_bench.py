@@ -109,7 +109,7 @@ def main() -> int:
     real: Callable[..., Any] = notifications.course_booked
     bulk_message: Callable[..., Any] = notifications._message
 
-    def nothing(_session: Session, _asset: Any) -> None:
+    def nothing(_session: Session, _asset: Any, **_fields: Any) -> None:
         return None
 
     def orm_message(session: Session, asset: Any, **fields: Any) -> None:
