@@ -474,6 +474,15 @@ def previous_build_env(previous: Path) -> dict[str, str]:
     return env
 
 
+def previous_command(previous: str) -> tuple[str | None, dict[str, str]]:
+    """A ``--previous`` naming another build's ``ridercrm``: a checkout of the previous
+    commit (its src/ run by this venv's ``ridercrm``: command None, and the PYTHONPATH to
+    add to the environment), or that build's own ``ridercrm`` command (no PYTHONPATH)."""
+    if Path(previous).is_dir():
+        return None, {"PYTHONPATH": previous_build_env(Path(previous))["PYTHONPATH"]}
+    return previous, {}
+
+
 # --------------------------------------------------------------------------- side by side
 
 PREVIOUS_HELP = (

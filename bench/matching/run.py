@@ -133,11 +133,7 @@ class Run:
         """The previous build's matcher: its own fresh database, import and server. A
         checkout of the previous commit runs its src/ with this venv's ``ridercrm``;
         anything else is that build's ``ridercrm`` command."""
-        command: str | None = previous
-        extra: dict[str, str] = {}
-        if Path(previous).is_dir():
-            command = None
-            extra["PYTHONPATH"] = harness.previous_build_env(Path(previous))["PYTHONPATH"]
+        command, extra = harness.previous_command(previous)
         with tempfile.TemporaryDirectory(prefix="ridercrm-matching-previous-") as tmp:
             directory = Path(tmp)
             env = {**service.environment(directory / "bench.db"), **extra}
