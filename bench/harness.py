@@ -621,6 +621,9 @@ def compare_with_previous(
         f"{label} ({_commit(root)})": _median_lines(outputs[label])
         for label, (root, _) in builds.items()
     }
+    rounds = f"{args.previous_rounds} runs each, alternated, numbers medians of the runs"
+    print(f"{' and '.join(merged)}: {rounds if args.previous_rounds > 1 else 'one run each'};")
+    print("a line both builds printed alike is shown once")
     print("\n".join(side_by_side(merged)))
     return status
 
