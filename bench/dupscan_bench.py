@@ -22,7 +22,7 @@ With ``--previous DIR``, a checkout of the previous commit (``git worktree add -
 DIR HEAD~1``), the same runs on this build and on DIR's, alternately
 (``--previous-rounds N``), and both builds' lines are printed side by side:
 
-    make bench NAME=dupscan_bench ARGS="... --previous DIR"
+    make bench NAME=dupscan_bench ARGS="scan --store PATH --previous DIR"
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main() -> None:
     check.add_argument("--batch", type=int, default=scan.BATCH)
     check.add_argument("--pairs-out", type=Path, help="write the open pairs found here")
     check.add_argument("--workers", type=int, help="scoring processes (default: one per CPU)")
-    harness.add_previous(parser)
+    harness.add_previous(check)  # the scan; build makes the one store both scans read
     args = parser.parse_args()
     if (status := harness.compare_with_previous(args, "bench.dupscan_bench")) is not None:
         raise SystemExit(status)

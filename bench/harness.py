@@ -583,7 +583,7 @@ def compare_with_previous(
     The same benchmark code (this checkout's bench/) measures both; each build's
     ``ridercrm`` comes from its own src/, and so do the ``ridercrm`` commands it starts.
     ``in_checkout``: run in the build's checkout (for what reads files relative to it)."""
-    previous: Path | None = args.previous
+    previous: Path | None = getattr(args, "previous", None)  # a subcommand may not take it
     if previous is None:
         return None
     argv = _without_previous(sys.argv[1:])
