@@ -548,7 +548,8 @@ def _median_lines(runs: list[list[str]]) -> list[str]:
 
 def side_by_side(lines: dict[str, list[str]]) -> list[str]:
     """Two builds' outputs as one: a line both printed once; a table row of each with a
-    ``build`` column in front (the header and rule once); any other line once per build.
+    ``build`` column in front (the header, this build's, and rule once); any other line
+    once per build.
     Outputs of different shapes are printed one after the other."""
     (a, left), (b, right) = lines.items()
     if len(left) != len(right):
@@ -559,7 +560,7 @@ def side_by_side(lines: dict[str, list[str]]) -> list[str]:
         table = x.startswith("|") and y.startswith("|")
         rule = table and set(x.replace("|", "").strip()) <= set("-: ")
         if table and not in_table:  # the header
-            out.append(f"| build {x}" if x == y else f"| {a} {x}\n| {b} {y}")
+            out.append(f"| build {x}")
         elif rule:
             out.append(f"|---{x}")
         elif table:
