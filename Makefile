@@ -39,8 +39,8 @@ format: $(BIN)/.installed ## Apply ruff's fixes and formatting
 	$(BIN)/ruff format src tests bench testkit
 
 NAME ?= import_bench
-bench: $(BIN)/.installed ## Run one benchmark, bench/$(NAME).py (make bench NAME=floors); results go to bench/README.md by hand
-	$(BIN)/python bench/$(NAME).py $(ARGS)
+bench: $(BIN)/.installed ## Run one benchmark, python -m bench.$(NAME) (make bench NAME=floors, NAME=matching); bench/README.md lists them
+	$(BIN)/python -m bench.$(subst /,.,$(NAME)) $(ARGS)
 
 # The installed packages (ridercrm itself aside) as pinned requirements; --strict fails
 # when a package could not be checked, e.g. when the vulnerability database is out of

@@ -11,6 +11,12 @@ operation 1 bookings naming stored people, courses and booking numbers (the bodi
 to this build's schema, as an existing store is when it is upgraded (from 0012 on the
 migration indexes what the records name). Each
 call below is timed in its own session (wall and this process's CPU, milliseconds).
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=console_audit_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ if __package__ in (None, ""):
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from bench import harness
 from bench.match_perf import percentile
 from bench.report import code_version
 from ridercrm.audit.models import AuditRecord
@@ -126,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=14)
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.console_audit_bench")) is not None:
+        return status
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="console-audit-bench-") as scratch:
         copy = Path(scratch) / "store.sqlite3"

@@ -27,6 +27,12 @@ form as the page sends it, CSRF token included).
 
 Targets (issue 14): median <= 100 ms and p99 <= 300 ms per page; a 40-row submission
 <= 300 ms.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=console_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.serve import free_port, running_server
 
+from bench import harness
 from bench.match_perf import CSV_FIELDS, PeopleGenerator, percentile
 from bench.report import code_version, machine, write_section
 from ridercrm.audit.call import Call
@@ -555,7 +562,10 @@ def main(argv: list[str] | None = None) -> int:
         help="a store file to reuse: built there first if it does not exist; each run"
         " measures a copy of it, migrated to this build's schema, so it stays as built",
     )
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.console_bench")) is not None:
+        return status
     with tempfile.TemporaryDirectory(prefix="console-bench-") as scratch:
         store = prepared_store(args, Path(scratch))
         print("measuring ...", flush=True)

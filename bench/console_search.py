@@ -8,6 +8,12 @@ queries typed as staff type them, each kind in turn, one session per query (as a
 does): a phone written ``0412 345 678``, a name with one typo, an e-mail in capitals, a
 licence number, a family name with a date of birth, a date of birth alone. Prints
 median, p99 and the share of queries whose person is among the results.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=console_search ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import harness  # noqa: E402
 from bench.match_perf import CSV_FIELDS, PeopleGenerator, _typo  # noqa: E402
 from bench.report import machine  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
@@ -117,7 +124,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=14)
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.console_search")) is not None:
+        raise SystemExit(status)
     print(machine())
     print("| people | query | n | median ms | p99 ms | person found |")
     print("|---|---|---|---|---|---|")

@@ -42,6 +42,12 @@ checked:
 
 Exit status 1 on any violation. Only 127.0.0.1 is used; every server runs in
 try/finally and is killed or stopped by process group; every wait is bounded.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=crash_safety ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -1055,7 +1061,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="self-test: damage the database after the first kill; pass if every fault is reported",
     )
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.crash_safety")) is not None:
+        return status
     if args.tamper and args.threads < 4:
         parser.error("--tamper needs 4 or more threads")
     options = options_from(args)

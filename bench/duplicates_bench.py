@@ -16,6 +16,12 @@ mistake the guard must prevent. The first scan is timed, and one person's re-che
 ``febrl``: FEBRL 1, 2 and 3 (originals and duplicates, every record) are imported
 whole, as contacts, into one store each, and scanned; a pair is true when both records
 come from the same ``rec-N``. Precision and recall of the pairs proposed.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=duplicates_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ if __package__ in (None, ""):
 from sqlalchemy import select
 from testkit.duplicates import open_pairs
 
+from bench import harness
 from bench.matching.generate import generate_store, make_id
 from bench.matching.service import environment, load_store, run_cli
 from ridercrm.config import Settings
@@ -246,7 +253,10 @@ def main() -> None:
     sets.add_argument("--sets", type=int, nargs="+", default=[1, 2, 3])
     for each in (homes, sets):
         each.add_argument("--pairs-out", type=Path, help="write the proposed pairs here")
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.duplicates_bench")) is not None:
+        raise SystemExit(status)
     if args.what == "households":
         households(args.people, args.seed, args.pairs_out)
     else:

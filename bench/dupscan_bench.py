@@ -17,6 +17,12 @@ reporting wall-clock time, CPU time (this process and the worker processes that 
 its batches, ``--workers``: default one per CPU), the load average before and after, and
 the pairs and clusters found. ``--pairs-out FILE`` writes the open pairs found, one a
 line with its score and explanation, sorted: to compare two versions of the scan.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=dupscan_bench ARGS="scan --store PATH --previous DIR"
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.duplicates import forget_scans, open_pairs
 
+from bench import harness
 from bench.match_perf import CSV_FIELDS, PeopleGenerator
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -166,7 +173,10 @@ def main() -> None:
     check.add_argument("--batch", type=int, default=scan.BATCH)
     check.add_argument("--pairs-out", type=Path, help="write the open pairs found here")
     check.add_argument("--workers", type=int, help="scoring processes (default: one per CPU)")
+    harness.add_previous(check)  # the scan; build makes the one store both scans read
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.dupscan_bench")) is not None:
+        raise SystemExit(status)
     if args.what == "build":
         build(args.people, args.store, args.seed)
     else:

@@ -20,6 +20,12 @@ c. Cost: 200-item new-booking requests (100 lead conversions) through the real a
    pairs' own ratios (each pair side by side, so less moved by the load's drift), and
    the bytes the process wrote per request (for SQLite, its write-ahead log: unlike
    the times, hardly moved by other work on the machine).
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=events_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from testkit.factories import new_booking, person_body  # noqa: E402
 from testkit.receiver import Receiver, receiving  # noqa: E402
 from testkit.serve import free_port, run_cli, running_server  # noqa: E402
 
+from bench import harness  # noqa: E402
 from bench.report import code_version, cpu_model  # noqa: E402
 from ridercrm.app import create_app  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
@@ -323,7 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="Throughput: deliveries already made, in the log before the backlog.",
     )
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.events_bench")) is not None:
+        return status
     print(f"code {code_version()}; cpu {cpu_model()} x{os.cpu_count()}; load {load_average():.1f}")
     results = {}
     for part in args.parts:

@@ -1,4 +1,4 @@
-"""What the crash, concurrency and load scripts share.
+"""What the crash, concurrency and load scripts share, and every benchmark's --previous.
 
 - a fresh database: a SQLite file in a temporary directory, or a PostgreSQL database
   of this process's own (``ridercrm_<label>_<pid>``) created next to the configured
@@ -12,16 +12,23 @@
   contact made by a lead conversion is linked from its lead, and ``person_keys`` is
   exactly what ``identity_of`` + ``stored_keys`` give for each stored person.
 
+- ``--previous DIR`` (:func:`add_previous`, :func:`compare_with_previous`): the same
+  benchmark run on this build and on another checkout's, alternately, its output printed
+  side by side (a ``build`` column in each table).
+
 Only 127.0.0.1 is used; every wait is bounded.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import json
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -465,3 +472,169 @@ def previous_build_env(previous: Path) -> dict[str, str]:
             f"{previous} does not hold a build to run (ridercrm imports from {found!r})"
         )
     return env
+
+
+def previous_command(previous: str) -> tuple[str | None, dict[str, str]]:
+    """A ``--previous`` naming another build's ``ridercrm``: a checkout of the previous
+    commit (its src/ run by this venv's ``ridercrm``: command None, and the PYTHONPATH to
+    add to the environment), or that build's own ``ridercrm`` command (no PYTHONPATH)."""
+    if Path(previous).is_dir():
+        return None, {"PYTHONPATH": previous_build_env(Path(previous))["PYTHONPATH"]}
+    return previous, {}
+
+
+# --------------------------------------------------------------------------- side by side
+
+PREVIOUS_HELP = (
+    "a checkout of the previous commit (git worktree add --detach DIR HEAD~1): run the same"
+    " measurement on both builds, alternately, and print both builds' rows side by side"
+)
+_NUMBER = re.compile(r"(?<![\w.])-?\d(?:,?\d)*(?:\.\d+)?(?!\w)")
+# The child imports the package ``ridercrm`` from its build's src/ before the benchmark
+# runs: a benchmark that puts this checkout's src/ first on sys.path then still gets every
+# ridercrm module from the build under test (a package's modules come from its __path__).
+_CHILD = (
+    "import runpy, sys; import ridercrm; sys.argv = sys.argv[1:];"
+    " runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+)
+
+
+def add_previous(parser: argparse.ArgumentParser) -> None:
+    """``--previous DIR`` and ``--previous-rounds N`` on a benchmark's parser."""
+    parser.add_argument("--previous", type=Path, metavar="DIR", help=PREVIOUS_HELP)
+    parser.add_argument(
+        "--previous-rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --previous: runs of each build, alternated (ABBA); numbers are medians",
+    )
+
+
+def _without_previous(argv: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--previous", "--previous-rounds"):
+            skip = True
+        elif not arg.startswith(("--previous=", "--previous-rounds=")):
+            kept.append(arg)
+    return kept
+
+
+def _median_lines(runs: list[list[str]]) -> list[str]:
+    """The first run's lines, each number the median over the runs whose same line has
+    the same words around its numbers (decimals and thousands commas as first printed)."""
+    out = []
+    for n, line in enumerate(runs[0]):
+        words = _NUMBER.split(line)
+        same = [r[n] for r in runs if n < len(r) and _NUMBER.split(r[n]) == words]
+        if len(same) < len(runs) or len(words) == 1:
+            out.append(line)
+            continue
+        columns = zip(*(_NUMBER.findall(s) for s in same), strict=True)
+        medians = []
+        for column in columns:
+            first = column[0]
+            value = statistics.median(float(c.replace(",", "")) for c in column)
+            places = len(first.split(".")[1]) if "." in first else 0
+            text = f"{value:{',' if ',' in first else ''}.{places}f}"
+            medians.append(text.rjust(len(first)))
+        out.append("".join(w + m for w, m in zip(words, [*medians, ""], strict=True)))
+    return out
+
+
+def side_by_side(lines: dict[str, list[str]]) -> list[str]:
+    """Two builds' outputs as one: a line both printed once; a table row of each with a
+    ``build`` column in front (the header, this build's, and rule once); any other line
+    once per build.
+    Outputs of different shapes are printed one after the other."""
+    (a, left), (b, right) = lines.items()
+    if len(left) != len(right):
+        return [f"== {a}", *left, f"== {b}", *right]
+    out = []
+    in_table = False
+    for x, y in zip(left, right, strict=True):
+        table = x.startswith("|") and y.startswith("|")
+        rule = table and set(x.replace("|", "").strip()) <= set("-: ")
+        if table and not in_table:  # the header
+            out.append(f"| build {x}")
+        elif rule:
+            out.append(f"|---{x}")
+        elif table:
+            out += [f"| {a} {x}", f"| {b} {y}"]
+        elif x == y:
+            out.append(x)
+        else:
+            out += [f"{a}: {x}", f"{b}: {y}"]
+        in_table = table
+    return out
+
+
+def compare_with_previous(
+    args: argparse.Namespace, module: str, *, in_checkout: bool = False
+) -> int | None:
+    """With ``--previous DIR``: run ``python -m module`` with this command line (less the
+    --previous options) on this build and on DIR's, ``--previous-rounds`` times each in
+    ABBA order, and print both outputs side by side; return the worst exit status.
+    Without it: None, and the benchmark runs as it always did.
+
+    The same benchmark code (this checkout's bench/) measures both; each build's
+    ``ridercrm`` comes from its own src/, and so do the ``ridercrm`` commands it starts.
+    ``in_checkout``: run in the build's checkout (for what reads files relative to it)."""
+    previous: Path | None = getattr(args, "previous", None)  # a subcommand may not take it
+    if previous is None:
+        return None
+    argv = _without_previous(sys.argv[1:])
+    if "--write" in argv:
+        raise HarnessError("--write and --previous: write the section from one build's run")
+    builds: dict[str, tuple[Path, dict[str, str]]] = {}
+    for label, root in (("this", ROOT), ("previous", previous.resolve())):
+        env = previous_build_env(root)
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
+        builds[label] = (root, env)
+    outputs: dict[str, list[list[str]]] = {label: [] for label in builds}
+    status = 0
+    for n in range(args.previous_rounds):
+        order = list(builds) if n % 2 == 0 else list(reversed(builds))
+        for label in order:
+            root, env = builds[label]
+            started = time.monotonic()
+            done = subprocess.run(
+                [sys.executable, "-c", _CHILD, module, *argv],
+                cwd=root if in_checkout else ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+            status = max(status, done.returncode)
+            outputs[label].append(done.stdout.splitlines())
+            print(
+                f"round {n + 1}/{args.previous_rounds}, {label} build ({root.name}):"
+                f" {time.monotonic() - started:.1f} s, exit {done.returncode}",
+                file=sys.stderr,
+                flush=True,
+            )
+    merged = {
+        f"{label} ({_commit(root)})": _median_lines(outputs[label])
+        for label, (root, _) in builds.items()
+    }
+    rounds = f"{args.previous_rounds} runs each, alternated, numbers medians of the runs"
+    print(f"{' and '.join(merged)}: {rounds if args.previous_rounds > 1 else 'one run each'};")
+    print("a line both builds printed alike is shown once")
+    print("\n".join(side_by_side(merged)))
+    return status
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"

@@ -8,14 +8,25 @@ the staff console); "decorator lines" are the lines from the first
 decorator (or declaration) to the ``def`` line, "body lines" the function's remaining lines.
 Import cycles are counted between the first-level packages and modules of ``ridercrm``
 (grimp's graph, needs the dev extra).
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=house_figures ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import itertools
 import pathlib
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench import harness
 
 SRC = pathlib.Path("src/ridercrm")
 VERBS = {"get", "post", "put", "patch", "delete"}
@@ -206,6 +217,13 @@ def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    harness.add_previous(parser)
+    args = parser.parse_args()
+    if (
+        status := harness.compare_with_previous(args, "bench.house_figures", in_checkout=True)
+    ) is not None:
+        raise SystemExit(status)
     print(f"lines in src/: {source_lines()}")
     print(
         f"lines in src/ without {', '.join(LATER)} and the console:"

@@ -16,7 +16,8 @@ database, which then holds the N people: the cost of looking every row up in the
 ``--floor`` measures the import against the database's own bulk loader instead (issue 23's
 floor): in each of ``--rounds`` rounds, interleaved, the same CSV is loaded by
 `sqlite3 .import` into a fresh file, imported by this checkout's code and by the previous
-commit's (``--previous``, a source directory: ``git worktree add /tmp/prev-import REV``),
+commit's (``--previous``, its checkout or that checkout's src/: ``git worktree add
+--detach DIR REV``),
 each in a fresh process and a fresh, migrated database, the import timed from the
 ``import_csv`` call (start-up and migration not included), workers as the command chooses
 them; then the same on PostgreSQL against psql's `copy` meta-command (a fresh database each time) when
@@ -24,6 +25,7 @@ RIDERCRM_TEST_POSTGRES_URL is set. It prints each round's times and the median r
 
     .venv/bin/python bench/import_bench.py --floor [--people 100000] [--rounds 3]
         [--previous /tmp/prev-import/src]
+    make bench NAME=import_bench ARGS="--floor --people 1000 --rounds 1 --previous DIR"
 """
 
 from __future__ import annotations
@@ -239,6 +241,8 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
     """The import against `sqlite3 .import` and psql's `\\copy`, this commit and the previous."""
     here = Path(args.source)
     previous = Path(args.previous)
+    if (previous / "src" / "ridercrm").is_dir():  # a checkout of the previous commit
+        previous = previous / "src"
     if not (previous / "ridercrm").is_dir():
         raise SystemExit(
             f"no previous source at {previous} (git worktree add /tmp/prev-import REV)"
@@ -322,7 +326,11 @@ def main() -> None:
     parser.add_argument("--rerun", action="store_true", help="also time a forced re-import")
     parser.add_argument("--floor", action="store_true", help="against sqlite3 .import, psql \\copy")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (--floor)")
-    parser.add_argument("--previous", default="/tmp/prev-import/src", help="previous src (--floor)")
+    parser.add_argument(
+        "--previous",
+        default="/tmp/prev-import/src",
+        help="a checkout of the previous commit, or its src (--floor)",
+    )
     parser.add_argument("--source", default=str(ROOT / "src"), help="src under test (--floor)")
     args = parser.parse_args()
 

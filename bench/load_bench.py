@@ -27,6 +27,12 @@ Errors (must be 0): transport errors and timeouts, non-2xx answers, and answers 
 receipt says failure where the request was meant to succeed (an item not delivered, a
 modify with failed items, an exact match not found, or a stranger found).
 Only 127.0.0.1 is used; every server runs in try/finally; every wait is bounded.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=load_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -571,7 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--pg-url", help="PostgreSQL to create the database on (127.0.0.1)")
     parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in README")
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.load_bench")) is not None:
+        return status
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.duration = args.duration or (10 if args.short else 60)
     args.warmup = args.warmup or (2 if args.short else 5)

@@ -18,6 +18,12 @@ its explained candidates (total, acceptance, rule, levels, weights) and the acce
 ones, so two ways of scoring, or two commits, compare verdict by verdict with ``diff``.
 
 Never FEBRL 4: it is held out.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=match_dev ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import harness
 from bench.matching import damage, febrl_data
 from ridercrm.matching import score
 from ridercrm.matching.model import Model, default_model
@@ -307,7 +314,10 @@ def main() -> None:
     parser.add_argument("--generated", type=int, nargs="*", help="bench/matching seeds instead")
     parser.add_argument("--scoring", choices=["service", "evaluate"], default="service")
     parser.add_argument("--verdicts", help="write every query's answer and verdicts here")
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.match_dev")) is not None:
+        raise SystemExit(status)
     global SCORING
     SCORING = args.scoring
     model = Model.from_json(Path(args.model).read_text()) if args.model else default_model()

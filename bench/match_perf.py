@@ -28,6 +28,12 @@ Then, with every store loaded:
      after the other, twice; every answer must be a 2xx.
 
 Only 127.0.0.1 is used; every server runs in try/finally and every wait is bounded.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=match_perf ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ if str(ROOT) not in sys.path:
 
 from sqlalchemy import Engine, func, insert, select  # noqa: E402
 
+from bench import harness  # noqa: E402
 from bench.report import machine, write_section  # noqa: E402
 from ridercrm.config import Settings  # noqa: E402
 from ridercrm.db import build_engine, session_factory, session_scope  # noqa: E402
@@ -1535,11 +1542,14 @@ def build_parser() -> argparse.ArgumentParser:
         " with --train keeps its trained model)",
     )
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
+    harness.add_previous(parser)
     return parser
 
 
 def main() -> None:
     args = build_parser().parse_args()
+    if (status := harness.compare_with_previous(args, "bench.match_perf")) is not None:
+        raise SystemExit(status)
     sizes = sorted({int(size.replace("_", "")) for size in args.sizes.split(",")})
     started = dt.datetime.now(dt.UTC)
     info = machine()

@@ -20,6 +20,12 @@ round runs every variant once, in turn, so a noisy neighbour slows all alike:
 
 Printed: rows written per booking, the median time of each variant, and the median of
 the per-round ratios to ``none`` (what the messages add to the booking).
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=messages_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import new_booking, person_body
 
+from bench import harness
 from ridercrm.config import Settings
 from ridercrm.courses import service as courses
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -105,11 +112,14 @@ def count_messages(sessions: sessionmaker[Session]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.messages_bench")) is not None:
+        return status
     real: Callable[..., Any] = notifications.course_booked
     bulk_message: Callable[..., Any] = notifications._message
 
-    def nothing(_session: Session, _asset: Any) -> None:
+    def nothing(_session: Session, _asset: Any, **_fields: Any) -> None:
         return None
 
     def orm_message(session: Session, asset: Any, **fields: Any) -> None:

@@ -19,6 +19,12 @@ people through the admin API and then measures, with one persistent httpx client
 Every response is checked (status 200, every item delivered); any failure aborts
 the benchmark. The whole measurement runs twice (two fresh servers and databases)
 because the machine may be shared and noisy; both runs are reported side by side.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=operations_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from testkit import serve  # noqa: E402
 from testkit.factories import new_booking as booking_item  # noqa: E402
 from testkit.serve import BenchError, free_port, running_server  # noqa: E402
 
+from bench import harness  # noqa: E402
 from bench.report import code_version, cpu_model, write_section  # noqa: E402
 
 README = ROOT / "bench" / "README.md"
@@ -507,7 +514,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30, help="timed 200-item requests (a), (c)")
     parser.add_argument("--requests", type=int, default=300, help="timed requests for (b), (d)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed requests before (a), (c)")
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.operations_bench")) is not None:
+        return status
     if not 1 <= args.reps <= 1000 or not 1 <= args.requests <= 100_000:
         parser.error("--reps must be 1..1000 and --requests 1..100000")
     if not 0 <= args.warmup <= 100:

@@ -16,6 +16,12 @@ counted; the difference of the medians is what the mark adds. Then the marks are
 re-checked in the background's batches and the re-check time per touched person is
 reported. The PostgreSQL database is created
 (and dropped) by the benchmark.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=recheck_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from sqlalchemy import Table, create_engine, event, make_url, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
+from bench import harness
 from ridercrm.config import Settings
 from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.duplicates import recheck, scan
@@ -172,7 +179,10 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--database-url", default=None)
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.recheck_bench")) is not None:
+        raise SystemExit(status)
     if args.database_url is None:
         with tempfile.TemporaryDirectory() as tmp:
             run(f"sqlite:///{tmp}/bench.db", args.people, args.writes, args.seed)

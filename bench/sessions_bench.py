@@ -15,6 +15,12 @@ Measured: the service call (``sessions.service.list_sessions``, each call its ow
 session, as a request has it) and the whole request through a real ``ridercrm serve``
 (one worker; key check, audit record and JSON included) with a keep-alive httpx client,
 for a random site and calendar month (all its products). Target: median <= 10 ms.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=sessions_bench ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import httpx
 from sqlalchemy import func, select, update
 from testkit.serve import free_port, running_server
 
+from bench import harness
 from bench.console_bench import TODAY, build_store
 from bench.match_perf import percentile
 from bench.report import code_version, machine, write_section
@@ -164,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--write", action="store_true", help="write bench/README.md's section")
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.sessions_bench")) is not None:
+        return status
     with tempfile.TemporaryDirectory(prefix="sessions-bench-") as scratch:
         directory = Path(scratch)
         print(f"building {args.people:,} people and {args.courses:,} courses ...", flush=True)

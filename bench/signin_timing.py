@@ -5,7 +5,9 @@ faster than the others, or its time tells that the name exists).
 In-process (Starlette's TestClient) on a fresh SQLite store with the per-address bound
 off; the three kinds are interleaved, each timed as wall milliseconds of one POST.
 
-    .venv/bin/python -m bench.signin_timing --rounds 15
+    make bench NAME=signin_timing ARGS="--rounds 15 [--previous DIR]"
+
+``--previous DIR``: a checkout of the previous commit; both builds' medians side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if __package__ in (None, ""):
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
+from bench import harness
 from bench.report import code_version
 from ridercrm.app import create_app
 from ridercrm.config import Settings
@@ -35,7 +38,10 @@ from ridercrm.staff import service
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    harness.add_previous(parser)
     args = parser.parse_args()
+    if (status := harness.compare_with_previous(args, "bench.signin_timing")) is not None:
+        raise SystemExit(status)
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(
             database_url=f"sqlite:///{folder}/store.sqlite3",

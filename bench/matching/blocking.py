@@ -13,6 +13,12 @@ For every duplicate whose original was stored, with and without the licence, the
 candidate ids the matcher's blocking returns for the request (the keys of the query, the
 same call ``find_match`` makes): pairs completeness = share of duplicates whose original
 is among them; and candidates per query (median, p99, max), strangers included.
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=matching.blocking ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from sqlalchemy import select
 
+from bench import harness
 from bench.matching import damage, febrl_data
 from bench.matching.febrl_data import Asks, Store
 from bench.matching.generate import make_id
@@ -188,7 +195,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--people", type=int, default=0, help="synthetic people besides")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.matching.blocking")) is not None:
+        raise SystemExit(status)
     data = {}
     for number in args.sets:
         originals, duplicates = febrl_data.load(number)

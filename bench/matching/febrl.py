@@ -10,9 +10,10 @@ For each data set (``febrl_data.py`` says how the store and the queries are made
 fresh SQLite database per matcher, the originals imported with ``ridercrm import
 contacts`` (refused rows are counted), ``ridercrm serve`` on 127.0.0.1, every query sent
 to ``POST /crm/people/match`` twice -- with the licence (``drivers_license`` =
-``soc_sec_id``) and without. ``--previous`` names another build's ``ridercrm`` command
-(the previous matcher, e.g. a checkout of main with its own virtualenv), measured the
-same way in the same run; the CRM rule (``baseline.py``, Salesforce's standard rule) answers
+``soc_sec_id``) and without. ``--previous`` names a checkout of the previous commit (its
+src/ run with this venv: ``make bench NAME=matching.febrl ARGS="--previous DIR"``) or
+another build's ``ridercrm`` command (the previous matcher, e.g. a checkout of main with
+its own virtualenv), measured the same way in the same run; the CRM rule (``baseline.py``, Salesforce's standard rule) answers
 in-process from the originals our import stored. Precision, recall, F1 and false
 positives per data set and recall per kind of damage (``damage.py``), the household
 guard's ceiling, and (``--figures``) a development report with the true record's verdict
@@ -34,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from testkit import serve
 
+from bench import harness
 from bench.matching import damage, febrl_data, febrl_report, service
 from bench.matching.febrl_data import Ask, Asks, Store
 from bench.matching.metrics import Score
@@ -44,10 +46,12 @@ HELD_OUT_SET = 4
 
 @dataclass
 class Matcher:
-    """One build of ridercrm under test: its name and its command (None: this one)."""
+    """One build of ridercrm under test: its name and its command (None: this venv's),
+    and what its environment adds (the previous checkout's src/ on PYTHONPATH)."""
 
     name: str
     command: str | None
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,12 +127,12 @@ def ask_matcher(
     """Load the store into a fresh database for ``matcher`` and ask every query twice."""
     result = Answers()
     started = time.perf_counter()
-    env = service.environment(directory / "store.db")
+    env = {**service.environment(directory / "store.db"), **matcher.env}
     serve.run_cli(
         ["db", "upgrade"], env, timeout=service.COMMAND_TIMEOUT_S, command=matcher.command
     )
     result.stored, result.refused = import_store(store, directory, env, matcher.command)
-    if train and matcher.command is None:  # the previous matcher has nothing to train
+    if train and matcher.name == "new":  # the previous matcher has nothing to train
         serve.run_cli(["match", "train"], env, timeout=service.COMMAND_TIMEOUT_S)
     output = serve.run_cli(
         ["keys", "create", "--name", "bench", "--scope", "admin"],
@@ -213,7 +217,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--held-out", action="store_true", help="FEBRL 4 instead (held out: run it once, last)"
     )
     parser.add_argument("--seed", type=int, default=20261122, help="hold-out and e-mail seed")
-    parser.add_argument("--previous", default=None, help="the previous build's ridercrm command")
+    parser.add_argument(
+        "--previous",
+        default=None,
+        help="a checkout of the previous commit, or the previous build's ridercrm command",
+    )
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
     parser.add_argument("--figures", type=Path, default=None, help="write a development report")
     parser.add_argument("--no-explain", action="store_true", help="don't re-ask our misses")
@@ -227,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     matchers = [Matcher("new", None)]
     if args.previous:
-        matchers.append(Matcher("previous", args.previous))
+        matchers.append(Matcher("previous", *harness.previous_command(args.previous)))
     sets = [HELD_OUT_SET] if args.held_out else args.sets
     explain = not args.no_explain and not args.held_out
     results = [run_data_set(n, matchers, args.seed, explain, args.train) for n in sets]

@@ -5,6 +5,7 @@ Run from the repository root:
     .venv/bin/python -m bench.matching                  # print the results
     .venv/bin/python -m bench.matching --write          # also update bench/README.md
     .venv/bin/python -m bench.matching --baseline-only  # no server: the baseline alone
+    make bench NAME=matching ARGS="--previous DIR"      # and a checkout of the previous commit
 
 One run: generate a store of Australian people (``--people``, default 20,000; contacts
 and leads 75/25, about one in eight in a two-person household) and ``--queries``
@@ -38,6 +39,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench import harness
 from bench.matching import service
 from bench.matching.baseline import run_baseline
 from bench.matching.generate import KINDS, NAMESAKES, DataSet, Query, generate, summarise
@@ -83,7 +85,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--previous",
         default=None,
-        help="another build's ridercrm command (the previous matcher), asked the same way",
+        help="a checkout of the previous commit (git worktree add --detach DIR HEAD~1), or"
+        " another build's ridercrm command: the previous matcher, asked the same way",
     )
     args = parser.parse_args(argv)
     if args.people < 10 or args.queries < 1 or args.workers < 1 or args.namesakes < 0:
@@ -126,11 +129,14 @@ class Run:
             if args.previous:
                 self.ask_previous(args.previous)
 
-    def ask_previous(self, command: str) -> None:
-        """The previous build's matcher: its own fresh database, import and server."""
+    def ask_previous(self, previous: str) -> None:
+        """The previous build's matcher: its own fresh database, import and server. A
+        checkout of the previous commit runs its src/ with this venv's ``ridercrm``;
+        anything else is that build's ``ridercrm`` command."""
+        command, extra = harness.previous_command(previous)
         with tempfile.TemporaryDirectory(prefix="ridercrm-matching-previous-") as tmp:
             directory = Path(tmp)
-            env = service.environment(directory / "bench.db")
+            env = {**service.environment(directory / "bench.db"), **extra}
             service.run_cli(["db", "upgrade"], env, command)
             service.load_store(self.data.people, directory, env, command)
             key = service.create_key(env, command)
@@ -313,7 +319,7 @@ def command(args: argparse.Namespace) -> str:
         if getattr(args, name) != getattr(defaults, name):
             parts.append(f"--{name} {getattr(args, name)}")
     if args.previous:
-        parts.append("--previous PREVIOUS/.venv/bin/ridercrm")
+        parts.append("--previous PREVIOUS")
     return " ".join(parts)
 
 

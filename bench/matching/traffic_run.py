@@ -20,6 +20,12 @@ the ECM classifier's matches).
 Precision = right answers / answers; recall = right answers / queries with a stored
 person, per damage category; false matches per negative category (any answer to a
 query for someone not stored is false).
+
+With ``--previous DIR``, a checkout of the previous commit (``git worktree add --detach
+DIR HEAD~1``), the same runs on this build and on DIR's, alternately
+(``--previous-rounds N``), and both builds' lines are printed side by side:
+
+    make bench NAME=matching.traffic_run ARGS="... --previous DIR"
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench import harness
 from bench.matching import traffic
 from bench.matching.generate import Query
 
@@ -293,7 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train", action="store_true", help="train the model on the store")
     parser.add_argument("--anchors", nargs="*", default=[], choices=["splink", "recordlinkage"])
     parser.add_argument("--misses", type=int, default=0, help="print this many of our failures")
+    harness.add_previous(parser)
     args = parser.parse_args(argv)
+    if (status := harness.compare_with_previous(args, "bench.matching.traffic_run")) is not None:
+        raise SystemExit(status)
     seed = {"dev": traffic.DEV_SEED, "held-out": traffic.HELD_OUT_SEED}.get(args.seed)
     seed = seed if seed is not None else int(args.seed)
     data = traffic.generate(seed, args.people, args.queries)
