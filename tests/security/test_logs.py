@@ -120,7 +120,7 @@ def _run_everything(
     with monkeypatch.context() as patch:
         # A writing request's record is written with its work, others' by the middleware's
         # group commit (web.audit_batch) or alone.
-        patch.setattr(runtime, "record_call", unwritable)
+        patch.setattr(runtime, "record_calls", unwritable_batch)
         patch.setattr(middleware, "record_calls", unwritable_batch)
         patch.setattr(audit_batch, "record_calls", unwritable_batch)
         responses.append(post("/crm/modify", {"people_data": [{"ID": contact, **PERSON}]}))
