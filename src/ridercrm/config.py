@@ -153,9 +153,10 @@ class Settings(BaseSettings):
         ge=1,
         le=1_048_576,
         description=(
-            "Entries each of the matcher's name caches keeps per worker (normalised and"
-            " compared names; stored identities a quarter as many): about 40 MiB per worker"
-            " when full at the default; memory grows while they fill, then stays flat"
+            "Entries each of the matcher's caches keeps per worker (normalised and compared"
+            " names, their OCR folds, birth dates' digits; stored identities a quarter as"
+            " many): about 45 MiB per worker when full at the default; memory grows while"
+            " they fill, then stays flat"
         ),
     )
     refused_rate_limit: str = Field(
