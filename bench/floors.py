@@ -230,6 +230,9 @@ def booking(args: argparse.Namespace) -> int:
         builds = [booking_floor.Build("this", dict(os.environ))]
         if args.previous is not None:
             builds.append(booking_floor.Build("previous", previous_build_env(args.previous)))
+        for variant in args.variant:
+            name, _, value = variant.partition("=")
+            builds.append(booking_floor.Build(f"this, {name}={value}", {**os.environ, name: value}))
         booking_floor.measure(kind, builds, args.rounds, args.store, args.pg_url)
         booking_floor.report(kind, builds, args.rounds)
     return 0

@@ -149,13 +149,13 @@ class Settings(BaseSettings):
         ),
     )
     match_cache_entries: int = Field(
-        default=16384,
+        default=4096,
         ge=1,
         le=1_048_576,
         description=(
             "Entries each of the matcher's caches keeps per worker (normalised and compared"
             " names, their OCR folds, birth dates' digits; stored identities a quarter as"
-            " many): about 45 MiB per worker when full at the default; memory grows while"
+            " many): about 12 MiB per worker when full at the default; memory grows while"
             " they fill, then stays flat"
         ),
     )

@@ -19,7 +19,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DEFAULT_ENTRIES = 16384
+DEFAULT_ENTRIES = 4096
 
 
 class Memo(Generic[P, R]):
