@@ -205,12 +205,7 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|---|")
     for kind in kinds:
-        builds = [Build("this", dict(os.environ))]
-        if args.previous is not None:
-            builds.append(Build("previous", previous_build_env(args.previous)))
-        for variant in args.variant:
-            name, _, value = variant.partition("=")
-            builds.append(Build(f"this, {name}={value}", {**os.environ, name: value}))
+        builds = [Build(label, env) for label, env in _builds(args)]
         measure(kind, builds, args.rounds, args.seconds, args.pg_url)
         for build in builds:
             print(
@@ -223,16 +218,22 @@ def main() -> int:
     return 0
 
 
+def _builds(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
+    """The builds to compare, labelled: this one, ``--previous``, each ``--variant``."""
+    builds = [("this", dict(os.environ))]
+    if args.previous is not None:
+        builds.append(("previous", previous_build_env(args.previous)))
+    for variant in args.variant:
+        name, _, value = variant.partition("=")
+        builds.append((f"this, {name}={value}", {**os.environ, name: value}))
+    return builds
+
+
 def booking(args: argparse.Namespace) -> int:
     """The 200-item booking against its replayed writes, and what it writes."""
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
     for kind in kinds:
-        builds = [booking_floor.Build("this", dict(os.environ))]
-        if args.previous is not None:
-            builds.append(booking_floor.Build("previous", previous_build_env(args.previous)))
-        for variant in args.variant:
-            name, _, value = variant.partition("=")
-            builds.append(booking_floor.Build(f"this, {name}={value}", {**os.environ, name: value}))
+        builds = [booking_floor.Build(label, env) for label, env in _builds(args)]
         booking_floor.measure(kind, builds, args.rounds, args.store, args.pg_url)
         booking_floor.report(kind, builds, args.rounds)
     return 0
@@ -243,12 +244,7 @@ def weeks(args: argparse.Namespace) -> int:
     kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
     weeks_floor.header(args.rounds, args.seconds, args.workers)
     for kind in kinds:
-        builds = [weeks_floor.Build("this", dict(os.environ))]
-        if args.previous is not None:
-            builds.append(weeks_floor.Build("previous", previous_build_env(args.previous)))
-        for variant in args.variant:
-            name, _, value = variant.partition("=")
-            builds.append(weeks_floor.Build(f"this, {name}={value}", {**os.environ, name: value}))
+        builds = [weeks_floor.Build(label, env) for label, env in _builds(args)]
         weeks_floor.measure(kind, builds, args.rounds, args.seconds, args.workers, args.pg_url)
         weeks_floor.report(kind, builds, args.workers)
     return 0

@@ -49,7 +49,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 from testkit.serve import free_port, run_cli, running_server
 
-from bench.booking_floor import _person
+from bench.booking_floor import _item, _person
 from bench.harness import fresh_database
 
 CLIENTS = 8
@@ -159,33 +159,15 @@ class Server:
         else:
             day = SAME_WEEK + dt.timedelta(weeks=1 + n % DIFFERENT_WEEKS, days=n % 5)
         person = self.contacts[n % len(self.contacts)]
-        return {
-            "people_product": [
-                {
-                    "person_id": person,
-                    "product_id": self.product,
-                    "asset_id": "",
-                    "course_datetime": f"{day.isoformat()} 08:30:00",
-                    "course_date_end": f"{day.isoformat()} 16:30:00",
-                    "rider_instructor_1": "Sam Lee",
-                    "course_location": SITE,
-                    "booking_number": f"WK-{_slug(self.build.label)}-{next(self.serial)}",
-                    "dealer_code": "D001",
-                    "course_price": "249.00",
-                    "booking_source": "Website",
-                    "course_status": "booked",
-                    "mobile_phone": "0412 345 678",
-                    "street": "12 Main St",
-                    "city": "Craigieburn",
-                    "state": "VIC",
-                    "country": "Australia",
-                    "drivers_license": "L1234567",
-                    "license_type": "CYL",
-                    "date_of_birth": "1999-04-12",
-                    "opt_in": True,
-                }
-            ]
-        }
+        number = f"WK-{_slug(self.build.label)}-{next(self.serial)}"
+        item = _item(person, self.product, number)
+        item.update(
+            asset_id="",
+            course_datetime=f"{day.isoformat()} 08:30:00",
+            course_date_end=f"{day.isoformat()} 16:30:00",
+            course_location=SITE,
+        )
+        return {"people_product": [item]}
 
 
 def _slug(label: str) -> str:
