@@ -28,6 +28,7 @@ import signal
 import sqlite3
 import statistics
 import struct
+import tempfile
 import textwrap
 import time
 from collections import Counter
@@ -339,7 +340,9 @@ class Server:
 
 def measure(kind: str, builds: list[Build], rounds: int, store: int, pg_url: str | None) -> None:
     with ExitStack() as stack:
-        tmp = Path(stack.enter_context(_tempdir()))
+        tmp = Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="ridercrm-booking-floor-"))
+        )
         servers: list[Server] = []
         for build in builds:
             url = stack.enter_context(
@@ -357,14 +360,6 @@ def measure(kind: str, builds: list[Build], rounds: int, store: int, pg_url: str
         for round_ in range(rounds):
             for server in servers:
                 _one_round(kind, server, round_, tmp, pg_url)
-
-
-@contextmanager
-def _tempdir() -> Iterator[str]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="ridercrm-booking-floor-") as tmp:
-        yield tmp
 
 
 def _one_round(kind: str, server: Server, round_: int, tmp: Path, pg_url: str | None) -> None:

@@ -65,6 +65,19 @@ class Build:
     errors: int = 0
 
 
+def _process_tree(pid: int) -> Iterator[int]:
+    """``pid`` and its descendants still running."""
+    todo = [pid]
+    while todo:
+        each = todo.pop()
+        try:
+            children = Path(f"/proc/{each}/task/{each}/children").read_text().split()
+        except OSError:
+            continue
+        yield each
+        todo.extend(int(child) for child in children)
+
+
 def rss_mib(pid: int) -> tuple[float, float]:
     """Resident memory of ``pid`` and its descendants, MiB: (anonymous, file-backed).
 
@@ -72,12 +85,10 @@ def rss_mib(pid: int) -> tuple[float, float]:
     (``RIDERCRM_SQLITE_MMAP_MB``): shared with the page cache and given back under
     pressure. Anonymous pages are the process's own heap.
     """
-    anon, files, todo = 0, 0, [pid]
-    while todo:
-        each = todo.pop()
+    anon, files = 0, 0
+    for each in _process_tree(pid):
         try:
             status = Path(f"/proc/{each}/status").read_text()
-            children = Path(f"/proc/{each}/task/{each}/children").read_text().split()
         except OSError:
             continue
         for line in status.splitlines():
@@ -85,23 +96,19 @@ def rss_mib(pid: int) -> tuple[float, float]:
                 anon += int(line.split()[1])
             elif line.startswith(("RssFile", "RssShmem")):
                 files += int(line.split()[1])
-        todo.extend(int(child) for child in children)
     return anon / 1024, files / 1024
 
 
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) that ``pid`` and its descendants have used, seconds."""
-    ticks, todo = 0, [pid]
-    while todo:
-        each = todo.pop()
+    ticks = 0
+    for each in _process_tree(pid):
         try:
             stat = Path(f"/proc/{each}/stat").read_text()
-            children = Path(f"/proc/{each}/task/{each}/children").read_text().split()
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
-        todo.extend(int(child) for child in children)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

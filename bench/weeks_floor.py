@@ -36,6 +36,7 @@ import csv
 import datetime as dt
 import itertools
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -234,7 +235,7 @@ def measure(
     pg_url: str | None,
 ) -> None:
     with ExitStack() as stack:
-        tmp = Path(stack.enter_context(_tempdir()))
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ridercrm-weeks-floor-")))
         servers: list[Server] = []
         for build in builds:
             url = stack.enter_context(
@@ -265,14 +266,6 @@ def measure(
                 for side in SIDES:
                     key = (server.build.label, side)
                     server.build.rates[side].append(booked[key] / spent[key])
-
-
-@contextmanager
-def _tempdir() -> Iterator[str]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="ridercrm-weeks-floor-") as tmp:
-        yield tmp
 
 
 def header(rounds: int, seconds: float, workers: int) -> None:
