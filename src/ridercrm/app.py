@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if explain is not None:
         app.state.context.limiters[EXPLAIN_LIMITER] = explain
     app.state.context.audit_batcher = AuditBatcher(
-        app.state.context.sessions,
+        app.state.context.engine,
         redact=settings.audit_redact,
         max_batch=settings.audit_batch_max,
         writers=1 if settings.is_sqlite else max(1, settings.db_pool_size // 2),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import sqlite3
@@ -12,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Connection,
     DateTime,
     Engine,
     MetaData,
@@ -78,6 +80,13 @@ def utcnow() -> dt.datetime:
 WRITE = {"ridercrm_write": True}
 """Execution options of a session that will write: on SQLite it begins IMMEDIATE."""
 
+LAZY_COMMIT = "ridercrm_lazy_commit"
+"""An execution option: the transaction's commit need not be on disk when it returns,
+only in the database's log, where a crash of this process cannot take it (SQLite: this
+transaction runs with ``synchronous=NORMAL``; PostgreSQL: ``synchronous_commit=off``).
+The next durable commit, or SQLite's next checkpoint, makes it durable too. Used for the
+audit records of reads and refusals (web.audit_batch; README, "Guarantees")."""
+
 
 def build_engine(settings: Settings) -> Engine:
     """Create the engine for the configured database, tuned for this service."""
@@ -104,7 +113,7 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
     autocheckpoint = CHECKPOINT_BACKSTOP_PAGES if settings.sqlite_checkpoint_seconds else 1000
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -126,16 +135,29 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
         # when the log has grown far past SQLite's 1,000 pages: the checkpointer fell behind.
         cursor.execute(f"PRAGMA wal_autocheckpoint={autocheckpoint}")
         cursor.close()
+        record.info[SYNCHRONOUS] = synchronous
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
+        options = conn.get_execution_options()
+        # The connection's synchronous setting holds until changed: set it for this
+        # transaction (before it begins: SQLite refuses to change it inside one), when
+        # it differs from the last one's.
+        wanted = "NORMAL" if options.get(LAZY_COMMIT) else synchronous
+        info = conn.connection.info
+        if info.get(SYNCHRONOUS) != wanted:
+            conn.exec_driver_sql(f"PRAGMA synchronous={wanted}")
+            info[SYNCHRONOUS] = wanted
         # A writer takes the write lock up front: a deferred transaction that later
         # upgrades to a writer can fail at once with SQLITE_BUSY despite the timeout.
-        if conn.get_execution_options().get("ridercrm_write"):
+        if options.get("ridercrm_write"):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
 
+
+SYNCHRONOUS = "ridercrm_synchronous"
+"""A SQLite connection's ``info`` key: the ``synchronous`` setting it has now."""
 
 CHECKPOINT_BACKSTOP_PAGES = 10_000
 """Pages of log (40 MiB) after which a commit checkpoints itself although the checkpointer
@@ -270,8 +292,25 @@ def session_scope(factory: sessionmaker[Session], *, write: bool = False) -> Ite
             session.close()
 
 
+@contextmanager
+def connection_scope(engine: Engine, *, durable: bool = True) -> Iterator[Connection]:
+    """A writing transaction on a Core connection, for work that needs no ORM session
+    (the audit trail's group commit): as ``session_scope(write=True)``, its turn, its
+    commit or rollback, without a session's bookkeeping. ``durable=False``: a lazy
+    commit (``LAZY_COMMIT``)."""
+    options: dict[str, Any] = dict(WRITE) if durable else {**WRITE, LAZY_COMMIT: True}
+    with (
+        writer_turn(engine),
+        engine.connect().execution_options(**options) as connection,
+        connection.begin(),
+    ):
+        if not durable and connection.dialect.name == "postgresql":
+            connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+        yield connection
+
+
 def bulk_insert(
-    session: Session,
+    session: Session | Connection,
     table: Table,
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
@@ -290,7 +329,7 @@ def bulk_insert(
     """
     if not rows:
         return
-    connection = session.connection()
+    connection = session.connection() if isinstance(session, Session) else session
     dialect = connection.dialect
     if copy and dialect.name == "postgresql" and dialect.driver == "psycopg":
         _copy_rows(connection, table, columns, rows)
@@ -298,29 +337,32 @@ def bulk_insert(
     if dialect.name != "sqlite":
         connection.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
         return
-    quote = connection.dialect.identifier_preparer.quote
+    connection.exec_driver_sql(
+        _sqlite_insert(dialect, table, tuple(columns)), _bound_rows(dialect, table, columns, rows)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_insert(dialect: Any, table: Table, columns: tuple[str, ...]) -> str:
+    """The INSERT of ``columns`` into ``table`` on SQLite (made once per table and columns:
+    every batch of audit records or keys inserts the same ones)."""
+    quote = dialect.identifier_preparer.quote
     names = ", ".join(quote(table.c[name].name) for name in columns)
     # Only identifiers of our own table (looked up above), quoted; values go as parameters.
-    statement = (
-        f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
-    )
-    connection.exec_driver_sql(statement, _bound_rows(dialect, table, columns, rows))
+    return f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
 
 
-def _bound_rows(
-    dialect: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
-) -> list[tuple[Any, ...]]:
-    """The rows with each value through its column type's bind processor, as a Core insert
-    would send them.
+@functools.lru_cache(maxsize=64)
+def _converters(
+    dialect: Any, table: Table, columns: tuple[str, ...]
+) -> tuple[tuple[int, Any, bool], ...]:
+    """The bind processor of each of ``columns`` that has one, on ``dialect``: ``(index,
+    processor, by value)``, by value for timestamps and dates (see ``_bound_rows``).
 
     The dialect's own type (SQLite's DATETIME, not the generic DateTime) processes the
-    value, as a Core insert does: a timestamp is stored in the same form either way. A
-    timestamp or date is converted once per distinct value: an import's rows share their
-    times, and three conversions a row were a fifth of the importing process's CPU.
+    value, as a Core insert does: a timestamp is stored in the same form either way.
     """
-    if any(map(len(columns).__ne__, map(len, rows))):
-        raise ValueError(f"every row needs {len(columns)} values: {', '.join(columns)}")
-    converters: list[tuple[int, Any, dict[Any, Any] | None]] = []
+    converters: list[tuple[int, Any, bool]] = []
     for i, name in enumerate(columns):
         column_type = table.c[name].type
         process = column_type.dialect_impl(dialect).bind_processor(dialect)
@@ -329,20 +371,36 @@ def _bound_rows(
                 by_value = column_type.python_type in (dt.datetime, dt.date)
             except NotImplementedError:
                 by_value = False
-            converters.append((i, process, {} if by_value else None))
+            converters.append((i, process, by_value))
+    return tuple(converters)
+
+
+def _bound_rows(
+    dialect: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[tuple[Any, ...]]:
+    """The rows with each value through its column type's bind processor, as a Core insert
+    would send them.
+
+    A timestamp or date is converted once per distinct value: an import's rows share their
+    times, and three conversions a row were a fifth of the importing process's CPU.
+    """
+    if any(map(len(columns).__ne__, map(len, rows))):
+        raise ValueError(f"every row needs {len(columns)} values: {', '.join(columns)}")
+    converters = _converters(dialect, table, tuple(columns))
     if not converters:
         return [tuple(row) for row in rows]
+    seen: dict[int, dict[Any, Any]] = {i: {} for i, _, by_value in converters if by_value}
     converted = []
     for row in rows:
         values = list(row)
-        for i, convert, seen in converters:
+        for i, convert, by_value in converters:
             value = values[i]
-            if seen is None:
+            if not by_value:
                 values[i] = convert(value)
-            elif value in seen:
-                values[i] = seen[value]
+            elif value in seen[i]:
+                values[i] = seen[i][value]
             else:
-                values[i] = seen[value] = convert(value)
+                values[i] = seen[i][value] = convert(value)
         converted.append(tuple(values))
     return converted
 

@@ -4,10 +4,12 @@ request answered, whenever it arrives (the README's Guarantees)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -15,6 +17,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
+from ridercrm.web import audit_batch
 from ridercrm.web.audit_batch import AuditBatcher
 
 
@@ -35,7 +38,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
     """The next record arrives in the step after the writer found nothing pending (the
     moment a request answered by the last batch hands over another): it must not wait
     for a request that may never come."""
-    batcher = AuditBatcher(sessions, redact=False, max_batch=100)
+    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=100)
 
     async def two_requests() -> None:
         await batcher.write(finished("/first"))
@@ -56,7 +59,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
 def test_records_from_many_requests_at_once_are_all_stored(
     sessions: sessionmaker[Session],
 ) -> None:
-    batcher = AuditBatcher(sessions, redact=False, max_batch=7)
+    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=7)
 
     async def many() -> None:
         async def one(index: int) -> None:
@@ -71,54 +74,65 @@ def test_records_from_many_requests_at_once_are_all_stored(
     assert sorted(stored) == [f"/r{i:03d}" for i in range(60)]
 
 
-def test_records_handed_over_by_many_threads_at_once_are_all_stored(
-    sessions: sessionmaker[Session],
-) -> None:
-    """Reads commit their records from their worker threads (``write_here``): every
-    thread returns only once its own record is stored, whichever thread wrote it."""
-    batcher = AuditBatcher(sessions, redact=False, max_batch=7)
-
-    def one(index: int) -> str:
-        batcher.write_here(finished(f"/t{index:03d}"))
-        # Stored by the time write_here returns, whoever wrote it.
-        with session_scope(sessions) as session:
-            return (
-                session.scalar(select(AuditRecord.path).where(AuditRecord.path == f"/t{index:03d}"))
-                or ""
-            )
-
-    with ThreadPoolExecutor(max_workers=12) as pool:
-        answered = list(pool.map(one, range(80), timeout=60))
-    assert answered == [f"/t{i:03d}" for i in range(80)]
-
-
-def test_a_record_a_database_refuses_fails_only_its_own_thread(
+def test_a_record_a_database_refuses_fails_only_its_own_request(
     sessions: sessionmaker[Session],
 ) -> None:
     """One record that cannot be stored (here: an id already taken) fails its own
     request's write; the others of its batch are stored."""
-    batcher = AuditBatcher(sessions, redact=False, max_batch=50)
+    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=50)
     taken = finished("/taken")
-    batcher.write_here(taken)
     again = Finished(
         Call(method="GET", path="/again", audit_id=taken.call.audit_id),
         status=200,
         response_body=b"[]",
         duration_ms=1,
     )
-
-    def one(item: Finished) -> str:
-        try:
-            batcher.write_here(item)
-        except Exception:
-            return "refused"
-        return "stored"
-
     items = [finished(f"/ok{i}") for i in range(5)]
     items.insert(2, again)
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        outcomes = list(pool.map(one, items, timeout=60))
+    outcomes: list[str] = []
+
+    async def requests() -> None:
+        await batcher.write(taken)
+
+        async def one(item: Finished) -> str:
+            try:
+                await batcher.write(item)
+            except Exception:
+                return "refused"
+            return "stored"
+
+        outcomes.extend(await asyncio.wait_for(asyncio.gather(*map(one, items)), timeout=60))
+
+    run_in_own_loop(requests())
     assert outcomes == ["stored", "stored", "refused", "stored", "stored", "stored"]
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == ["/ok0", "/ok1", "/ok2", "/ok3", "/ok4", "/taken"]
+
+
+def test_writers_end_when_idle_and_start_again(
+    sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer thread ends once no record has come for a while; a record handed over
+    after that starts another, and is stored and answered."""
+    monkeypatch.setattr(audit_batch, "IDLE_SECONDS", 0.05)
+    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=10)
+
+    def writers() -> int:
+        return sum(thread.name == "ridercrm-audit" for thread in threading.enumerate())
+
+    before = writers()
+
+    async def later() -> None:
+        await batcher.write(finished("/before"))
+        for _ in range(100):
+            if writers() == before:
+                break
+            await asyncio.sleep(0.02)
+        assert writers() == before, "the idle writer did not end"
+        await asyncio.wait_for(batcher.write(finished("/after")), timeout=10)
+
+    run_in_own_loop(later())
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(AuditRecord.path)).all()
+    assert sorted(stored) == ["/after", "/before"]

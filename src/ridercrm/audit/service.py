@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, column, delete, insert, or_, select, table
+from sqlalchemy import Connection, Table, and_, column, delete, or_, select, table
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import subjects
@@ -16,7 +16,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
 from ridercrm.audit.subjects import subjects_of
-from ridercrm.db import utcnow
+from ridercrm.db import bulk_insert, utcnow
 from ridercrm.ids import RecordKind, canonical_id, checksum
 
 MAX_STORED_BODY = 2 * 1024 * 1024
@@ -71,6 +71,30 @@ class Finished:
     status: int
     response_body: bytes
     duration_ms: float
+
+
+_RECORDS = cast(Table, AuditRecord.__table__)
+_SUBJECTS = cast(Table, AuditSubject.__table__)
+_RECORD_COLUMNS = (
+    "id",
+    "operation",
+    "method",
+    "path",
+    "api_key_id",
+    "api_key_name",
+    "content_type",
+    "request_body",
+    "response_status",
+    "response_body",
+    "duration_ms",
+    "failure_reason",
+    "outcomes",
+    "idempotency_key",
+    "replay_of",
+    "created_at",
+)
+"""The columns :func:`_values` gives, in its order."""
+_SUBJECT_COLUMNS = ("subject", "created_at", "audit_id")
 
 
 def _values(finished: Finished, *, redact: bool) -> dict[str, Any]:
@@ -144,7 +168,7 @@ _ASSETS = table("assets", column("id"), column("person_id"), column("booking_num
 RELATED_LOOKUP = 200  # courses looked up per record at most (one batch names up to 200)
 
 
-def related_subjects(session: Session, named: set[str]) -> set[str]:
+def related_subjects(session: Session | Connection, named: set[str]) -> set[str]:
     """The person and the booking number of every course ``named`` names (by id or by
     booking number), as subjects, so that a record is found by each of them."""
     courses = sorted(
@@ -172,30 +196,32 @@ def related_subjects(session: Session, named: set[str]) -> set[str]:
     return found
 
 
-def record_calls(session: Session, finished: Sequence[Finished], *, redact: bool = False) -> None:
-    """Insert the records of many finished requests at once (two multi-row INSERTs).
+def record_calls(
+    session: Session | Connection, finished: Sequence[Finished], *, redact: bool = False
+) -> None:
+    """Insert the records of many finished requests at once (two bulk INSERTs), in the
+    transaction of ``session`` (a writing request's) or of a Core connection (the batched
+    writer's, web.audit_batch, which has no use for a session).
 
-    The same records, column for column, as :func:`record_call` adds one by one; this is
-    the batched writer's path (web.audit_batch), which has no use for ORM objects.
+    The same records, column for column, as :func:`record_call` adds one by one.
     """
     records: list[dict[str, Any]] = []
-    subject_rows: list[dict[str, Any]] = []
+    subject_rows: list[tuple[Any, ...]] = []
     for item in finished:
         values = _values(item, redact=redact)
         records.append(values)
         named = subjects_of(values["path"], values["request_body"], values["response_body"])
         named |= related_subjects(session, named)
         subject_rows.extend(
-            {"subject": subject, "created_at": values["created_at"], "audit_id": values["id"]}
-            for subject in sorted(named)
+            (subject, values["created_at"], values["id"]) for subject in sorted(named)
         )
-    # Core inserts of the tables: the same rows as the models' (no defaults are left
-    # to them), without the ORM's bulk bookkeeping.
-    connection = session.connection()
+    # The same rows as the models' (no defaults are left to them), without the ORM's
+    # bookkeeping nor Core's per-row parameter handling (db.bulk_insert).
     if records:
-        connection.execute(insert(cast(Table, AuditRecord.__table__)), records)
+        rows = [tuple(record[name] for name in _RECORD_COLUMNS) for record in records]
+        bulk_insert(session, _RECORDS, _RECORD_COLUMNS, rows)
     if subject_rows:
-        connection.execute(insert(cast(Table, AuditSubject.__table__)), subject_rows)
+        bulk_insert(session, _SUBJECTS, _SUBJECT_COLUMNS, subject_rows)
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:

@@ -356,10 +356,9 @@ def _run_post(
                         # together or not at all, whenever the process dies.
                         _record(session, call, response, services.settings)
                         call.committing = True
+                # A POST that only read (matching): its record as a read's, by the
+                # audit middleware.
                 call.recorded = writing
-                if not writing:
-                    # A POST that only read (matching): its record as a read's.
-                    _record_read(services, call, response)
                 return response
             except DBAPIError as exc:
                 # PostgreSQL ends a transaction caught in a deadlock or a serialisation
@@ -464,29 +463,5 @@ def _run_read(request: Request, work: Work, payload: Callable[[], Any] | None) -
     services = app_context(request)
     with session_scope(services.sessions) as session:
         authenticate_deferred(request, session)
-        response = render(request, work(session, None if payload is None else payload()))
-    _record_read(services, call_of(request), response)
-    return response
-
-
-def _record_read(services: AppContext, call: Call, response: Response) -> None:
-    """Commit a read's audit record from this worker thread, group-committed with other
-    threads' (``AuditBatcher.write_here``), so the request need not go back to the event
-    loop to wait for it. A record that cannot be stored here is left to the middleware,
-    which tries once more and answers 503 if it cannot either."""
-    if services.audit_batcher is None:
-        return
-    finished = Finished(
-        call,
-        response.status_code,
-        bytes(response.body),
-        (time.perf_counter() - call.started) * 1000,
-    )
-    try:
-        services.audit_batcher.write_here(finished)
-    except Exception:
-        log.warning(
-            "audit record not stored at once; tried again", extra={"audit_id": call.audit_id}
-        )
-        return
-    call.recorded = True
+        # Its audit record is the middleware's to store (group commit: web.audit_batch).
+        return render(request, work(session, None if payload is None else payload()))
