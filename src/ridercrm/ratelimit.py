@@ -149,6 +149,11 @@ class KeyRateLimiter:
         self._lock = threading.Lock()
         self._shared_down_until = 0.0  # monotonic time; 0 while Redis answers
 
+    @property
+    def shared(self) -> bool:
+        """Whether counts go to a shared storage (Redis), over the network."""
+        return self._shared is not None
+
     def check(self, key_id: int | str) -> Refusal | None:
         """Count one request of this key; a Refusal when it is over a limit."""
         identity = str(key_id)

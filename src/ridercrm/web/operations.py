@@ -245,6 +245,7 @@ def get(
     path_types: dict[str, Any] | None = None,
     shape: ErrorShape = default_shape,
     tags: list[str] | None = None,
+    light: bool = False,
 ) -> None:
     """Register ``work`` as the read ``name`` at ``path``.
 
@@ -257,7 +258,8 @@ def get(
     ``response`` described as ``ok``; the refusals of a read, with 404 when the path
     names a record. Without ``response``, the model the work's return annotation names.
     With ``missing`` (what the path names, say ``"product"``), a work that answers None
-    is refused 404 "no product with id ...".
+    is refused 404 "no product with id ...". ``light``: a read of a few rows of small
+    tables, run on the event loop on SQLite (``runtime.run_read``).
     """
     # The key is looked up in the read's own thread and transaction (runtime.run_read).
     authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
@@ -294,7 +296,7 @@ def get(
         return params[named[0]] if named else None
 
     async def run(request: Request, call: Call = authorised, **params: Any) -> Response:
-        return await run_read(request, answered, lambda: payload_of(params))
+        return await run_read(request, answered, lambda: payload_of(params), light=light)
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [

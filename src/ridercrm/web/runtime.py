@@ -452,10 +452,21 @@ def _store(session: Session, claim: idempotency.Claim, response: Response) -> No
 
 
 async def run_read(
-    request: Request, work: Work, payload: Callable[[], Any] | None = None
+    request: Request, work: Work, payload: Callable[[], Any] | None = None, *, light: bool = False
 ) -> Response:
     """Check the read's pending key (if any), make ``work``'s payload with ``payload`` and
-    run ``work`` on it, all in one worker thread and one transaction; render its reply."""
+    run ``work`` on it, all in one worker thread and one transaction; render its reply.
+
+    ``light``: a read of a few rows of small tables (the key's and a short list), which
+    on SQLite takes less than handing it to a worker thread and back: it runs on the
+    event loop. SQLite's readers never wait for a writer (WAL), and its files are local.
+    On PostgreSQL, or with the rate limit's counts in Redis, every read goes to a thread,
+    since it would wait for the network.
+    """
+    services = app_context(request)
+    limiter = services.rate_limiter
+    if light and services.settings.is_sqlite and not (limiter is not None and limiter.shared):
+        return _run_read(request, work, payload)
     return await run_in_threadpool(_run_read, request, work, payload)
 
 

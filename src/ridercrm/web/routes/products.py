@@ -36,6 +36,7 @@ crm.get(
     response=list[ProductRead],
     ok="Every product.",
     summary="List products (scope products)",
+    light=True,  # a short list every booking page asks for
 )
 
 
