@@ -292,19 +292,21 @@ def session_scope(factory: sessionmaker[Session], *, write: bool = False) -> Ite
             session.close()
 
 
-@contextmanager
-def connection_scope(engine: Engine, *, durable: bool = True) -> Iterator[Connection]:
-    """A writing transaction on a Core connection, for work that needs no ORM session
-    (the audit trail's group commit): as ``session_scope(write=True)``, its turn, its
-    commit or rollback, without a session's bookkeeping. ``durable=False``: a lazy
-    commit (``LAZY_COMMIT``)."""
+def writing_connection(engine: Engine, *, durable: bool = True) -> Connection:
+    """A Core connection for writing transactions (``write_transaction``) with no ORM
+    session around them (the audit trail's group commit), to be closed by its user.
+    ``durable=False``: their commits are lazy ones (``LAZY_COMMIT``)."""
     options: dict[str, Any] = dict(WRITE) if durable else {**WRITE, LAZY_COMMIT: True}
-    with (
-        writer_turn(engine),
-        engine.connect().execution_options(**options) as connection,
-        connection.begin(),
-    ):
-        if not durable and connection.dialect.name == "postgresql":
+    return engine.connect().execution_options(**options)
+
+
+@contextmanager
+def write_transaction(connection: Connection) -> Iterator[Connection]:
+    """One transaction on a ``writing_connection``, as ``session_scope(write=True)`` runs
+    one: its turn (SQLite), then commit when the block ends normally, else roll back."""
+    with writer_turn(connection.engine), connection.begin():
+        lazy = connection.get_execution_options().get(LAZY_COMMIT)
+        if lazy and connection.dialect.name == "postgresql":
             connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
         yield connection
 

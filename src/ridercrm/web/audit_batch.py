@@ -40,10 +40,10 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from ridercrm.audit.service import Finished, record_calls
-from ridercrm.db import connection_scope
+from ridercrm.db import write_transaction, writing_connection
 
 IDLE_SECONDS = 5.0
 """How long a writer thread waits for records before it ends (a new one starts when
@@ -90,34 +90,53 @@ class AuditBatcher:
         await handed.done
 
     def _writer(self) -> None:
-        """Write batches while records arrive; end after ``IDLE_SECONDS`` without any."""
-        while True:
-            with self._turn:
-                if not self._pending:
-                    self._idle += 1
-                    self._turn.wait(IDLE_SECONDS)
-                    self._idle -= 1
-                    if not self._pending:
-                        # Decided under the lock: a record handed over after this starts
-                        # a writer of its own (``write``).
-                        self._running -= 1
-                        return
-                batch = [
-                    self._pending.popleft() for _ in range(min(self._max_batch, len(self._pending)))
-                ]
-            outcomes = self._outcomes([handed.finished for handed in batch])
-            self._answer(batch, outcomes)
+        """Write batches while records arrive, on one connection; end after
+        ``IDLE_SECONDS`` without any."""
+        connection: Connection | None = None
+        try:
+            while (batch := self._next_batch()) is not None:
+                try:
+                    if connection is None:
+                        # Not synced to disk before the requests are answered
+                        # (db.LAZY_COMMIT; module).
+                        connection = writing_connection(self._engine, durable=False)
+                    outcomes = self._outcomes(connection, [handed.finished for handed in batch])
+                except Exception as exc:  # no connection to be had: the batch's requests fail
+                    outcomes = [exc] * len(batch)
+                self._answer(batch, outcomes)
+        finally:
+            if connection is not None:
+                connection.close()
 
-    def _outcomes(self, batch: list[Finished]) -> list[BaseException | None]:
+    def _next_batch(self) -> list[_Handed] | None:
+        """The records waiting, at most a batch of them, once there are any; None (and
+        this writer counted out) after ``IDLE_SECONDS`` without any."""
+        with self._turn:
+            if not self._pending:
+                self._idle += 1
+                self._turn.wait(IDLE_SECONDS)
+                self._idle -= 1
+                if not self._pending:
+                    # Decided under the lock: a record handed over after this starts a
+                    # writer of its own (``write``).
+                    self._running -= 1
+                    return None
+            return [
+                self._pending.popleft() for _ in range(min(self._max_batch, len(self._pending)))
+            ]
+
+    def _outcomes(
+        self, connection: Connection, batch: list[Finished]
+    ) -> list[BaseException | None]:
         """Store ``batch`` in one transaction, or if it cannot be, each record alone: what
         became of each (None: stored)."""
         try:
-            self._store(batch)
+            self._store(connection, batch)
         except Exception:
             outcomes: list[BaseException | None] = []
             for finished in batch:
                 try:
-                    self._store([finished])
+                    self._store(connection, [finished])
                 except Exception as exc:
                     outcomes.append(exc)
                 else:
@@ -125,9 +144,9 @@ class AuditBatcher:
             return outcomes
         return [None] * len(batch)
 
-    def _store(self, batch: list[Finished]) -> None:
-        # Not synced to disk before the requests are answered (db.LAZY_COMMIT; module).
-        with connection_scope(self._engine, durable=False) as connection:
+    def _store(self, connection: Connection, batch: list[Finished]) -> None:
+        # A connection the database dropped is replaced at the next transaction's start.
+        with write_transaction(connection):
             record_calls(connection, batch, redact=self._redact)
 
     @staticmethod
