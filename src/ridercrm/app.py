@@ -116,7 +116,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.context.engine,
         redact=settings.audit_redact,
         max_batch=settings.audit_batch_max,
-        writers=1 if settings.is_sqlite else max(1, settings.db_pool_size // 2),
     )
     # /metrics reads the webhook and message metrics from this app's database at scrape
     # time (never the process's: docs/decisions.md, "State belongs to the app").

@@ -97,12 +97,33 @@ def build_engine(settings: Settings) -> Engine:
         if settings.sqlite_writer_queue:
             _queue_sqlite_writers(engine)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_pre_ping=True,
     )
+    if engine.dialect.name == "postgresql":
+        _lazy_commits_on_postgresql(engine)
+    return engine
+
+
+def _lazy_commits_on_postgresql(engine: Engine) -> None:
+    """Run ``LAZY_COMMIT`` transactions with ``synchronous_commit`` off: set on their
+    connection for as long as it serves them (the audit writer keeps one), and reset to
+    the server's setting when a durable transaction gets it."""
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        lazy = bool(conn.get_execution_options().get(LAZY_COMMIT))
+        info = conn.connection.info
+        if info.get(SYNCHRONOUS, False) != lazy:
+            # In the transaction this starts; should it roll back, so does the setting,
+            # and the connection's commits stay durable ones.
+            conn.exec_driver_sql(
+                "SET synchronous_commit TO OFF" if lazy else "RESET synchronous_commit"
+            )
+            info[SYNCHRONOUS] = lazy
 
 
 def _tune_sqlite(engine: Engine, settings: Settings) -> None:
@@ -157,7 +178,8 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
 
 
 SYNCHRONOUS = "ridercrm_synchronous"
-"""A SQLite connection's ``info`` key: the ``synchronous`` setting it has now."""
+"""A connection's ``info`` key: its setting now (SQLite: ``synchronous``; PostgreSQL:
+whether ``synchronous_commit`` is off)."""
 
 CHECKPOINT_BACKSTOP_PAGES = 10_000
 """Pages of log (40 MiB) after which a commit checkpoints itself although the checkpointer
@@ -305,9 +327,6 @@ def write_transaction(connection: Connection) -> Iterator[Connection]:
     """One transaction on a ``writing_connection``, as ``session_scope(write=True)`` runs
     one: its turn (SQLite), then commit when the block ends normally, else roll back."""
     with writer_turn(connection.engine), connection.begin():
-        lazy = connection.get_execution_options().get(LAZY_COMMIT)
-        if lazy and connection.dialect.name == "postgresql":
-            connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
         yield connection
 
 
