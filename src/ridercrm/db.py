@@ -280,30 +280,31 @@ def bulk_insert(
 ) -> None:
     """Insert many rows, each a tuple of values for ``columns``, as fast as the backend allows.
 
-    On SQLite the rows go straight to the driver's executemany, each value passed
-    through its column type's own bind processor (so what is stored is exactly what a
-    Core insert stores); SQLAlchemy's per-row parameter handling cost as much as
-    SQLite's own work on large imports. With ``copy``, PostgreSQL (psycopg) receives
-    them through ``COPY ... FROM STDIN`` in the session's transaction (for plain
-    columns: text, numbers, dates, timestamps, booleans; not JSON). Otherwise a Core
-    insert.
+    On SQLite and PostgreSQL (psycopg) the rows go straight to the driver's
+    executemany, each value passed through its column type's own bind processor (so
+    what is stored is exactly what a Core insert stores); SQLAlchemy's per-row parameter
+    handling cost as much as SQLite's own work on large imports, and on PostgreSQL a
+    tenth of a 200-item booking (its 1,200 messages). With ``copy``, PostgreSQL
+    (psycopg) receives them through ``COPY ... FROM STDIN`` in the session's
+    transaction. Either way only for plain columns: text, numbers, dates, timestamps,
+    booleans; not JSON. Otherwise a Core insert.
     """
     if not rows:
         return
     connection = session.connection()
     dialect = connection.dialect
-    if copy and dialect.name == "postgresql" and dialect.driver == "psycopg":
+    psycopg = dialect.name == "postgresql" and dialect.driver == "psycopg"
+    if copy and psycopg:
         _copy_rows(connection, table, columns, rows)
         return
-    if dialect.name != "sqlite":
+    if dialect.name != "sqlite" and not psycopg:
         connection.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
         return
     quote = connection.dialect.identifier_preparer.quote
     names = ", ".join(quote(table.c[name].name) for name in columns)
+    marks = ", ".join(["%s" if psycopg else "?"] * len(columns))
     # Only identifiers of our own table (looked up above), quoted; values go as parameters.
-    statement = (
-        f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
-    )
+    statement = f"INSERT INTO {_qualified(dialect, table)} ({names}) VALUES ({marks})"  # noqa: S608
     connection.exec_driver_sql(statement, _bound_rows(dialect, table, columns, rows))
 
 
@@ -347,6 +348,13 @@ def _bound_rows(
     return converted
 
 
+def _qualified(dialect: Any, table: Table) -> str:
+    quote = dialect.identifier_preparer.quote
+    return (
+        quote(table.name) if table.schema is None else f"{quote(table.schema)}.{quote(table.name)}"
+    )
+
+
 def _copy_rows(
     connection: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> None:
@@ -354,9 +362,7 @@ def _copy_rows(
     through its column type's bind processor first (as a Core insert would)."""
     dialect = connection.dialect
     quote = dialect.identifier_preparer.quote
-    target = (
-        quote(table.name) if table.schema is None else f"{quote(table.schema)}.{quote(table.name)}"
-    )
+    target = _qualified(dialect, table)
     names = ", ".join(quote(table.c[name].name) for name in columns)
     cursor = connection.connection.driver_connection.cursor()
     try:
