@@ -89,6 +89,9 @@ def canonical_id(value: object, kind: RecordKind | None = None) -> str | None:
         return None
     if len(value) == 15:
         id15: str | None = value
+    elif checksum(value[:15]) == value[15:]:
+        # Already canonical (as ids we answered with are): its case is what the suffix says.
+        id15 = value[:15]
     else:
         id15 = _restore_case(value[:15], value[15:])
     if id15 is None:
