@@ -28,7 +28,7 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
     session.add(person)
     session.flush()
-    note_new_person(session, person.id)
+    note_new_person(session, person)
     events.person_created(session, person)
     return person
 
@@ -321,7 +321,7 @@ def new_contact_of(session: Session, lead: Person) -> Person:
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
-    note_new_person(session, contact.id)
+    note_new_person(session, contact)
     events.person_created(session, contact)
     events.lead_converted(session, lead, contact)
     return contact
