@@ -16,7 +16,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
 from ridercrm.audit.subjects import subjects_of
-from ridercrm.db import utcnow
+from ridercrm.db import bulk_insert, utcnow
 from ridercrm.ids import RecordKind, canonical_id, checksum
 
 MAX_STORED_BODY = 2 * 1024 * 1024
@@ -179,23 +179,26 @@ def record_calls(session: Session, finished: Sequence[Finished], *, redact: bool
     the batched writer's path (web.audit_batch), which has no use for ORM objects.
     """
     records: list[dict[str, Any]] = []
-    subject_rows: list[dict[str, Any]] = []
+    subject_rows: list[tuple[str, dt.datetime, str]] = []
     for item in finished:
         values = _values(item, redact=redact)
         records.append(values)
         named = subjects_of(values["path"], values["request_body"], values["response_body"])
         named |= related_subjects(session, named)
         subject_rows.extend(
-            {"subject": subject, "created_at": values["created_at"], "audit_id": values["id"]}
-            for subject in sorted(named)
+            (subject, values["created_at"], values["id"]) for subject in sorted(named)
         )
     # Core inserts of the tables: the same rows as the models' (no defaults are left
-    # to them), without the ORM's bulk bookkeeping.
+    # to them), without the ORM's bulk bookkeeping; the subjects (800 for a 200-item
+    # booking) straight to the driver's executemany.
     connection = session.connection()
     if records:
         connection.execute(insert(cast(Table, AuditRecord.__table__)), records)
-    if subject_rows:
-        connection.execute(insert(cast(Table, AuditSubject.__table__)), subject_rows)
+    bulk_insert(session, SUBJECTS_TABLE, SUBJECT_COLUMNS, subject_rows)
+
+
+SUBJECTS_TABLE = cast(Table, AuditSubject.__table__)
+SUBJECT_COLUMNS = ("subject", "created_at", "audit_id")
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:
