@@ -474,7 +474,6 @@ def _book_new(
     people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),
-        person=contact,
         person_id=contact.id,
         product_id=product.id,
         booking_number=item.booking_number,
