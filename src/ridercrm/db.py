@@ -322,6 +322,9 @@ def _bound_rows(
     if any(map(len(columns).__ne__, map(len, rows))):
         raise ValueError(f"every row needs {len(columns)} values: {', '.join(columns)}")
     converters: list[tuple[int, Any, dict[Any, Any] | None]] = []
+    # Columns of one type share what they converted: a row's created_at and updated_at
+    # are often the same time (a booking's 1,200 messages: one conversion of the two).
+    seen_by_type: dict[tuple[type, Any], dict[Any, Any]] = {}
     for i, name in enumerate(columns):
         column_type = table.c[name].type
         process = column_type.dialect_impl(dialect).bind_processor(dialect)
@@ -330,7 +333,9 @@ def _bound_rows(
                 by_value = column_type.python_type in (dt.datetime, dt.date)
             except NotImplementedError:
                 by_value = False
-            converters.append((i, process, {} if by_value else None))
+            kind = (type(column_type), getattr(column_type, "timezone", None))
+            seen = seen_by_type.setdefault(kind, {}) if by_value else None
+            converters.append((i, process, seen))
     if not converters:
         return [tuple(row) for row in rows]
     converted = []
