@@ -87,8 +87,8 @@ def served_app() -> FastAPI:
     mappers, pydantic's schemas); every full collection walked them all, and a 200-item
     booking, which makes tens of thousands of objects, set one off every few requests:
     tens of milliseconds each. Frozen (``gc.freeze``, after a collection of start-up's
-    garbage), they are left out of every pass (docs/decisions.md, "Start-up's objects
-    frozen out of the collector's passes").
+    garbage), they are left out of every pass (docs/decisions.md,
+    "Start-up's objects frozen out of the collector's passes (issue 23)").
     """
     app = create_app()
     import os

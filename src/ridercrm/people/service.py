@@ -308,7 +308,7 @@ def new_contact_of(session: Session, lead: Person) -> Person:
     :func:`link_converted` links it once a flush has inserted the contact. A batch
     (operation 1) links all its leads after its one flush: had the lead pointed to its
     contact through a relationship, the people's self-reference would have made the
-    flush sort every person row by row (docs/decisions.md, "The booking's flush").
+    flush sort every person row by row (docs/decisions.md, "The booking's flush (issue 23)").
     """
     assert lead.kind == LEAD
     if lead.merged_into:
