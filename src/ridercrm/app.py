@@ -91,11 +91,8 @@ def served_app() -> FastAPI:
     "Start-up's objects frozen out of the collector's passes (issue 23)").
     """
     app = create_app()
-    import os
-
-    if not os.environ.get("X_NOFREEZE"):
-        gc.collect()
-        gc.freeze()
+    gc.collect()
+    gc.freeze()
     return app
 
 
