@@ -9,6 +9,7 @@ An id is 15 case-sensitive characters (a 3-character key prefix and 12 more) plu
 from __future__ import annotations
 
 import enum
+import itertools
 import secrets
 import string
 
@@ -43,11 +44,19 @@ _UPPER_BITS = str.maketrans(
 _BYTE_TO_BASE62 = bytes(_BASE62[value % 62].encode()[0] for value in range(256))
 
 
+# In each chunk of five, bit i is set when character i is an upper-case letter: each
+# chunk's flags as text ("10010": characters 0 and 3 upper-case) onto its suffix letter.
+_SUFFIX_OF_FLAGS = {
+    "".join(flags): _SUFFIX_ALPHABET[int("".join(flags)[::-1], 2)]
+    for flags in itertools.product("01", repeat=5)
+}
+
+
 def checksum(id15: str) -> str:
     """Return the 3-character case-safe suffix of a 15-character id."""
-    bits = id15.translate(_UPPER_BITS)
-    # In each chunk of five, bit i is set when character i is an upper-case letter.
-    return "".join(_SUFFIX_ALPHABET[int(bits[start : start + 5][::-1], 2)] for start in (0, 5, 10))
+    flags = id15.translate(_UPPER_BITS)
+    suffix = _SUFFIX_OF_FLAGS
+    return suffix[flags[:5]] + suffix[flags[5:10]] + suffix[flags[10:15]]
 
 
 def new_id(kind: RecordKind) -> str:
@@ -89,6 +98,9 @@ def canonical_id(value: object, kind: RecordKind | None = None) -> str | None:
         return None
     if len(value) == 15:
         id15: str | None = value
+    elif checksum(value[:15]) == value[15:]:
+        # Already canonical (as ids we answered with are): its case is what the suffix says.
+        id15 = value[:15]
     else:
         id15 = _restore_case(value[:15], value[15:])
     if id15 is None:

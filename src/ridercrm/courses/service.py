@@ -11,11 +11,11 @@ the person's one open course of the product (the interface's "pair" rule).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import or_, select
+from sqlalchemy import Table, or_, select
 from sqlalchemy import text as text_sql
 from sqlalchemy.orm import Session
 
@@ -28,7 +28,7 @@ from ridercrm.courses.schemas import (
     CourseItem,
     course_state,
 )
-from ridercrm.db import utcnow
+from ridercrm.db import bulk_insert, utcnow
 from ridercrm.errors import DomainError
 from ridercrm.events import service as events
 from ridercrm.fields import error_messages, item_refusal, text
@@ -86,6 +86,11 @@ def book_courses(session: Session, *, items: list[Any], audit_id: str) -> list[I
     ):
         results = [book_one(session, raw=raw, audit_id=audit_id, batch=batch) for raw in items]
     session.flush()
+    _write_history(session, batch.history)
+    if batch.people.converted:
+        # The converted leads point to their contacts, now inserted.
+        people.link_converted(batch.people.converted)
+        session.flush()
     return results
 
 
@@ -127,12 +132,36 @@ def change_statuses(
     if any(set(raw) - STATUS_FIELDS for raw in items):
         raise ValueError(f"change_statuses: items carry only {', '.join(sorted(STATUS_FIELDS))}")
     _lock_in_order(session, items)
-    results = [_change_status(session, raw, audit_id) for raw in items]
+    history: list[HistoryRow] = []
+    results = [_change_status(session, raw, audit_id, history) for raw in items]
     session.flush()
+    _write_history(session, history)
     return results
 
 
-def _change_status(session: Session, raw: dict[str, str], audit_id: str) -> ItemResult:
+HistoryRow = tuple[str, str | None, str, Any, str]
+"""A course's status change (``asset_status_history``): asset_id, from_status, to_status,
+changed_at, audit_id."""
+HISTORY = cast(Table, AssetStatusChange.__table__)
+HISTORY_COLUMNS = ("asset_id", "from_status", "to_status", "changed_at", "audit_id")
+
+
+def _status_changed(
+    history: list[HistoryRow], asset: Asset, from_status: str | None, audit_id: str
+) -> None:
+    history.append((asset.id, from_status, asset.course_status, utcnow(), audit_id))
+
+
+def _write_history(session: Session, history: list[HistoryRow]) -> None:
+    """Insert the status changes of a batch's courses (flushed: a foreign key names them),
+    in one executemany: nothing in the transaction reads them back, and as ORM objects
+    each was an INSERT of its own, to fetch an id nobody uses."""
+    bulk_insert(session, HISTORY, HISTORY_COLUMNS, history)
+
+
+def _change_status(
+    session: Session, raw: dict[str, str], audit_id: str, history: list[HistoryRow]
+) -> ItemResult:
     result = ItemResult(delivery=False, receipt="", asset_id=_echo(raw, "asset_id"))
     try:
         item = CourseItem.model_validate(raw)
@@ -143,7 +172,7 @@ def _change_status(session: Session, raw: dict[str, str], audit_id: str) -> Item
         contact = people.lock_person(session, asset.person_id)
         assert contact is not None
         _fill(result, asset, contact)
-        result.receipt = _update(session, item, asset, contact, audit_id, flush=False)
+        result.receipt = _update(session, item, asset, contact, audit_id, history)
     except ValidationError as exc:
         result.receipt = _refusal("; ".join(error_messages(exc)), raw)
         return result
@@ -214,6 +243,8 @@ class Batch:
     by_number: dict[str, Asset]
     # Every course of a (person, product) a pair item may mean, whatever its status.
     courses_of: dict[tuple[str, str], list[Asset]]
+    # The status changes the items made, written after the batch's flush.
+    history: list[HistoryRow] = field(default_factory=list)
 
     def add(self, asset: Asset) -> None:
         self.by_id[asset.id] = asset
@@ -320,7 +351,7 @@ def _carry_out(
     assert contact is not None
     # Known before the rules are checked, so a refused item still says which course.
     _fill(result, asset, contact)
-    receipt = _update(session, item, asset, contact, audit_id, flush=False)
+    receipt = _update(session, item, asset, contact, audit_id, batch.history)
     if asset.booking_number:
         batch.by_number[asset.booking_number] = asset
     _fill(result, asset, contact)
@@ -438,12 +469,11 @@ def _book_new(
     )
     contact = person
     if converted:
-        contact = people.convert_held_lead(session, person)
-        batch.people.add(contact)
+        contact = people.new_contact_of(session, person)
+        batch.people.convert(person, contact)
     people.apply_changes(session, contact, item.person_changes())
     asset = Asset(
         id=new_id(RecordKind.ASSET),
-        person=contact,
         person_id=contact.id,
         product_id=product.id,
         booking_number=item.booking_number,
@@ -452,11 +482,7 @@ def _book_new(
         **{name: getattr(item, name) for name in COURSE_FIELDS},
     )
     session.add(asset)
-    session.add(
-        AssetStatusChange(
-            asset_id=asset.id, from_status=None, to_status=asset.course_status, audit_id=audit_id
-        )
-    )
+    _status_changed(batch.history, asset, None, audit_id)
     batch.add(asset)
     events.course_booked(session, asset, course_state(asset))
     notifications.course_booked(session, asset, person=contact)
@@ -472,14 +498,14 @@ def _update(
     asset: Asset,
     contact: Person,
     audit_id: str,
-    *,
-    flush: bool = True,
+    history: list[HistoryRow],
 ) -> str:
     """Apply an item to its course, or raise ItemRejected before changing anything.
 
-    ``flush=False`` leaves the writes to the caller's flush (:func:`book_courses`, which
-    refuses a booking number another course has before writing it, and
-    :func:`change_statuses`, whose items set no unique value)."""
+    The writes are left to the caller's flush (:func:`book_courses`, which refuses a
+    booking number another course has before writing it, and :func:`change_statuses`,
+    whose items set no unique value), a status change to ``history``, which the caller
+    writes after it."""
     current = asset.course_status
     target = item.course_status or current
     problem = rules.transition_error(current, target)
@@ -515,13 +541,7 @@ def _update(
     asset.updated_at = utcnow()
     people.apply_changes(session, contact, item.person_changes())
     if target != current:
-        session.add(
-            AssetStatusChange(
-                asset_id=asset.id, from_status=current, to_status=target, audit_id=audit_id
-            )
-        )
-    if flush:
-        session.flush()
+        _status_changed(history, asset, current, audit_id)
     # The status, and the feedback that goes with a new status, are course.status_changed's.
     reported = ("course_status", "course_feedback") if target != current else ("course_status",)
     changed = [

@@ -168,13 +168,27 @@ def record(session: Session, *, event_type: str, subject: str, data: dict[str, A
 
     Events are inserted together, with their deliveries, when the transaction commits
     (two multi-row inserts instead of two per event: a 200-item booking records about
-    700); an event recorded in a savepoint that rolls back is discarded with it.
+    700); an event recorded in a savepoint that rolls back is discarded with it. Its
+    payload is made then too, only if it is stored (:func:`wanted`): ``data`` is made
+    of values (every caller builds it afresh), not of rows that may change meanwhile.
     """
     now = utcnow()
     event_id = new_event_id()
-    row = (event_id, event_type, subject, _envelope(event_type, data, now), now)
-    EVENTS.add(session, row)
+    EVENTS.add(session, (event_id, event_type, subject, data, now))
     return event_id
+
+
+def _write_recorded(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Write the recorded events (id, type, subject, data, created_at) of types an
+    endpoint wants, each with its payload (:func:`_envelope`)."""
+    write_events(
+        session,
+        [
+            (event_id, event_type, subject, _envelope(event_type, data, now), now)
+            for event_id, event_type, subject, data, now in rows
+            if wanted(session, event_type)
+        ],
+    )
 
 
 def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -191,7 +205,7 @@ def write_events(session: Session, rows: Sequence[tuple[Any, ...]]) -> None:
     _insert(session, DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveries)
 
 
-EVENTS: Effect[tuple[Any, ...]] = Effect("events", write_events)
+EVENTS: Effect[tuple[Any, ...]] = Effect("events", _write_recorded)
 """Recorded events, written when the transaction commits (ridercrm.unit_of_work)."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, Integer, String, func
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column
 
 from ridercrm.db import Base, UTCDateTime, utcnow
 from ridercrm.fields import PERSON_FIELDS
@@ -56,11 +56,6 @@ class Person(Base):
     # people created any other way.
     import_run_id: Mapped[int | None] = mapped_column(Integer)
     import_line: Mapped[int | None] = mapped_column(Integer)
-
-    # Lets one flush insert the new contact before it updates the lead that points to it.
-    converted_contact: Mapped[Person | None] = relationship(
-        remote_side=[id], foreign_keys=[converted_contact_id], lazy="raise_on_sql"
-    )
 
     __table_args__ = (
         # Admin search by name prefixes. E-mail and phone are found through the

@@ -28,7 +28,7 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
     session.add(person)
     session.flush()
-    note_new_person(session, person.id)
+    note_new_person(session, person)
     events.person_created(session, person)
     return person
 
@@ -218,6 +218,9 @@ class Held:
 
     def __init__(self) -> None:
         self.rows: dict[str, Person | None] = {}
+        # Leads this batch converted and their contacts, not linked yet (``convert``).
+        self.contact_of: dict[str, str] = {}
+        self.converted: list[tuple[Person, Person]] = []
 
     def load(self, session: Session, person_ids: Collection[str]) -> None:
         """Read these people and every record they lead to (not already held)."""
@@ -242,9 +245,13 @@ class Held:
                 if (following := person.merged_into or person.converted_contact_id)
             } - self.rows.keys()
 
-    def add(self, person: Person) -> None:
-        """A person this batch made (a converted lead's contact)."""
-        self.rows[person.id] = person
+    def convert(self, lead: Person, contact: Person) -> None:
+        """This batch converted ``lead`` into ``contact`` (:func:`new_contact_of`): the
+        lead stands for the contact from now on, though it is linked to it only after
+        the batch's flush (``converted``, for :func:`link_converted`)."""
+        self.rows[contact.id] = contact
+        self.contact_of[lead.id] = contact.id
+        self.converted.append((lead, contact))
 
     def get(self, person_id: str) -> Person | None:
         return self.rows.get(person_id)
@@ -256,7 +263,9 @@ class Held:
         for _hop in range(MAX_HOPS):
             if person is None:
                 return None
-            following = person.merged_into or person.converted_contact_id
+            following = (
+                person.merged_into or person.converted_contact_id or self.contact_of.get(person.id)
+            )
             if not following:
                 return person
             person = self.rows.get(following)
@@ -285,6 +294,22 @@ def convert_lead(session: Session, lead: Person) -> Person:
 def convert_held_lead(session: Session, lead: Person) -> Person:
     """:func:`convert_lead` for a lead this transaction already holds (locked on
     PostgreSQL) and has not converted: no read of it again."""
+    contact = new_contact_of(session, lead)
+    # The lead's foreign key names the contact: the contact's row goes first.
+    session.flush()
+    link_converted([(lead, contact)])
+    return contact
+
+
+def new_contact_of(session: Session, lead: Person) -> Person:
+    """The contact a held, unconverted lead converts into, added to the session with
+    what the conversion implies (keys, events); the lead is not linked to it yet.
+
+    :func:`link_converted` links it once a flush has inserted the contact. A batch
+    (operation 1) links all its leads after its one flush: had the lead pointed to its
+    contact through a relationship, the people's self-reference would have made the
+    flush sort every person row by row (docs/decisions.md, "The booking's flush (issue 23)").
+    """
     assert lead.kind == LEAD
     if lead.merged_into:
         # A merged lead stands for its survivor (``resolve``); a contact of its own would
@@ -296,10 +321,15 @@ def convert_held_lead(session: Session, lead: Person) -> Person:
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
     contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
     session.add(contact)
-    lead.converted_contact = contact
-    lead.converted_contact_id = contact.id
-    lead.updated_at = utcnow()
-    note_new_person(session, contact.id)
+    note_new_person(session, contact)
     events.person_created(session, contact)
     events.lead_converted(session, lead, contact)
     return contact
+
+
+def link_converted(pairs: Sequence[tuple[Person, Person]]) -> None:
+    """Point each converted lead to its contact (:func:`new_contact_of`), whose row a
+    flush has inserted: the next flush updates the leads."""
+    for lead, contact in pairs:
+        lead.converted_contact_id = contact.id
+        lead.updated_at = utcnow()

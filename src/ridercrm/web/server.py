@@ -141,7 +141,7 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
 def server_config(settings: Settings, *, host: str, port: int, workers: int) -> uvicorn.Config:
     """The uvicorn configuration `ridercrm serve` runs with."""
     return uvicorn.Config(
-        "ridercrm.app:create_app",
+        "ridercrm.app:served_app",
         factory=True,
         host=host,
         port=port,
