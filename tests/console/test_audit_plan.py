@@ -52,6 +52,12 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_the_audit_filters_read_an_index_in_the_pages_order(engine: Engine, case: str) -> None:
     filters, index = CASES[case]
+    if engine.dialect.name == "postgresql":
+        # The tests empty tables with DELETE: the indexes keep the pages earlier tests
+        # filled, in proportions that depend on the order the tests ran in, and the
+        # planner weighs an index by its pages. Rebuilt, every index starts alike.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("VACUUM FULL audit_records")
     plan = query_of(engine, filters)
     assert index in plan, plan
     if engine.dialect.name == "sqlite":

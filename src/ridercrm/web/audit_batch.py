@@ -28,7 +28,7 @@ database refuses (or a full disk that frees up) fails only its own request (503,
 before).
 
 The writer is one thread, started when records arrive and gone after ``IDLE_SECONDS``
-without any. One is enough on either database: its commits do not wait for the disk,
+without any; it keeps a connection while records keep coming (``LINGER_SECONDS``). One is enough on either database: its commits do not wait for the disk,
 and while it writes a batch the next one gathers (several writers on PostgreSQL, which
 the durable commits needed, each took batches of one record, at more CPU a request).
 """
@@ -49,6 +49,10 @@ from ridercrm.db import write_transaction, writing_connection
 IDLE_SECONDS = 5.0
 """How long a writer thread waits for records before it ends (a new one starts when
 records arrive again)."""
+LINGER_SECONDS = 0.05
+"""How long the writer keeps its connection after a batch for the next one; then it goes
+back to the pool (an app with nothing to write holds none: tests make many apps, and
+PostgreSQL's connections are counted)."""
 
 
 @dataclass(eq=False)
@@ -86,11 +90,22 @@ class AuditBatcher:
         await handed.done
 
     def _writer(self) -> None:
-        """Write batches while records arrive, on one connection; end after
-        ``IDLE_SECONDS`` without any."""
+        """Write batches while records arrive, on one connection kept while they keep
+        coming (``LINGER_SECONDS``); end after ``IDLE_SECONDS`` without any."""
         connection: Connection | None = None
         try:
-            while (batch := self._next_batch()) is not None:
+            while True:
+                holding = connection is not None
+                batch = self._next_batch(
+                    LINGER_SECONDS if holding else IDLE_SECONDS, last=not holding
+                )
+                if batch is None:
+                    if connection is None:
+                        return
+                    # Back to the pool between bursts: an idle app holds no connection.
+                    connection.close()
+                    connection = None
+                    continue
                 try:
                     if connection is None:
                         # Not synced to disk before the requests are answered
@@ -104,18 +119,19 @@ class AuditBatcher:
             if connection is not None:
                 connection.close()
 
-    def _next_batch(self) -> list[_Handed] | None:
-        """The records waiting, at most a batch of them, once there are any; None (and
-        this writer counted out) after ``IDLE_SECONDS`` without any."""
+    def _next_batch(self, timeout: float, *, last: bool) -> list[_Handed] | None:
+        """The records waiting, at most a batch of them, once there are any; None after
+        ``timeout`` seconds without any (with ``last``, this writer counted out then)."""
         with self._turn:
             if not self._pending:
                 self._idle = True
-                self._turn.wait(IDLE_SECONDS)
+                self._turn.wait(timeout)
                 self._idle = False
                 if not self._pending:
-                    # Decided under the lock: a record handed over after this starts a
-                    # writer of its own (``write``).
-                    self._running = False
+                    if last:
+                        # Decided under the lock: a record handed over after this starts
+                        # a writer of its own (``write``).
+                        self._running = False
                     return None
             return [
                 self._pending.popleft() for _ in range(min(self._max_batch, len(self._pending)))
