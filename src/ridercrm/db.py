@@ -116,14 +116,9 @@ def _lazy_commits_on_postgresql(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         lazy = bool(conn.get_execution_options().get(LAZY_COMMIT))
-        info = conn.connection.info
-        if info.get(SYNCHRONOUS, False) != lazy:
-            # In the transaction this starts; should it roll back, so does the setting,
-            # and the connection's commits stay durable ones.
-            conn.exec_driver_sql(
-                "SET synchronous_commit TO OFF" if lazy else "RESET synchronous_commit"
-            )
-            info[SYNCHRONOUS] = lazy
+        # In the transaction this starts; should it roll back, so does the setting, and
+        # the connection's commits stay durable ones.
+        _switch(conn, lazy, "SET synchronous_commit TO OFF" if lazy else "RESET synchronous_commit")
 
 
 def _tune_sqlite(engine: Engine, settings: Settings) -> None:
@@ -165,10 +160,7 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
         # transaction (before it begins: SQLite refuses to change it inside one), when
         # it differs from the last one's.
         wanted = "NORMAL" if options.get(LAZY_COMMIT) else synchronous
-        info = conn.connection.info
-        if info.get(SYNCHRONOUS) != wanted:
-            conn.exec_driver_sql(f"PRAGMA synchronous={wanted}")
-            info[SYNCHRONOUS] = wanted
+        _switch(conn, wanted, f"PRAGMA synchronous={wanted}")
         # A writer takes the write lock up front: a deferred transaction that later
         # upgrades to a writer can fail at once with SQLITE_BUSY despite the timeout.
         if options.get("ridercrm_write"):
@@ -180,6 +172,16 @@ def _tune_sqlite(engine: Engine, settings: Settings) -> None:
 SYNCHRONOUS = "ridercrm_synchronous"
 """A connection's ``info`` key: its setting now (SQLite: ``synchronous``; PostgreSQL:
 whether ``synchronous_commit`` is off)."""
+
+
+def _switch(conn: Any, value: object, statement: str) -> None:
+    """Run ``statement`` to give the connection the setting ``value``, unless it has it
+    already (its ``info[SYNCHRONOUS]``): a setting holds until changed."""
+    info = conn.connection.info
+    if info.get(SYNCHRONOUS, False) != value:
+        conn.exec_driver_sql(statement)
+        info[SYNCHRONOUS] = value
+
 
 CHECKPOINT_BACKSTOP_PAGES = 10_000
 """Pages of log (40 MiB) after which a commit checkpoints itself although the checkpointer
