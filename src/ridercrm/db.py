@@ -7,9 +7,11 @@ import functools
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sqlalchemy import (
     JSON,
@@ -17,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Engine,
     MetaData,
+    Select,
     Table,
     create_engine,
     event,
@@ -465,3 +468,128 @@ def _copy_rows(
                 stream.write_row(row)
     finally:
         cursor.close()
+
+
+class Reads(Protocol):
+    """A short read's database: a statement's rows, each with its columns by name and its
+    values as the column types make them (``session_reads`` or ``driver_reads``)."""
+
+    def all(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Every row of ``statement`` run with ``params``."""
+        ...
+
+    def first(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> Any:
+        """The first row of ``statement`` run with ``params``, or None."""
+        ...
+
+
+class _SessionReads:
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def all(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> list[Any]:
+        return list(self.connection.execute(statement, params or {}).all())
+
+    def first(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> Any:
+        return self.connection.execute(statement, params or {}).first()
+
+
+def session_reads(session: Session) -> Reads:
+    """Reads in ``session``'s transaction."""
+    return _SessionReads(session.connection())
+
+
+@dataclass(frozen=True)
+class _DriverStatement:
+    sql: str
+    positions: tuple[str, ...] | None  # the parameters' order, for a positional paramstyle
+    binders: tuple[tuple[str, Callable[[Any], Any]], ...]
+    types: tuple[Any, ...]  # the selected columns' types, for this dialect
+    row: Callable[..., Any]
+
+    def arguments(self, params: Mapping[str, Any] | None) -> Any:
+        values = dict(params or {})
+        for name, bind in self.binders:
+            values[name] = bind(values[name])
+        if self.positions is None:
+            return values
+        return tuple(values[name] for name in self.positions)
+
+
+@functools.lru_cache(maxsize=64)
+def _driver_statement(dialect: Any, statement: Select[Any]) -> _DriverStatement:
+    """``statement`` compiled for ``dialect`` once, with its parameters' bind processors, as a
+    Core execution would apply them."""
+    compiled = statement.compile(dialect=dialect)
+    binders = []
+    for name, bind in compiled.binds.items():
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is not None:
+            binders.append((name, process))
+    columns = list(statement.selected_columns)
+    types = tuple(column.type.dialect_impl(dialect) for column in columns)
+    row = namedtuple("Row", [column.key for column in columns], rename=True)  # type: ignore[misc]
+    positions = tuple(compiled.positiontup) if compiled.positiontup is not None else None
+    return _DriverStatement(str(compiled), positions, tuple(binders), types, row)
+
+
+@functools.lru_cache(maxsize=256)
+def _result_converters(
+    dialect: Any, plain: _DriverStatement, described: tuple[Any, ...]
+) -> tuple[Callable[[Any], Any] | None, ...]:
+    """The result processor of each column, for the types the driver ``described`` (a
+    processor may depend on them: PostgreSQL's numerics), as a Core execution's."""
+    return tuple(
+        column_type.result_processor(dialect, code)
+        for column_type, code in zip(plain.types, described, strict=True)
+    )
+
+
+class _DriverReads:
+    def __init__(self, connection: Any, dialect: Any) -> None:
+        self.connection = connection
+        self.dialect = dialect
+
+    def _rows(
+        self, statement: Select[Any], params: Mapping[str, Any] | None, many: bool
+    ) -> list[Any]:
+        plain = _driver_statement(self.dialect, statement)
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(plain.sql, plain.arguments(params))
+            found = cursor.fetchall() if many else cursor.fetchmany(1)
+            described = tuple(column[1] for column in cursor.description)
+        finally:
+            cursor.close()
+        converters = _result_converters(self.dialect, plain, described)
+        made = plain.row
+        if not any(converters):
+            return [made(*values) for values in found]
+        return [
+            made(*(v if c is None else c(v) for c, v in zip(converters, values, strict=True)))
+            for values in found
+        ]
+
+    def all(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> list[Any]:
+        return self._rows(statement, params, many=True)
+
+    def first(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> Any:
+        rows = self._rows(statement, params, many=False)
+        return rows[0] if rows else None
+
+
+@contextmanager
+def driver_reads(engine: Engine) -> Iterator[Reads]:
+    """Reads on a pooled connection of the driver's own, without SQLAlchemy's execution
+    around each statement: a read of a few rows (a key, the products) spent several
+    times longer in that than in the database. Each statement is compiled once per
+    dialect, and its values pass through the column types' processors as in a Core
+    execution, so the rows are the same. On SQLite each statement is a transaction of
+    its own (the connections are in autocommit mode); on PostgreSQL they share one,
+    ended by the pool when the connection goes back to it. Only plain bound
+    parameters (no expanding ``IN`` lists)."""
+    connection = engine.raw_connection()
+    try:
+        yield _DriverReads(connection, engine.dialect)
+    finally:
+        connection.close()

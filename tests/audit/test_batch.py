@@ -118,18 +118,20 @@ def test_writers_end_when_idle_and_start_again(
     monkeypatch.setattr(audit_batch, "IDLE_SECONDS", 0.05)
     batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=10)
 
-    def writers() -> int:
-        return sum(thread.name == "ridercrm-audit" for thread in threading.enumerate())
-
-    before = writers()
+    def writing() -> bool:
+        # This batcher's writer only: other tests' apps in this process have theirs.
+        return any(
+            thread.name == "ridercrm-audit" and getattr(thread, "_target", None) == batcher._writer
+            for thread in threading.enumerate()
+        )
 
     async def later() -> None:
         await batcher.write(finished("/before"))
         for _ in range(100):
-            if writers() == before:
+            if not writing():
                 break
             await asyncio.sleep(0.02)
-        assert writers() == before, "the idle writer did not end"
+        assert not writing(), "the idle writer did not end"
         await asyncio.wait_for(batcher.write(finished("/after")), timeout=10)
 
     run_in_own_loop(later())

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from ridercrm.db import utcnow
+from ridercrm.db import Reads, utcnow
 from ridercrm.errors import DomainError
 from ridercrm.keys.models import ApiKey
 
@@ -100,11 +100,11 @@ _KEY_COLUMNS = select(
 ).where(_KEYS.c.key_hash == bindparam("digest"))
 
 
-def active_key(session: Session, presented: str) -> ActiveKey | None:
+def active_key(reads: Reads, presented: str) -> ActiveKey | None:
     """The active key whose plaintext was presented, else None: :func:`authenticate`'s
     decision, read as one row of plain columns (every authenticated request asks it)."""
     digest = hash_key(presented)
-    row = session.connection().execute(_KEY_COLUMNS, {"digest": digest}).first()
+    row = reads.first(_KEY_COLUMNS, {"digest": digest})
     # As in authenticate: the lookup is by hash, compared again in constant time.
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ridercrm.db import Reads
 from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.products.models import Product
@@ -51,11 +52,12 @@ _LISTED = select(
 ).order_by(_PRODUCTS.c.name, _PRODUCTS.c.code)
 
 
-def listed_products(session: Session) -> Sequence[Any]:
+def listed_products(reads: Reads) -> list[dict[str, Any]]:
     """Every product as ``GET /crm/products`` lists it (id, name, code, price, active), in
     :func:`list_products`' order: plain rows, without the ORM's objects (a read that
-    every booking website polls)."""
-    return session.connection().execute(_LISTED).all()
+    every booking website polls), as dicts (pydantic validates a dict several times
+    faster than an object's attributes)."""
+    return [row._asdict() for row in reads.all(_LISTED)]
 
 
 def set_active(session: Session, *, raw_id: str, active: bool) -> Product:

@@ -233,7 +233,7 @@ def _answered_model(work: Callable[..., Any]) -> Any:
 def get(
     router: APIRouter,
     path: str,
-    work: Callable[[Session, Any], Any],
+    work: Callable[[Any, Any], Any],
     *,
     name: str,
     scope: str,
@@ -259,7 +259,8 @@ def get(
     names a record. Without ``response``, the model the work's return annotation names.
     With ``missing`` (what the path names, say ``"product"``), a work that answers None
     is refused 404 "no product with id ...". ``light``: a read of a few rows of small
-    tables, run on the event loop on SQLite (``runtime.run_read``).
+    tables, whose ``work`` gets the driver's reads (``db.Reads``) instead of a session,
+    run on the event loop on SQLite (``runtime.run_read``).
     """
     # The key is looked up in the read's own thread and transaction (runtime.run_read).
     authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
@@ -267,7 +268,7 @@ def get(
     assert response is not None, f"{work.__name__}: give response="
     adapter: TypeAdapter[Any] = TypeAdapter(response)
 
-    def answered(session: Session, payload: Any) -> Reply:
+    def answered(session: Any, payload: Any) -> Reply:
         result = work(session, payload)
         if result is None and missing is not None:
             raise ApiError(404, f"no {missing} with id {payload}")
@@ -341,7 +342,7 @@ class Operations:
         defaults = {**self._shared(work), "refusal": self.refusal}
         post(self.router, path, work, **{**defaults, **options})
 
-    def get(self, path: str, work: Callable[[Session, Any], Any], **options: Any) -> None:
+    def get(self, path: str, work: Callable[[Any, Any], Any], **options: Any) -> None:
         get(self.router, path, work, **{**self._shared(work), **options})
 
     def _shared(self, work: Callable[..., Any]) -> dict[str, Any]:

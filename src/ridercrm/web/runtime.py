@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -29,7 +29,7 @@ from starlette.requests import ClientDisconnect
 from ridercrm.audit.call import Call, Caller
 from ridercrm.audit.service import Finished, record_calls
 from ridercrm.config import Settings
-from ridercrm.db import session_scope
+from ridercrm.db import Reads, driver_reads, session_reads, session_scope
 from ridercrm.errors import ApiError, DomainError, ErrorShape, default_shape
 from ridercrm.keys import service as keys
 from ridercrm.ratelimit import KeyRateLimiter
@@ -138,16 +138,16 @@ def _refuse_nul_parameters(request: Request) -> None:
         raise ApiError(400, "query parameters must not contain NUL characters")
 
 
-def authenticate_deferred(request: Request, session: Session | None = None) -> None:
+def authenticate_deferred(request: Request, reads: Reads | None = None) -> None:
     """Check the key of a read whose dependency left it for later (``operation(read=True)``),
-    in ``session`` (the read's) or a transaction of its own, then its parameters' NUL
+    with ``reads`` (the read's) or reads of its own, then its parameters' NUL
     characters: what the dependency does for other operations, in the same order. Does
     nothing for a request that has no key check pending."""
     scope = getattr(request.state, "deferred_scope", None)
     if scope is None:
         return
     request.state.deferred_scope = None
-    call_of(request).caller = _authenticate(request, scope, session)
+    call_of(request).caller = _authenticate(request, scope, reads)
     _refuse_nul_parameters(request)
 
 
@@ -220,16 +220,17 @@ def _presented_or_refuse(request: Request) -> str:
     raise ApiError(401, "missing API key (Authorization: Bearer or X-API-Key)", headers=challenge)
 
 
-def _authenticate(request: Request, scope: str, session: Session | None = None) -> Caller:
-    """The caller of the key presented, looked up in ``session`` (else in a transaction of
-    its own); refused (401, 429, 403) as the key, its rate and its scopes say."""
+def _authenticate(request: Request, scope: str, reads: Reads | None = None) -> Caller:
+    """The caller of the key presented, looked up with ``reads`` (else with the driver's
+    reads, ``db.driver_reads``); refused (401, 429, 403) as the key, its rate and its
+    scopes say."""
     presented = _presented_or_refuse(request)
     services = app_context(request)
-    if session is None:
-        with session_scope(services.sessions) as own:
+    if reads is None:
+        with driver_reads(services.engine) as own:
             key = keys.active_key(own, presented)
     else:
-        key = keys.active_key(session, presented)
+        key = keys.active_key(reads, presented)
     if key is None:
         raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     caller = Caller(key_id=key.id, name=key.name, scopes=frozenset(key.scopes))
@@ -281,6 +282,7 @@ def error_outcome(call: Call, error: ApiError) -> Reply:
 
 
 Work = Callable[[Session, Any], Reply]
+LightWork = Callable[[Reads, Any], Reply]  # a light read's (run_read)
 
 # A PostgreSQL deadlock or serialisation failure ends the transaction; it is run again,
 # after a random pause that doubles with each attempt (up to 20, 40, ... 320 ms), so the
@@ -452,27 +454,43 @@ def _store(session: Session, claim: idempotency.Claim, response: Response) -> No
 
 
 async def run_read(
-    request: Request, work: Work, payload: Callable[[], Any] | None = None, *, light: bool = False
+    request: Request,
+    work: Work | LightWork,
+    payload: Callable[[], Any] | None = None,
+    *,
+    light: bool = False,
 ) -> Response:
     """Check the read's pending key (if any), make ``work``'s payload with ``payload`` and
     run ``work`` on it, all in one worker thread and one transaction; render its reply.
 
-    ``light``: a read of a few rows of small tables (the key's and a short list), which
-    on SQLite takes less than handing it to a worker thread and back: it runs on the
-    event loop. SQLite's readers never wait for a writer (WAL), and its files are local.
-    On PostgreSQL, or with the rate limit's counts in Redis, every read goes to a thread,
+    ``light``: a read of a few rows of small tables (the key's and a short list). Its
+    ``work`` gets the driver's reads (``db.driver_reads``), not a session. On SQLite it
+    takes less than handing it to a worker thread and back: it runs on the event loop.
+    SQLite's readers never wait for a writer (WAL), and its files are local. On
+    PostgreSQL, or with the rate limit's counts in Redis, every read goes to a thread,
     since it would wait for the network.
     """
     services = app_context(request)
+    if not light:
+        return await run_in_threadpool(_run_read, request, cast(Work, work), payload)
+    light_work = cast(LightWork, work)
     limiter = services.rate_limiter
-    if light and services.settings.is_sqlite and not (limiter is not None and limiter.shared):
-        return _run_read(request, work, payload)
-    return await run_in_threadpool(_run_read, request, work, payload)
+    if services.settings.is_sqlite and not (limiter is not None and limiter.shared):
+        return _run_light_read(request, light_work, payload)
+    return await run_in_threadpool(_run_light_read, request, light_work, payload)
 
 
 def _run_read(request: Request, work: Work, payload: Callable[[], Any] | None) -> Response:
     services = app_context(request)
     with session_scope(services.sessions) as session:
-        authenticate_deferred(request, session)
+        authenticate_deferred(request, session_reads(session))
         # Its audit record is the middleware's to store (group commit: web.audit_batch).
         return render(request, work(session, None if payload is None else payload()))
+
+
+def _run_light_read(
+    request: Request, work: LightWork, payload: Callable[[], Any] | None
+) -> Response:
+    with driver_reads(app_context(request).engine) as reads:
+        authenticate_deferred(request, reads)
+        return render(request, work(reads, None if payload is None else payload()))

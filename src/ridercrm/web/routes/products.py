@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from ridercrm.db import Reads
 from ridercrm.products import service
 from ridercrm.products.models import Product
 from ridercrm.products.schemas import (
@@ -24,9 +24,9 @@ crm = Operations(router, "crm", scope="products")
 admin = Operations(router, "admin", scope="admin", tags=["admin"])
 
 
-def list_products(session: Session, _: None) -> Sequence[Any]:
+def list_products(reads: Reads, _: None) -> list[dict[str, Any]]:
     """List every product with its id, name, code, price and whether it is active."""
-    return service.listed_products(session)
+    return service.listed_products(reads)
 
 
 crm.get(
