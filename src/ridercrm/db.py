@@ -536,13 +536,15 @@ def _driver_statement(dialect: Any, statement: Select[Any]) -> _DriverStatement:
 @functools.lru_cache(maxsize=256)
 def _result_converters(
     dialect: Any, plain: _DriverStatement, described: tuple[Any, ...]
-) -> tuple[Callable[[Any], Any] | None, ...]:
-    """The result processor of each column, for the types the driver ``described`` (a
-    processor may depend on them: PostgreSQL's numerics), as a Core execution's."""
-    return tuple(
+) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+    """The result processor of each column that has one, ``(index, processor)``, for the
+    types the driver ``described`` (a processor may depend on them: PostgreSQL's
+    numerics), as a Core execution's."""
+    processors = (
         column_type.result_processor(dialect, code)
         for column_type, code in zip(plain.types, described, strict=True)
     )
+    return tuple((i, process) for i, process in enumerate(processors) if process is not None)
 
 
 class _DriverReads:
@@ -562,13 +564,16 @@ class _DriverReads:
         finally:
             cursor.close()
         converters = _result_converters(self.dialect, plain, described)
-        made = plain.row
-        if not any(converters):
-            return [made(*values) for values in found]
-        return [
-            made(*(v if c is None else c(v) for c, v in zip(converters, values, strict=True)))
-            for values in found
-        ]
+        made = plain.row._make  # type: ignore[attr-defined]
+        if not converters:
+            return [made(values) for values in found]
+        rows = []
+        for values in found:
+            converted = list(values)
+            for i, process in converters:
+                converted[i] = process(converted[i])
+            rows.append(made(converted))
+        return rows
 
     def all(self, statement: Select[Any], params: Mapping[str, Any] | None = None) -> list[Any]:
         return self._rows(statement, params, many=True)

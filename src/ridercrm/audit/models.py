@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import zlib
 from typing import Any, cast
 
@@ -37,6 +38,19 @@ PACK_FROM = 1024
 """Bodies of this many characters or more are stored packed."""
 
 
+REPEATED_UP_TO = 16_384
+"""Bodies up to this length are packed through a small cache: a polled read (the product
+list) answers the same body again and again."""
+
+
+def _packed(value: str) -> str:
+    packed = zlib.compress(value.encode("utf-8", errors="surrogatepass"), 6)
+    return PACKED + base64.b64encode(packed).decode("ascii")
+
+
+_packed_repeat = functools.lru_cache(maxsize=16)(_packed)
+
+
 class PackedText(TypeDecorator[str]):
     """Text stored compactly: a long body as zlib-compressed, base64-encoded text.
 
@@ -56,8 +70,9 @@ class PackedText(TypeDecorator[str]):
     def process_bind_param(self, value: str | None, dialect: Any) -> str | None:
         if value is None or (len(value) < PACK_FROM and not value.startswith(PACKED[0])):
             return value
-        packed = zlib.compress(value.encode("utf-8", errors="surrogatepass"), 6)
-        return PACKED + base64.b64encode(packed).decode("ascii")
+        if len(value) <= REPEATED_UP_TO:
+            return _packed_repeat(value)
+        return _packed(value)
 
     def process_result_value(self, value: str | None, dialect: Any) -> str | None:
         if value is None or not value.startswith(PACKED):

@@ -48,6 +48,10 @@ def subjects_of(*texts: str | None) -> set[str]:
     for text in texts:
         if not text:
             continue
+        # Most reads name no record (a product list): a substring test is a tenth of the
+        # pattern's scan.
+        if not any(prefix in text for prefix in _PREFIXES) and '"booking_number"' not in text:
+            continue
         for match in _ID.finditer(text):
             found.add(_PREFIXES[match.group(1)] + match.group(1) + match.group(2))
         if '"booking_number"' in text:

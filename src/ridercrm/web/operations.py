@@ -274,6 +274,10 @@ def get(
             raise ApiError(404, f"no {missing} with id {payload}")
         if isinstance(result, Reply):
             return result
+        if light:
+            # pydantic writes the JSON itself, in the form encode_json gives (compact,
+            # UTF-8): a polled read's answer is not made into Python values first.
+            return Reply(None, encoded=adapter.dump_json(adapter.validate_python(result)))
         return Reply(adapter.dump_python(adapter.validate_python(result), mode="json"))
 
     named = re.findall(r"{(\w+)}", path)

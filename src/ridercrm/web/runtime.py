@@ -75,6 +75,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     audit: Any = None
+    encoded: bytes | None = None  # the JSON body, when its maker has encoded it already
 
 
 def app_context(request: Request) -> AppContext:
@@ -259,7 +260,7 @@ def render(request: Request, outcome: Reply) -> Response:
         )
     media = negotiate(request.headers.get("accept"))
     return Response(
-        encode_json(outcome.body),
+        encode_json(outcome.body) if outcome.encoded is None else outcome.encoded,
         status_code=outcome.status,
         media_type=response_content_type(media),
         headers=outcome.headers,
