@@ -7,10 +7,12 @@ import functools
 import logging
 import os
 import sqlite3
+import time
+import weakref
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -27,6 +29,7 @@ from sqlalchemy import (
     make_url,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -100,15 +103,62 @@ def build_engine(settings: Settings) -> Engine:
         if settings.sqlite_writer_queue:
             _queue_sqlite_writers(engine)
         return engine
-    engine = create_engine(
-        url,
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_pool_size,
-        pool_pre_ping=True,
-    )
+    engine = create_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_pool_size)
+    _ping_after_idle(engine)
     if engine.dialect.name == "postgresql":
         _lazy_commits_on_postgresql(engine)
     return engine
+
+
+PING_AFTER_IDLE_SECONDS = 1.0
+"""A pooled connection idle for longer than this is pinged before it is used."""
+
+_CHECKED_IN = "ridercrm_checked_in"
+
+
+def _ping_after_idle(engine: Engine) -> None:
+    """Ping a pooled connection (SQLAlchemy's ping, a ``SELECT 1``) before it serves, when
+    it sat idle for more than ``PING_AFTER_IDLE_SECONDS`` or since before a lost
+    connection was last seen; a dead one is replaced (``DisconnectionError``: the pool
+    connects again). SQLAlchemy's ``pool_pre_ping`` pinged at every checkout: a round
+    trip for every request, a sixth of a short read's time on PostgreSQL. A connection
+    used a moment ago is alive, or went down with the server a moment ago: then its
+    request fails as one in flight does, and every connection is pinged again
+    (docs/decisions.md, "A pooled connection is pinged after a second idle")."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        checked_in = record.info.get(_CHECKED_IN)
+        if checked_in is None:  # connected just now
+            return
+        recent = time.monotonic() - checked_in <= PING_AFTER_IDLE_SECONDS
+        if recent and checked_in > _lost_at.get(engine, 0.0):
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as error:
+            if engine.dialect.is_disconnect(error, dbapi_connection, None):
+                raise DisconnectionError(str(error)) from error
+            raise
+
+    @event.listens_for(engine, "handle_error")
+    def _lost(context: Any) -> None:
+        if context.is_disconnect:
+            connection_lost(engine)
+
+
+_lost_at: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
+"""When each engine last saw a connection lost: its pool's connections checked in before
+then are pinged at their next checkout, however recently they served."""
+
+
+def connection_lost(engine: Engine) -> None:
+    """Note that one of ``engine``'s connections was found dead (``_ping_after_idle``)."""
+    _lost_at[engine] = time.monotonic()
 
 
 def _lazy_commits_on_postgresql(engine: Engine) -> None:
@@ -506,9 +556,11 @@ class _DriverStatement:
     binders: tuple[tuple[str, Callable[[Any], Any]], ...]
     types: tuple[Any, ...]  # the selected columns' types, for this dialect
     row: Callable[..., Any]
+    # The statement's own bound values (a literal, say); not part of its identity.
+    values: Mapping[str, Any] = field(compare=False)
 
     def arguments(self, params: Mapping[str, Any] | None) -> Any:
-        values = dict(params or {})
+        values = {**self.values, **(params or {})}
         for name, bind in self.binders:
             values[name] = bind(values[name])
         if self.positions is None:
@@ -530,7 +582,8 @@ def _driver_statement(dialect: Any, statement: Select[Any]) -> _DriverStatement:
     types = tuple(column.type.dialect_impl(dialect) for column in columns)
     row = namedtuple("Row", [column.key for column in columns], rename=True)  # type: ignore[misc]
     positions = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-    return _DriverStatement(str(compiled), positions, tuple(binders), types, row)
+    values = dict(compiled.params)
+    return _DriverStatement(str(compiled), positions, tuple(binders), types, row, values)
 
 
 @functools.lru_cache(maxsize=256)
@@ -596,5 +649,12 @@ def driver_reads(engine: Engine) -> Iterator[Reads]:
     connection = engine.raw_connection()
     try:
         yield _DriverReads(connection, engine.dialect)
+    except engine.dialect.loaded_dbapi.Error as error:
+        # What SQLAlchemy's execution does on a lost connection: drop it, and ping the
+        # pool's others before they serve again.
+        if engine.dialect.is_disconnect(error, connection.dbapi_connection, None):
+            connection.invalidate(error)
+            connection_lost(engine)
+        raise
     finally:
         connection.close()
