@@ -126,6 +126,10 @@ def _ping_after_idle(engine: Engine) -> None:
     request fails as one in flight does, and every connection is pinged again
     (docs/decisions.md, "A pooled connection is pinged after a second idle")."""
 
+    # The listeners hold the dialect, not the engine: a cycle through the engine would
+    # keep a dropped engine, and its pool's connections, until the collector's next pass.
+    dialect = engine.dialect
+
     @event.listens_for(engine, "checkin")
     def _checkin(dbapi_connection: Any, record: Any) -> None:
         record.info[_CHECKED_IN] = time.monotonic()
@@ -136,29 +140,30 @@ def _ping_after_idle(engine: Engine) -> None:
         if checked_in is None:  # connected just now
             return
         recent = time.monotonic() - checked_in <= PING_AFTER_IDLE_SECONDS
-        if recent and checked_in > _lost_at.get(engine, 0.0):
+        if recent and checked_in > _lost_at.get(dialect, 0.0):
             return
         try:
-            engine.dialect.do_ping(dbapi_connection)
-        except engine.dialect.loaded_dbapi.Error as error:
-            if engine.dialect.is_disconnect(error, dbapi_connection, None):
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
                 raise DisconnectionError(str(error)) from error
             raise
 
     @event.listens_for(engine, "handle_error")
     def _lost(context: Any) -> None:
         if context.is_disconnect:
-            connection_lost(engine)
+            _lost_at[dialect] = time.monotonic()
 
 
-_lost_at: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
-"""When each engine last saw a connection lost: its pool's connections checked in before
-then are pinged at their next checkout, however recently they served."""
+_lost_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+"""When each engine (by its dialect, one per engine) last saw a connection lost: its
+pool's connections checked in before then are pinged at their next checkout, however
+recently they served."""
 
 
 def connection_lost(engine: Engine) -> None:
     """Note that one of ``engine``'s connections was found dead (``_ping_after_idle``)."""
-    _lost_at[engine] = time.monotonic()
+    _lost_at[engine.dialect] = time.monotonic()
 
 
 def _lazy_commits_on_postgresql(engine: Engine) -> None:
