@@ -124,7 +124,7 @@ def _ping_after_idle(engine: Engine) -> None:
     trip for every request, a sixth of a short read's time on PostgreSQL. A connection
     used a moment ago is alive, or went down with the server a moment ago: then its
     request fails as one in flight does, and every connection is pinged again
-    (docs/decisions.md, "A pooled connection is pinged after a second idle")."""
+    (docs/decisions.md, "Driver reads and idle pings")."""
 
     # The listeners hold the dialect, not the engine: a cycle through the engine would
     # keep a dropped engine, and its pool's connections, until the collector's next pass.

@@ -1,6 +1,6 @@
 """PostgreSQL's pooled connections are pinged after they sat idle, or after a lost one was
-seen, not at every checkout (docs/decisions.md, "A pooled connection is pinged after a
-second idle"): a connection that died in the pool is replaced before it serves."""
+seen, not at every checkout (docs/decisions.md, "Driver reads and idle pings"): a
+connection that died in the pool is replaced before it serves."""
 
 from __future__ import annotations
 
