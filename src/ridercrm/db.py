@@ -121,7 +121,7 @@ def _ping_after_idle(engine: Engine) -> None:
     it sat idle for more than ``PING_AFTER_IDLE_SECONDS`` or since before a lost
     connection was last seen; a dead one is replaced (``DisconnectionError``: the pool
     connects again). SQLAlchemy's ``pool_pre_ping`` pinged at every checkout: a round
-    trip for every request, a sixth of a short read's time on PostgreSQL. A connection
+    trip for every request, 8-9 % of a short read's CPU on PostgreSQL. A connection
     used a moment ago is alive, or went down with the server a moment ago: then its
     request fails as one in flight does, and every connection is pinged again
     (docs/decisions.md, "Driver reads and idle pings")."""
