@@ -12,7 +12,7 @@ import weakref
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -554,15 +554,15 @@ def session_reads(session: Session) -> Reads:
     return _SessionReads(session.connection())
 
 
-@dataclass(frozen=True)
+# Compared by identity: there is one per dialect and statement (``_driver_statement``).
+@dataclass(frozen=True, eq=False)
 class _DriverStatement:
     sql: str
     positions: tuple[str, ...] | None  # the parameters' order, for a positional paramstyle
     binders: tuple[tuple[str, Callable[[Any], Any]], ...]
     types: tuple[Any, ...]  # the selected columns' types, for this dialect
     row: Callable[..., Any]
-    # The statement's own bound values (a literal, say); not part of its identity.
-    values: Mapping[str, Any] = field(compare=False)
+    values: Mapping[str, Any]  # the statement's own bound values (a literal, say)
 
     def arguments(self, params: Mapping[str, Any] | None) -> Any:
         values = {**self.values, **(params or {})}

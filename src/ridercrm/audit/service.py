@@ -217,11 +217,9 @@ def record_calls(
         )
     # The same rows as the models' (no defaults are left to them), without the ORM's
     # bookkeeping nor Core's per-row parameter handling (db.bulk_insert).
-    if records:
-        rows = [tuple(record[name] for name in _RECORD_COLUMNS) for record in records]
-        bulk_insert(session, _RECORDS, _RECORD_COLUMNS, rows)
-    if subject_rows:
-        bulk_insert(session, _SUBJECTS, _SUBJECT_COLUMNS, subject_rows)
+    rows = [tuple(record[name] for name in _RECORD_COLUMNS) for record in records]
+    bulk_insert(session, _RECORDS, _RECORD_COLUMNS, rows)
+    bulk_insert(session, _SUBJECTS, _SUBJECT_COLUMNS, subject_rows)
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:

@@ -28,8 +28,9 @@ database refuses (or a full disk that frees up) fails only its own request (503,
 before).
 
 The writer is one thread, started when records arrive and gone after ``IDLE_SECONDS``
-without any; it keeps a connection while records keep coming (``LINGER_SECONDS``). One is enough on either database: its commits do not wait for the disk,
-and while it writes a batch the next one gathers (several writers on PostgreSQL, which
+without any; it keeps a connection while records keep coming (``LINGER_SECONDS``). One
+is enough on either database: its commits do not wait for the disk, and while it writes
+a batch the next one gathers (several writers on PostgreSQL, which
 the durable commits needed, each took batches of one record, at more CPU a request).
 """
 

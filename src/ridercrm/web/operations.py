@@ -262,7 +262,7 @@ def get(
     tables, whose ``work`` gets the driver's reads (``db.Reads``) instead of a session,
     run on the event loop on SQLite (``runtime.run_read``).
     """
-    # The key is looked up in the read's own thread and transaction (runtime.run_read).
+    # The key is looked up with the read's own database reads (runtime.run_read).
     authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
     response = response or _answered_model(work)
     assert response is not None, f"{work.__name__}: give response="
