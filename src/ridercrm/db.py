@@ -605,6 +605,16 @@ def _result_converters(
     return tuple((i, process) for i, process in enumerate(processors) if process is not None)
 
 
+def _described(cursor: Any) -> tuple[Any, ...]:
+    """The type code of each column of the cursor's result: psycopg's from its result
+    itself (its ``description`` makes an object a column, a sixth of a product list's
+    read), other drivers' from ``description``."""
+    result = getattr(cursor, "pgresult", None)
+    if result is not None:
+        return tuple(map(result.ftype, range(result.nfields)))
+    return tuple(column[1] for column in cursor.description)
+
+
 class _DriverReads:
     def __init__(self, connection: Any, dialect: Any) -> None:
         self.connection = connection
@@ -618,7 +628,7 @@ class _DriverReads:
         try:
             cursor.execute(plain.sql, plain.arguments(params))
             found = cursor.fetchall() if many else cursor.fetchmany(1)
-            described = tuple(column[1] for column in cursor.description)
+            described = _described(cursor)
         finally:
             cursor.close()
         converters = _result_converters(self.dialect, plain, described)
@@ -647,12 +657,16 @@ def driver_reads(engine: Engine) -> Iterator[Reads]:
     around each statement: a read of a few rows (a key, the products) spent several
     times longer in that than in the database. Each statement is compiled once per
     dialect, and its values pass through the column types' processors as in a Core
-    execution, so the rows are the same. On SQLite each statement is a transaction of
-    its own (the connections are in autocommit mode); on PostgreSQL they share one,
-    ended by the pool when the connection goes back to it. Only plain bound
-    parameters (no expanding ``IN`` lists)."""
+    execution, so the rows are the same. Each statement is a transaction of its own:
+    SQLite's connections are in autocommit mode, and a PostgreSQL connection is put in
+    it for the reads (no ``BEGIN`` and ``ROLLBACK`` around them: half the round trips of
+    a key and a product list). Only plain bound parameters (no expanding ``IN`` lists)."""
     connection = engine.raw_connection()
+    driver: Any = connection.driver_connection
+    autocommit = engine.dialect.name == "postgresql"
     try:
+        if autocommit:
+            driver.autocommit = True  # the connection is idle: no round trip
         yield _DriverReads(connection, engine.dialect)
     except engine.dialect.loaded_dbapi.Error as error:
         # What SQLAlchemy's execution does on a lost connection: drop it, and ping the
@@ -662,4 +676,9 @@ def driver_reads(engine: Engine) -> Iterator[Reads]:
             connection_lost(engine)
         raise
     finally:
+        if autocommit and connection.is_valid:
+            try:
+                driver.autocommit = False
+            except engine.dialect.loaded_dbapi.Error as error:
+                connection.invalidate(error)  # it cannot serve a session as it is
         connection.close()

@@ -82,3 +82,22 @@ def test_a_revoked_key_is_refused_by_the_driver_reads(
     # The pool's connection that read it active before reads it revoked now.
     with driver_reads(engine) as reads:
         assert keys.active_key(reads, plaintext) is None
+
+
+def test_a_connection_the_driver_read_on_serves_transactions_again(
+    engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    """The reads run each statement as a transaction of its own (on PostgreSQL the
+    connection is in autocommit mode for them); the connection goes back to the pool
+    as it was: a session's work on it is still one transaction, undone by a rollback."""
+    with driver_reads(engine) as reads:
+        assert products.listed_products(reads) == []
+    for _ in range(engine.pool.size() + 1):  # whichever pooled connection serves it
+        with sessions() as session:
+            products.create_product(
+                session, data=ProductCreate(name="Undone", code="U1", price="1", active=True)
+            )
+            session.flush()
+            session.rollback()
+    with driver_reads(engine) as reads:
+        assert products.listed_products(reads) == []
