@@ -135,6 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.context.engine,
         redact=settings.audit_redact,
         max_batch=settings.audit_batch_max,
+        gather_seconds=settings.audit_gather_ms / 1000,
     )
     # /metrics reads the webhook and message metrics from this app's database at scrape
     # time (never the process's: docs/decisions.md, "State belongs to the app").

@@ -94,6 +94,15 @@ class Settings(BaseSettings):
             " commit; each request is answered once its record is committed)"
         ),
     )
+    audit_gather_ms: float = Field(
+        default=2.0,
+        ge=0,
+        le=100,
+        description=(
+            "How long the audit writer waits for the records of requests still in flight"
+            " before it commits a batch of reads' and refusals' records (0: never waits)"
+        ),
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0, description="SQLite busy timeout")
     sqlite_writer_queue: bool = Field(
         default=True,

@@ -138,3 +138,98 @@ def test_writers_end_when_idle_and_start_again(
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == ["/after", "/before"]
+
+
+class CountingBatcher(AuditBatcher):
+    """A batcher that notes the size of each batch it stores (and stores it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.batches: list[int] = []
+
+    def _store(self, connection: Any, batch: list[Finished]) -> None:
+        super()._store(connection, batch)
+        self.batches.append(len(batch))
+
+
+GATHER = 5.0  # seconds: far longer than any of these tests may take
+
+
+def test_the_records_of_requests_in_flight_share_one_commit(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Six requests in flight hand their records over at different moments: the writer
+    waits for all of them and commits one batch (not one for the first, one for the
+    rest), and answers as soon as the last one is there, not at the end of the window."""
+    batcher = CountingBatcher(
+        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    )
+
+    async def six() -> float:
+        expected = [batcher.expect() for _ in range(6)]
+
+        async def one(index: int) -> None:
+            await asyncio.sleep(index * 0.02)
+            await batcher.write(finished(f"/g{index}"), expected[index])
+
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(6))), timeout=30)
+        return loop.time() - began
+
+    took: list[float] = []
+
+    async def run() -> None:
+        took.append(await six())
+
+    run_in_own_loop(run())
+    assert batcher.batches == [6]
+    assert took[0] < GATHER / 2, f"the batch waited out the window: {took[0]:.2f} s"
+    with session_scope(sessions) as session:
+        stored = session.scalars(select(AuditRecord.path)).all()
+    assert sorted(stored) == [f"/g{i}" for i in range(6)]
+
+
+def test_a_lone_request_is_written_at_once(sessions: sessionmaker[Session]) -> None:
+    """No other request in flight: the writer does not wait the gathering window."""
+    batcher = CountingBatcher(
+        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    )
+    took: list[float] = []
+
+    async def lone() -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await asyncio.wait_for(batcher.write(finished("/lone"), batcher.expect()), timeout=30)
+        took.append(loop.time() - began)
+
+    run_in_own_loop(lone())
+    assert batcher.batches == [1]
+    assert took[0] < GATHER / 2, f"a lone record waited out the window: {took[0]:.2f} s"
+
+
+def test_a_request_that_hands_no_record_over_ends_the_wait(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Two requests in flight; one commits its own record (a write) and says so: the
+    other's record is written then, without waiting out the window for the first."""
+    batcher = CountingBatcher(
+        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    )
+    took: list[float] = []
+
+    async def two() -> None:
+        reading, writing = batcher.expect(), batcher.expect()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        written = asyncio.ensure_future(batcher.write(finished("/read"), reading))
+        await asyncio.sleep(0.05)
+        assert not written.done(), "the writer did not wait for the request in flight"
+        batcher.forget(writing)
+        batcher.forget(reading)  # handed over already: nothing changes
+        await asyncio.wait_for(written, timeout=30)
+        took.append(loop.time() - began)
+
+    run_in_own_loop(two())
+    assert batcher.batches == [1]
+    assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"

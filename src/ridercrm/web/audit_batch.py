@@ -11,7 +11,11 @@ read's time. Here the records of requests finishing at the same moment share one
   ``RIDERCRM_AUDIT_BATCH_MAX``, and stores them in one transaction of two bulk INSERTs
   (``audit.service.record_calls``) on a Core connection; the records that arrive
   meanwhile wait for its next batch;
-- every request of the batch is answered only once the batch is committed.
+- every request of the batch is answered only once the batch is committed;
+- before it takes a batch, the writer waits up to ``RIDERCRM_AUDIT_GATHER_MS`` for the
+  records of the requests still in flight (the middleware counts them: ``expect``),
+  so that they share its commit; it does not wait when none is in flight (a lone
+  client's read is written at once), nor once they have all handed their records.
 
 So the guarantee is unchanged: the ``X-Audit-Id`` a client sees always names a stored
 record, a SIGKILL loses no record of an answered request (only those of requests still
@@ -39,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -65,25 +70,61 @@ class _Handed:
     done: asyncio.Future[None]
 
 
+@dataclass(eq=False)
+class Expected:
+    """A request the batcher counts as in flight, until it hands its record over or not."""
+
+    settled: bool = False
+
+
 class AuditBatcher:
     """Writes the records handed to :meth:`write` in shared transactions (see module)."""
 
-    def __init__(self, engine: Engine, *, redact: bool, max_batch: int) -> None:
+    def __init__(
+        self, engine: Engine, *, redact: bool, max_batch: int, gather_seconds: float = 0.0
+    ) -> None:
         self._engine = engine
         self._redact = redact
         self._max_batch = max(1, max_batch)
+        self._gather_seconds = max(0.0, gather_seconds)
         self._pending: deque[_Handed] = deque()
+        self._expected = 0  # requests in flight whose records may yet be handed over
         self._running = False  # the writer thread is alive
         self._idle = False  # and waiting for records
+        self._gathering = False  # or for the records of the requests in flight
         self._turn = threading.Condition()
 
-    async def write(self, finished: Finished) -> None:
-        """Store ``finished``'s record; return once it is committed (raise if it cannot be)."""
+    def expect(self) -> Expected:
+        """A request began whose record may be handed over (``write``) or not (``forget``):
+        the writer waits for it, a little, before it commits a batch."""
+        with self._turn:
+            self._expected += 1
+        return Expected()
+
+    def forget(self, expected: Expected) -> None:
+        """The request ``expected`` hands no record over (a write's record is committed
+        with its work; a flood's refusal has none). Nothing if it handed one over."""
+        with self._turn:
+            if expected.settled:
+                return
+            expected.settled = True
+            self._expected -= 1
+            if self._gathering and self._expected <= 0:
+                self._turn.notify()
+
+    async def write(self, finished: Finished, expected: Expected | None = None) -> None:
+        """Store ``finished``'s record; return once it is committed (raise if it cannot be).
+        ``expected``: what :meth:`expect` gave its request."""
         loop = asyncio.get_running_loop()
         handed = _Handed(finished, loop, loop.create_future())
         with self._turn:
             self._pending.append(handed)
-            if self._idle:
+            if expected is not None and not expected.settled:
+                expected.settled = True
+                self._expected -= 1
+            if self._idle or (
+                self._gathering and (self._expected <= 0 or len(self._pending) >= self._max_batch)
+            ):
                 self._turn.notify()
             elif not self._running:
                 self._running = True
@@ -134,9 +175,27 @@ class AuditBatcher:
                         # a writer of its own (``write``).
                         self._running = False
                     return None
+            self._gather()
             return [
                 self._pending.popleft() for _ in range(min(self._max_batch, len(self._pending)))
             ]
+
+    def _gather(self) -> None:
+        """Wait (the lock held by the caller) up to ``gather_seconds`` for the records of
+        the requests still in flight, while the batch has room. Without it, eight
+        clients' product reads came in batches of one record (2,103 of 2,500 batches),
+        and a record alone cost the writer 160 µs of CPU on SQLite, one of four 66 µs
+        (docs/decisions.md, "Group commit that waits for the requests in flight")."""
+        deadline = time.monotonic() + self._gather_seconds
+        while self._expected > 0 and len(self._pending) < self._max_batch:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._gathering = True
+            try:
+                self._turn.wait(remaining)
+            finally:
+                self._gathering = False
 
     def _outcomes(
         self, connection: Connection, batch: list[Finished]

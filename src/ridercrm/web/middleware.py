@@ -30,6 +30,7 @@ from ridercrm.db import session_scope
 from ridercrm.errors import ApiError
 from ridercrm.ratelimit import Refusal
 from ridercrm.web import metrics
+from ridercrm.web.audit_batch import AuditBatcher, Expected
 from ridercrm.web.runtime import CLIENT_CLOSED
 from ridercrm.wire import encode_json, header_value
 
@@ -51,6 +52,27 @@ class AuditMiddleware:
             return
         call = Call(method=scope["method"], path=scope["path"])
         scope.setdefault("state", {})["call"] = call
+        services = scope["app"].state.context
+        batcher: AuditBatcher | None = getattr(services, "audit_batcher", None)
+        if batcher is None:
+            await self._audited(scope, receive, send, call, services, None)
+            return
+        # The group commit waits a little for the records of the requests in flight.
+        expected = batcher.expect()
+        try:
+            await self._audited(scope, receive, send, call, services, (batcher, expected))
+        finally:
+            batcher.forget(expected)
+
+    async def _audited(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        call: Call,
+        services: Any,
+        batcher: tuple[AuditBatcher, Expected] | None,
+    ) -> None:
         start: Message | None = None
         parts: list[bytes] = []
 
@@ -76,7 +98,6 @@ class AuditMiddleware:
             start, parts = _internal_error(call)
         status = int(start["status"])
         body = b"".join(parts)
-        services = scope["app"].state.context
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:
@@ -85,7 +106,7 @@ class AuditMiddleware:
             return
         try:
             if not call.recorded:
-                await _write_audit(services, call, status, body, elapsed)
+                await _write_audit(services, batcher, call, status, body, elapsed)
         except Exception:
             log.exception("audit record not stored", extra={"audit_id": call.audit_id})
             status = 503
@@ -200,16 +221,22 @@ def _message(status: int, rendered: Any) -> tuple[Message, list[bytes]]:
     return start, [body]
 
 
-async def _write_audit(services: Any, call: Call, status: int, body: bytes, elapsed: float) -> None:
+async def _write_audit(
+    services: Any,
+    batcher: tuple[AuditBatcher, Expected] | None,
+    call: Call,
+    status: int,
+    body: bytes,
+    elapsed: float,
+) -> None:
     """Store the record of a request that wrote nothing; return once it is committed.
 
     Through the app's group commit (web.audit_batch) when it has one (``create_app``
     makes it), else in a transaction of its own.
     """
     finished = Finished(call, status, body, elapsed * 1000)
-    batcher = getattr(services, "audit_batcher", None)
     if batcher is not None:
-        await batcher.write(finished)
+        await batcher[0].write(finished, batcher[1])
         return
     await run_in_threadpool(_write_alone, services, finished)
 
