@@ -28,7 +28,9 @@ so each is searched for in full and answered ``Match not found.``. Each
 build gets its own fresh database and server; the rounds alternate builds and, within
 a round, healthz, products and match, so a noisy neighbour slows every side of a ratio
 alike. Printed: per database and build, the medians of the requests per second and of
-the per-round ratios.
+the per-round ratios, and the server process's CPU (user and system, from /proc) per
+request of healthz and of products, with their ratio: the throughput ratio as the
+server's CPU alone would set it, steadier on a shared machine than throughput.
 
 ``--previous DIR`` runs the ridercrm of ``DIR/src`` (a worktree of the previous
 commit, ``git worktree add DIR <commit>``) with this checkout's installed packages.
@@ -61,6 +63,16 @@ from bench.harness import fresh_database, previous_build_env
 
 CONCURRENCY = 8
 REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
+REQUESTS = re.compile(r"(\d+) requests in")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of process ``pid`` so far (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
 MATCH_BODIES = 500
 
 
@@ -70,25 +82,45 @@ class Build:
     env: dict[str, str]
     base: str = ""
     key: str = ""
+    pid: int = 0
     healthz: list[float] = field(default_factory=list)
     products: list[float] = field(default_factory=list)
     match: list[float] = field(default_factory=list)
     match_script: Path | None = None
+    # The server's CPU (user and system, every thread) per request, µs, per round.
+    healthz_cpu: list[float] = field(default_factory=list)
+    products_cpu: list[float] = field(default_factory=list)
 
     def ratios(self, of: list[float]) -> list[float]:
         return [p / h for h, p in zip(self.healthz, of, strict=True)]
 
+    def cpu_ratios(self) -> list[float]:
+        """healthz's CPU a request / products', per round: what the throughput ratio
+        would be if the server's CPU alone set it."""
+        return [h / p for h, p in zip(self.healthz_cpu, self.products_cpu, strict=True)]
+
 
 def wrk(
-    url: str, seconds: float, headers: dict[str, str] | None = None, script: Path | None = None
+    url: str,
+    seconds: float,
+    headers: dict[str, str] | None = None,
+    script: Path | None = None,
+    cpu: tuple[int, list[float]] | None = None,
 ) -> float:
-    """Requests per second ``wrk`` measured against ``url``; errors abort the run."""
+    """Requests per second ``wrk`` measured against ``url``; errors abort the run.
+    ``cpu``: a server's pid and a list to append its CPU µs per request to."""
     command = ["wrk", "-t2", f"-c{CONCURRENCY}", f"-d{seconds:g}s"]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
     if script is not None:
         command += ["-s", str(script)]
+    before = _cpu_seconds(cpu[0]) if cpu else 0.0
     done = subprocess.run([*command, url], capture_output=True, text=True, check=True)
+    if cpu:
+        served = REQUESTS.search(done.stdout)
+        if served is None:
+            raise SystemExit(f"no request count in wrk's output:\n{done.stdout}")
+        cpu[1].append((_cpu_seconds(cpu[0]) - before) * 1e6 / int(served.group(1)))
     if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
         raise SystemExit(f"wrk saw failed requests against {url}:\n{done.stdout}")
     found = REQUESTS_PER_SECOND.search(done.stdout)
@@ -111,8 +143,9 @@ def serving(build: Build, url: str, directory: Path) -> Iterator[None]:
     name = re.sub(r"[^A-Za-z0-9]+", "_", build.label)
     build.match_script = match_script(directory / f"match_{name}.lua", build.key)
     log = directory / f"{re.sub(r'[^A-Za-z0-9]+', '_', build.label)}.log"
-    with running_server(env, free_port(), log) as (base, _pid):
+    with running_server(env, free_port(), log) as (base, pid):
         build.base = base
+        build.pid = pid
         yield
 
 
@@ -160,12 +193,15 @@ def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url:
             wrk(f"{build.base}/crm/people/match", 1, script=build.match_script)
         for _ in range(rounds):
             for build in builds:
-                build.healthz.append(wrk(f"{build.base}/healthz", seconds))
+                build.healthz.append(
+                    wrk(f"{build.base}/healthz", seconds, cpu=(build.pid, build.healthz_cpu))
+                )
                 build.products.append(
                     wrk(
                         f"{build.base}/crm/products",
                         seconds,
                         {"Authorization": f"Bearer {build.key}"},
+                        cpu=(build.pid, build.products_cpu),
                     )
                 )
                 build.match.append(
@@ -201,9 +237,10 @@ def main() -> int:
     print(
         f"| database | build | /healthz req/s | /crm/products req/s | products / healthz "
         f"| /crm/people/match req/s | match / healthz "
+        f"| server CPU µs a request, healthz / products | CPU ratio "
         f"(medians of {args.rounds} interleaved rounds, {args.seconds:g} s each, c={CONCURRENCY}) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind in kinds:
         builds = [Build(label, env) for label, env in _builds(args)]
         measure(kind, builds, args.rounds, args.seconds, args.pg_url)
@@ -213,7 +250,10 @@ def main() -> int:
                 f"{statistics.median(build.products):,.0f} | "
                 f"{statistics.median(build.ratios(build.products)):.3f} | "
                 f"{statistics.median(build.match):,.0f} | "
-                f"{statistics.median(build.ratios(build.match)):.3f} |"
+                f"{statistics.median(build.ratios(build.match)):.3f} | "
+                f"{statistics.median(build.healthz_cpu):,.0f} / "
+                f"{statistics.median(build.products_cpu):,.0f} | "
+                f"{statistics.median(build.cpu_ratios()):.3f} |"
             )
     return 0
 
