@@ -43,7 +43,7 @@ from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.pool import NullPool
 from testkit.serve import free_port, run_cli, running_server
 
-from bench.harness import fresh_database, postgres_base_url, scratch_postgres
+from bench.harness import fresh_database, postgres_base_url, scratch_postgres, slug
 
 ITEMS = 200
 CAPTURE_ENV = "RIDERCRM_BENCH_CAPTURE"
@@ -344,11 +344,9 @@ def measure(kind: str, builds: list[Build], rounds: int, store: int, pg_url: str
             stack.enter_context(tempfile.TemporaryDirectory(prefix="ridercrm-booking-floor-"))
         )
         servers: list[Server] = []
-        for build in builds:
-            url = stack.enter_context(
-                fresh_database(kind, f"booking_{build.label[:8]}", tmp, pg_url)
-            )
-            server = Server(build, url, tmp, tmp / f"capture-{build.label}.log")
+        for index, build in enumerate(builds):
+            url = stack.enter_context(fresh_database(kind, f"booking_{index}", tmp, pg_url))
+            server = Server(build, url, tmp, tmp / f"capture-{slug(build.label)}.log")
             server.prepare(store)
             server.start()
             stack.callback(server.stop)

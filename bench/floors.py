@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testkit.serve import free_port, run_cli, running_server
 
 from bench import booking_floor, match_perf, weeks_floor
-from bench.harness import fresh_database, previous_build_env
+from bench.harness import fresh_database, previous_build_env, slug
 
 CONCURRENCY = 8
 REQUESTS_PER_SECOND = re.compile(r"Requests/sec:\s+([0-9.]+)")
@@ -140,9 +140,9 @@ def serving(build: Build, url: str, directory: Path) -> Iterator[None]:
         timeout=60,
     )
     build.key = out.strip().splitlines()[-1]
-    name = re.sub(r"[^A-Za-z0-9]+", "_", build.label)
+    name = slug(build.label)
     build.match_script = match_script(directory / f"match_{name}.lua", build.key)
-    log = directory / f"{re.sub(r'[^A-Za-z0-9]+', '_', build.label)}.log"
+    log = directory / f"{name}.log"
     with running_server(env, free_port(), log) as (base, pid):
         build.base = base
         build.pid = pid
@@ -183,10 +183,8 @@ def match_script(path: Path, key: str) -> Path:
 
 def measure(kind: str, builds: list[Build], rounds: int, seconds: float, pg_url: str | None):
     with tempfile.TemporaryDirectory(prefix="ridercrm-floors-") as tmp, ExitStack() as stack:
-        for build in builds:
-            url = stack.enter_context(
-                fresh_database(kind, f"floors_{build.label}", Path(tmp), pg_url)
-            )
+        for index, build in enumerate(builds):
+            url = stack.enter_context(fresh_database(kind, f"floors_{index}", Path(tmp), pg_url))
             stack.enter_context(serving(build, url, Path(tmp)))
         for build in builds:  # warm-up
             wrk(f"{build.base}/crm/products", 1, {"Authorization": f"Bearer {build.key}"})

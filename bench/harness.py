@@ -84,6 +84,12 @@ def _admin_engine(base_url: str) -> Any:
     return create_engine(base_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
 
 
+def slug(label: str) -> str:
+    """``label`` with every character but letters and digits made ``_``: fit for a file's
+    or a database's name (a variant's label has a comma, a space and an ``=``)."""
+    return "".join(c if c.isalnum() else "_" for c in label)
+
+
 @contextlib.contextmanager
 def fresh_database(
     kind: str, label: str, directory: Path, pg_url: str | None = None

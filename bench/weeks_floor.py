@@ -51,7 +51,7 @@ from sqlalchemy.pool import NullPool
 from testkit.serve import free_port, run_cli, running_server
 
 from bench.booking_floor import _item, _person
-from bench.harness import fresh_database
+from bench.harness import fresh_database, slug
 
 CLIENTS = 8
 CONTACTS = 3000
@@ -89,7 +89,7 @@ class Server:
             "RIDERCRM_WEBHOOK_DELIVERER": "false",
             "RIDERCRM_DUPLICATES_RECHECK": "false",
         }
-        self.log = directory / f"weeks-{_slug(build.label)}.log"
+        self.log = directory / f"weeks-{slug(build.label)}.log"
         self.key = ""
         self.admin_key = ""
         self.base = ""
@@ -100,7 +100,7 @@ class Server:
 
     def prepare(self) -> None:
         run_cli(["db", "upgrade"], self.env, timeout=300)
-        rows = self.directory / f"weeks-contacts-{_slug(self.build.label)}.csv"
+        rows = self.directory / f"weeks-contacts-{slug(self.build.label)}.csv"
         columns = ["first_name", "last_name", "email", "mobile_phone", "postcode"]
         with rows.open("w", newline="") as handle:
             writer = csv.writer(handle)
@@ -160,7 +160,7 @@ class Server:
         else:
             day = SAME_WEEK + dt.timedelta(weeks=1 + n % DIFFERENT_WEEKS, days=n % 5)
         person = self.contacts[n % len(self.contacts)]
-        number = f"WK-{_slug(self.build.label)}-{next(self.serial)}"
+        number = f"WK-{slug(self.build.label)}-{next(self.serial)}"
         item = _item(person, self.product, number)
         item.update(
             asset_id="",
@@ -169,10 +169,6 @@ class Server:
             course_location=SITE,
         )
         return {"people_product": [item]}
-
-
-def _slug(label: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in label)
 
 
 def _run(server: Server, side: str, seconds: float) -> tuple[int, int, float]:
@@ -237,10 +233,8 @@ def measure(
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ridercrm-weeks-floor-")))
         servers: list[Server] = []
-        for build in builds:
-            url = stack.enter_context(
-                fresh_database(kind, f"weeks_{_slug(build.label)[:12]}", tmp, pg_url)
-            )
+        for index, build in enumerate(builds):
+            url = stack.enter_context(fresh_database(kind, f"weeks_{index}", tmp, pg_url))
             server = Server(build, url, tmp, workers)
             server.prepare()
             stack.enter_context(server.running())
