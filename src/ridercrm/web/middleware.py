@@ -98,6 +98,8 @@ class AuditMiddleware:
             start, parts = _internal_error(call)
         status = int(start["status"])
         body = b"".join(parts)
+        if batcher is not None and call.recorded:
+            batcher[0].forget(batcher[1])  # committed with its work: the batch need not wait
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:
