@@ -4,8 +4,10 @@ move, a new booking, a result) is superseded in that change's transaction, never
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
-from sqlalchemy import update
+import pytest
+from sqlalchemy import event, update
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.smtp import Mailbox
 
@@ -13,6 +15,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.notifications.models import PENDING, SENT, SUPERSEDED, Message
 from ridercrm.notifications.sender import MessageSender
+from ridercrm.notifications.service import supersede
 from tests.notifications.helpers import book, change, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
@@ -78,3 +81,36 @@ def test_only_the_latest_state_reaches_the_rider(
     assert "cancel" in str(received[0]["Subject"]).lower()
     sent = [m for m in messages(sessions, asset_id=asset_id) if m.status == SENT]
     assert [m.kind for m in sent] == ["cancelled"]
+
+
+def test_superseding_reads_the_course_s_own_messages_not_every_pending_one(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A change supersedes its course's queued messages by the course: SQLite (no
+    statistics) once read them through the status index, every pending message of the
+    store for each changed course. PostgreSQL plans by its statistics."""
+    engine = sessions.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    _person, asset_id = book(sessions, starts_in=5 * DAYS)
+    statements: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("UPDATE MESSAGES"):
+            statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with session_scope(sessions, write=True) as session:
+            supersede(session, asset_id, "a test")
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert len(statements) == 1
+    statement, parameters = statements[0]
+    with engine.connect() as connection:
+        plan = " ".join(
+            row[-1]
+            for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
+        )
+    assert "ix_messages_asset_status (asset_id=? AND status=?)" in plan, plan
+    assert len(messages(sessions, asset_id=asset_id, kind="confirmation")) == 2

@@ -61,7 +61,7 @@ class Message(Base):
     kind: Mapped[str] = mapped_column(String(20))
     # The course it is about, as it was when the message was written (no foreign key:
     # a message outlives nothing it names, and the courses layer sits above this one).
-    asset_id: Mapped[str | None] = mapped_column(String(18), index=True)
+    asset_id: Mapped[str | None] = mapped_column(String(18))
     product_id: Mapped[str | None] = mapped_column(String(18))
     location: Mapped[str | None] = mapped_column(String(40))
     course_datetime: Mapped[str | None] = mapped_column(String(19))
@@ -90,6 +90,10 @@ class Message(Base):
 
     __table_args__ = (
         Index("ix_messages_person_id", person_id, id),
+        # A course's messages, and its queued ones (superseded by its next change): with
+        # the status beside the course, SQLite reads the course's own rather than every
+        # pending message (migration 0026).
+        Index("ix_messages_asset_status", asset_id, status),
         # The deliverer's claim reads the open messages alone, by due time.
         Index(
             "ix_messages_open_due",
