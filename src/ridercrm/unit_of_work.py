@@ -51,14 +51,24 @@ class Effect(Generic[T]):
 
     ``keyed``: the rows are notes, one per key (``note``), handed to ``write`` as a dict
     in the order they were first noted; else a list in the order added (``add``).
+    ``first``: written before the other effects (a change to stored rows that the
+    others' new rows must not undergo: superseding a course's queued messages).
     """
 
-    __slots__ = ("keyed", "name", "write")
+    __slots__ = ("first", "keyed", "name", "write")
 
-    def __init__(self, name: str, write: Callable[[Session, Any], None], *, keyed: bool = False):
+    def __init__(
+        self,
+        name: str,
+        write: Callable[[Session, Any], None],
+        *,
+        keyed: bool = False,
+        first: bool = False,
+    ):
         self.name = name
         self.write = write
         self.keyed = keyed
+        self.first = first
 
     def __repr__(self) -> str:
         return f"Effect({self.name!r})"
@@ -219,6 +229,6 @@ def _write(session: Session) -> None:
         pending, changes.pending = changes.pending, {}
         # The rows effects name (people, courses) go first: foreign keys.
         session.flush()
-        for effect, rows in pending.items():
+        for effect, rows in sorted(pending.items(), key=lambda item: not item[0].first):
             if rows:
                 effect.write(session, rows)

@@ -7,15 +7,19 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from sqlalchemy import event, update
+from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.smtp import Mailbox
 
 from ridercrm.config import Settings
+from ridercrm.courses import service as courses
 from ridercrm.db import session_scope
+from ridercrm.ids import RecordKind, new_id
 from ridercrm.notifications.models import PENDING, SENT, SUPERSEDED, Message
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import supersede
+from ridercrm.products.models import Product
+from tests.courses import builders
 from tests.notifications.helpers import book, change, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
@@ -114,3 +118,51 @@ def test_superseding_reads_the_course_s_own_messages_not_every_pending_one(
         )
     assert "ix_messages_asset_status (asset_id=? AND status=?)" in plan, plan
     assert len(messages(sessions, asset_id=asset_id, kind="confirmation")) == 2
+
+
+def test_two_moves_in_one_batch_leave_the_second_move_s_messages_queued(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The stored queued messages are superseded when the batch commits, before its own
+    new messages are inserted: the first move's new messages are superseded by the
+    second, the second's stay queued, and the stored ones keep the first move's reason."""
+    person_id, asset_id = book(sessions, starts_in=5 * DAYS)
+    booked = {m.id for m in messages(sessions, asset_id=asset_id)}
+    with session_scope(sessions, write=True) as session:
+        # Another course booked first in the transaction: its messages are the first
+        # effect recorded, and still the stored ones must be superseded before any insert.
+        other = builders.course(
+            session,
+            person_id,
+            session.scalar(select(Product.id).where(Product.code == "LAP-SOM"))
+            or builders.product(session),
+            course_datetime=wall_time(9 * DAYS),
+            course_date_end=wall_time(9 * DAYS + dt.timedelta(hours=8)),
+            course_location="somerton",
+            mobile_phone="0412 345 678",
+        )
+        results = courses.book_courses(
+            session,
+            items=[
+                {"asset_id": asset_id, "course_datetime": wall_time(6 * DAYS)},
+                {"asset_id": asset_id, "course_datetime": wall_time(7 * DAYS)},
+            ],
+            audit_id=new_id(RecordKind.AUDIT),
+        )
+        assert [r.delivery for r in results] == [True, True], [r.receipt for r in results]
+    stored = messages(sessions, asset_id=asset_id)
+    before = [m for m in stored if m.id in booked]
+    first_move = [m for m in stored if m.id not in booked and m.sequence == 1]
+    second_move = [m for m in stored if m.id not in booked and m.sequence == 2]
+    assert before
+    assert first_move
+    assert second_move
+    assert {(m.status, m.reason) for m in before if m.kind != "result"} == {
+        (SUPERSEDED, "the course moved before it went")
+    }
+    assert {m.status for m in first_move if m.kind == "moved"} == {SUPERSEDED}
+    assert {m.status for m in second_move if m.kind == "moved"} == {PENDING}
+    queued = [m for m in stored if m.status == PENDING]
+    assert queued
+    assert all(m.id not in booked for m in queued)
+    assert {m.status for m in messages(sessions, asset_id=other)} == {PENDING}

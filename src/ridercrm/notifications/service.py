@@ -233,21 +233,47 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
     """Mark a course's messages not sent yet (``pending``: due, deferred by quiet hours or
     waiting for a retry) as superseded, in the transaction of the change that replaces
     them; kept with the reason, never deleted. A message in a sender's hands (``sending``)
-    is left to its outcome: it may already be on its way."""
-    session.execute(
-        update(Message)
-        .where(
-            Message.asset_id == asset_id,
-            Message.kind.in_(REPLACEABLE),
-            Message.status == PENDING,
-        )
-        .values(status=SUPERSEDED, reason=reason, updated_at=utcnow()),
-        execution_options={"synchronize_session": False},
-    )
-    # This transaction's messages not inserted yet are superseded too.
+    is left to its outcome: it may already be on its way.
+
+    The stored ones are updated when the transaction commits, before its own new messages
+    are inserted (``SUPERSEDED``: a batch of changes is a statement a reason, not one a
+    course); the first reason noted for a course is theirs, as when the first change's
+    update found them pending and the next ones found none."""
+    SUPERSEDED_STORED.note(session, asset_id, reason)
+    # This transaction's messages not inserted yet are superseded now.
     for row in MESSAGES.pending(session):
         if row["asset_id"] == asset_id and row["kind"] in REPLACEABLE and row["status"] == PENDING:
             row["status"], row["reason"] = SUPERSEDED, reason
+
+
+def _supersede_stored(session: Session, reasons: dict[str, str]) -> None:
+    """Supersede the stored queued messages of the courses noted, one UPDATE a reason (a
+    few hundred courses a statement)."""
+    by_reason: dict[str, list[str]] = {}
+    for asset_id, reason in reasons.items():
+        by_reason.setdefault(reason, []).append(asset_id)
+    now = utcnow()
+    for reason, asset_ids in by_reason.items():
+        for start in range(0, len(asset_ids), _SUPERSEDE_CHUNK):
+            session.execute(
+                update(Message)
+                .where(
+                    Message.asset_id.in_(asset_ids[start : start + _SUPERSEDE_CHUNK]),
+                    Message.kind.in_(REPLACEABLE),
+                    Message.status == PENDING,
+                )
+                .values(status=SUPERSEDED, reason=reason, updated_at=now),
+                execution_options={"synchronize_session": False},
+            )
+
+
+_SUPERSEDE_CHUNK = 500
+
+SUPERSEDED_STORED: Effect[str] = Effect(
+    "superseded messages", _supersede_stored, keyed=True, first=True
+)
+"""The courses whose stored queued messages this transaction supersedes (course id: the
+reason), updated when it commits, before its new messages are inserted."""
 
 
 INVITATIONS = (CONFIRMATION, MOVED, CANCELLED)
