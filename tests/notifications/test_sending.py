@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import icalendar
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.receiver import Receiver
@@ -20,8 +21,9 @@ from ridercrm.db import session_scope
 from ridercrm.events.models import Event
 from ridercrm.notifications.models import FAILED, PENDING, SENT, SKIPPED, UNSENT
 from ridercrm.notifications.sender import MessageSender
+from ridercrm.notifications.service import stop_reminders
 from ridercrm.notifications.timing import site_zone
-from tests.notifications.helpers import book, change, listen, messages, wall_time
+from tests.notifications.helpers import book, change, listen, messages, sqlite_plan, wall_time
 
 DAYS = dt.timedelta(days=1)
 
@@ -363,3 +365,39 @@ def test_a_waiting_list_seat_offer(
     assert "Thursday 3 December 2026, 5 pm" in text
     assert "Kilsyth" in text
     assert not [p for p in mails[0].walk() if p.get_content_type() == "text/calendar"]
+
+
+def test_the_sender_reads_only_the_open_messages_that_are_due(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """The sender polls every second: SQLite (no statistics) read every open message,
+    reminders due in months included, through the status index and sorted them. By
+    (status, due_at) it reads the due ones. PostgreSQL plans by its statistics."""
+    engine = sessions.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    book(sessions, starts_in=40 * DAYS)
+    sender = _sender(settings, sessions)
+    plan = sqlite_plan(engine, sender._anything_due, "SELECT messages.id")
+    assert "ix_messages_status_due (status=? AND due_at<?)" in plan, plan
+
+
+def test_stopping_reminders_reads_the_person_s_messages_not_every_pending_one(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The stop link and the staff's person page skip a person's queued reminders: by the
+    person and the status, not by the status alone (every pending message of the store)."""
+    engine = sessions.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    person_id, asset_id = book(sessions, starts_in=40 * DAYS)
+
+    def stop() -> None:
+        with session_scope(sessions, write=True) as session:
+            assert stop_reminders(session, person_id=person_id, stopped_by="a test")
+
+    plan = sqlite_plan(engine, stop, "UPDATE messages")
+    assert "ix_messages_person_status (person_id=? AND status=?)" in plan, plan
+    reminders = messages(sessions, asset_id=asset_id, kind="reminder")
+    assert reminders
+    assert {m.status for m in reminders} == {SKIPPED}

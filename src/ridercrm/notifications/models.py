@@ -89,7 +89,9 @@ class Message(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     __table_args__ = (
-        Index("ix_messages_person_id", person_id, id),
+        # A person's messages (newest first), and their queued ones (stopping reminders):
+        # the status beside the person lets SQLite prefer it (migration 0027).
+        Index("ix_messages_person_status", person_id, status, id),
         # A course's messages, and its queued ones (superseded by its next change): with
         # the status beside the course, SQLite reads the course's own rather than every
         # pending message (migration 0026).
@@ -101,7 +103,9 @@ class Message(Base):
             sqlite_where=literal_column(_OPEN_SQL),
             postgresql_where=literal_column(_OPEN_SQL),
         ),
-        Index("ix_messages_status_created", status, created_at),
+        # The open messages by due time (SQLite's sender poll: it never chose the partial
+        # index above), and the messages of one status (migration 0027).
+        Index("ix_messages_status_due", status, due_at),
     )
 
 

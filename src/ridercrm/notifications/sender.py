@@ -153,7 +153,8 @@ class MessageSender:
             and_(Message.status == PENDING, Message.due_at <= now),
             and_(Message.status == SENDING, Message.lease_until <= now),
         )
-        # Only the open rows (an index on status; on PostgreSQL the partial index by due time).
+        # Only the open rows, by due time: (status, due_at) on SQLite, the partial index on
+        # PostgreSQL.
         return (
             select(Message)
             .where(is_open(Message.status), Message.due_at <= now, due)
