@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.courses import service as courses
@@ -92,24 +91,3 @@ def listen(sessions: sessionmaker[Session], *event_types: str) -> None:
             description="the messages' events",
             allow=AllowList.parse("127.0.0.1"),
         )
-
-
-def sqlite_plan(engine: Any, action: Callable[[], Any], starts: str) -> str:
-    """SQLite's plan for the statement beginning ``starts`` that ``action`` runs (the
-    first one; asserted to exist): what its index choice would read in a large store."""
-    statements: list[tuple[str, Any]] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if " ".join(statement.split()).upper().startswith(starts.upper()):
-            statements.append((statement, parameters))
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
-        action()
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
-    assert statements, f"no statement beginning {starts!r} was run"
-    statement, parameters = statements[0]
-    with engine.connect() as connection:
-        rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
-        return " | ".join(row[-1] for row in rows)

@@ -13,6 +13,7 @@ import icalendar
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.plans import sqlite_plan
 from testkit.receiver import Receiver
 from testkit.smtp import Mailbox
 
@@ -23,7 +24,7 @@ from ridercrm.notifications.models import FAILED, PENDING, SENT, SKIPPED, UNSENT
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import stop_reminders
 from ridercrm.notifications.timing import site_zone
-from tests.notifications.helpers import book, change, listen, messages, sqlite_plan, wall_time
+from tests.notifications.helpers import book, change, listen, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
 

@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.plans import sqlite_plan
 from testkit.smtp import Mailbox
 
 from ridercrm.config import Settings
@@ -19,7 +20,7 @@ from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import supersede
 from ridercrm.products.models import Product
 from tests.courses import builders
-from tests.notifications.helpers import book, change, messages, sqlite_plan, wall_time
+from tests.notifications.helpers import book, change, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
 

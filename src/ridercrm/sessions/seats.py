@@ -193,7 +193,13 @@ def sessions_read_once(
 ) -> Iterator[None]:
     """Within the block, find the sessions of these products and start times from one
     read of them (a batch of bookings: one statement instead of one per item); a place
-    outside them is looked up as usual. The block must not create sessions."""
+    outside them is looked up as usual. The block must not create sessions.
+
+    Read by start time alone, the products kept here: with the products in the query
+    too, SQLite (no statistics) took the unique index for its first column, every session
+    of the product, past ones included; by start time it reads the few sessions that
+    begin then, at every site."""
+    products = frozenset(product_ids)
     rows = session.execute(
         select(
             SESSIONS.c.id,
@@ -201,15 +207,16 @@ def sessions_read_once(
             SESSIONS.c.product_id,
             SESSIONS.c.location,
             SESSIONS.c.course_datetime,
-        ).where(
-            SESSIONS.c.product_id.in_(list(product_ids)),
-            SESSIONS.c.course_datetime.in_(list(course_datetimes)),
-        )
+        ).where(SESSIONS.c.course_datetime.in_(list(course_datetimes)))
     ).all()
     session.info[_KNOWN] = (
-        frozenset(product_ids),
+        products,
         frozenset(course_datetimes),
-        {(r.product_id, r.location, r.course_datetime): (r.id, r.status) for r in rows},
+        {
+            (r.product_id, r.location, r.course_datetime): (r.id, r.status)
+            for r in rows
+            if r.product_id in products
+        },
     )
     try:
         yield
