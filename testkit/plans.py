@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 
@@ -27,3 +28,12 @@ def sqlite_plan(engine: Any, action: Callable[[], Any], starts: str) -> str:
     with engine.connect() as connection:
         rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
         return " | ".join(row[-1] for row in rows)
+
+
+def sqlite_engine(sessions: Any) -> Any:
+    """The engine of ``sessions``; the test is skipped on another database, whose planner
+    chooses by its statistics (PostgreSQL)."""
+    engine = sessions.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    return engine

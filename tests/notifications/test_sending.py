@@ -10,10 +10,9 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import icalendar
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
-from testkit.plans import sqlite_plan
+from testkit.plans import sqlite_engine, sqlite_plan
 from testkit.receiver import Receiver
 from testkit.smtp import Mailbox
 
@@ -374,9 +373,7 @@ def test_the_sender_reads_only_the_open_messages_that_are_due(
     """The sender polls every second: SQLite (no statistics) read every open message,
     reminders due in months included, through the status index and sorted them. By
     (status, due_at) it reads the due ones. PostgreSQL plans by its statistics."""
-    engine = sessions.kw["bind"]
-    if engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    engine = sqlite_engine(sessions)
     book(sessions, starts_in=40 * DAYS)
     sender = _sender(settings, sessions)
     plan = sqlite_plan(engine, sender._anything_due, "SELECT messages.id")
@@ -388,9 +385,7 @@ def test_stopping_reminders_reads_the_person_s_messages_not_every_pending_one(
 ) -> None:
     """The stop link and the staff's person page skip a person's queued reminders: by the
     person and the status, not by the status alone (every pending message of the store)."""
-    engine = sessions.kw["bind"]
-    if engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    engine = sqlite_engine(sessions)
     person_id, asset_id = book(sessions, starts_in=40 * DAYS)
 
     def stop() -> None:

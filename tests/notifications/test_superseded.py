@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
-from testkit.plans import sqlite_plan
+from testkit.plans import sqlite_engine, sqlite_plan
 from testkit.smtp import Mailbox
 
 from ridercrm.config import Settings
@@ -93,9 +92,7 @@ def test_superseding_reads_the_course_s_own_messages_not_every_pending_one(
     """A change supersedes its course's queued messages by the course: SQLite (no
     statistics) once read them through the status index, every pending message of the
     store for each changed course. PostgreSQL plans by its statistics."""
-    engine = sessions.kw["bind"]
-    if engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's query planner: PostgreSQL chooses by its statistics")
+    engine = sqlite_engine(sessions)
     _person, asset_id = book(sessions, starts_in=5 * DAYS)
 
     def change_it() -> None:
