@@ -89,8 +89,9 @@ class Message(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     __table_args__ = (
-        # A person's messages (newest first), and their queued ones (stopping reminders):
-        # the status beside the person lets SQLite prefer it (migration 0027).
+        # A person's messages (sorted newest first from it: tens), and their queued ones
+        # (stopping reminders): the status beside the person lets SQLite prefer it
+        # (migration 0027).
         Index("ix_messages_person_status", person_id, status, id),
         # A course's messages, and its queued ones (superseded by its next change): with
         # the status beside the course, SQLite reads the course's own rather than every

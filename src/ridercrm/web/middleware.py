@@ -15,6 +15,7 @@ address and minute), so a flood cannot fill the disk through the audit trail or 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import time
@@ -31,7 +32,7 @@ from ridercrm.errors import ApiError
 from ridercrm.ratelimit import Refusal
 from ridercrm.web import metrics
 from ridercrm.web.audit_batch import AuditBatcher, Expected
-from ridercrm.web.runtime import CLIENT_CLOSED
+from ridercrm.web.runtime import CLIENT_CLOSED, NOT_HANDING
 from ridercrm.wire import encode_json, header_value
 
 log = logging.getLogger("ridercrm.http")  # the name logs have always carried
@@ -57,8 +58,11 @@ class AuditMiddleware:
         if batcher is None:
             await self._audited(scope, receive, send, call, services, None)
             return
-        # The group commit waits a little for the records of the requests in flight.
+        # The group commit waits a little for the records of the requests in flight; a
+        # write, whose record is committed with its work, is forgotten once it is known
+        # to be one (runtime.not_handing_a_record).
         expected = batcher.expect()
+        scope["state"][NOT_HANDING] = functools.partial(batcher.forget, expected)
         try:
             await self._audited(scope, receive, send, call, services, (batcher, expected))
         finally:
@@ -103,6 +107,8 @@ class AuditMiddleware:
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:
+            if batcher is not None:
+                batcher[0].forget(batcher[1])  # no record: the batch need not wait for it
             metrics.observe(call.operation, 429, elapsed)
             await _send(send, *_flood_response(call, flooded))
             return

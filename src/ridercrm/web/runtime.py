@@ -325,6 +325,19 @@ async def run_post(
     return await run_in_threadpool(_run_post, request, call, work, decode, write)
 
 
+NOT_HANDING = "ridercrm.audit_not_handing"
+"""The request state's key of what tells the audit group commit that this request will
+hand it no record (web.middleware sets it)."""
+
+
+def not_handing_a_record(request: Request) -> None:
+    """Tell the audit group commit not to wait for this request's record: a write commits
+    it with its work (a batch of reads' records waited out its whole work before)."""
+    forget = getattr(request.state, NOT_HANDING, None)
+    if forget is not None:
+        forget()
+
+
 def _run_post(
     request: Request, call: Call, work: Work, decode: Callable[[Any], Any], write: bool
 ) -> Response:
@@ -345,6 +358,8 @@ def _run_post(
             raise ApiError(exc.status, exc.reason) from None
         payload = decode(decoded)
         writing = write or claim is not None
+        if writing:
+            not_handing_a_record(request)
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             call.committing = False
             try:
