@@ -4,6 +4,7 @@ request answered, whenever it arrives (the README's Guarantees)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import Request
 
 from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord
@@ -19,6 +21,7 @@ from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
 from ridercrm.web import audit_batch
 from ridercrm.web.audit_batch import AuditBatcher
+from ridercrm.web.runtime import NOT_HANDING, not_handing_a_record
 
 
 def run_in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
@@ -231,5 +234,35 @@ def test_a_request_that_hands_no_record_over_ends_the_wait(
         took.append(loop.time() - began)
 
     run_in_own_loop(two())
+    assert batcher.batches == [1]
+    assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
+
+
+def test_a_request_known_to_write_no_longer_holds_the_batch(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The middleware leaves the request a way to say it will hand no record over
+    (``runtime.not_handing_a_record``, called by a write once it knows it writes): a
+    read's record then goes without waiting out the window for the write's whole work."""
+    batcher = CountingBatcher(
+        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    )
+    took: list[float] = []
+
+    async def read_beside_a_write() -> None:
+        reading, writing = batcher.expect(), batcher.expect()
+        write_request = Request(
+            {"type": "http", "state": {NOT_HANDING: functools.partial(batcher.forget, writing)}}
+        )
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        written = asyncio.ensure_future(batcher.write(finished("/read"), reading))
+        await asyncio.sleep(0.05)
+        assert not written.done(), "the writer did not wait for the request in flight"
+        await asyncio.to_thread(not_handing_a_record, write_request)  # as _run_post does
+        await asyncio.wait_for(written, timeout=30)
+        took.append(loop.time() - began)
+
+    run_in_own_loop(read_beside_a_write())
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
