@@ -236,7 +236,7 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
     is left to its outcome: it may already be on its way.
 
     The stored ones are updated when the transaction commits, before its own new messages
-    are inserted (``SUPERSEDED``: a batch of changes is a statement a reason, not one a
+    are inserted (``SUPERSEDED_STORED``: a batch of changes is a statement a reason, not one a
     course); the first reason noted for a course is theirs, as when the first change's
     update found them pending and the next ones found none."""
     SUPERSEDED_STORED.note(session, asset_id, reason)

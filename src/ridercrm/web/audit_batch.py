@@ -72,9 +72,15 @@ class _Handed:
 
 @dataclass(eq=False)
 class Expected:
-    """A request the batcher counts as in flight, until it hands its record over or not."""
+    """A request ``batcher`` counts as in flight, until it hands its record over
+    (``batcher.write``) or not (:meth:`forget`)."""
 
+    batcher: AuditBatcher
     settled: bool = False
+
+    def forget(self) -> None:
+        """This request hands no record over (see ``AuditBatcher.forget``)."""
+        self.batcher.forget(self)
 
 
 class AuditBatcher:
@@ -99,18 +105,21 @@ class AuditBatcher:
         the writer waits for it, a little, before it commits a batch."""
         with self._turn:
             self._expected += 1
-        return Expected()
+        return Expected(self)
 
     def forget(self, expected: Expected) -> None:
         """The request ``expected`` hands no record over (a write's record is committed
         with its work; a flood's refusal has none). Nothing if it handed one over."""
         with self._turn:
-            if expected.settled:
-                return
-            expected.settled = True
-            self._expected -= 1
+            self._settle(expected)
             if self._gathering and self._expected <= 0:
                 self._turn.notify()
+
+    def _settle(self, expected: Expected) -> None:
+        """No longer count ``expected`` as in flight, once (the lock held by the caller)."""
+        if not expected.settled:
+            expected.settled = True
+            self._expected -= 1
 
     async def write(self, finished: Finished, expected: Expected | None = None) -> None:
         """Store ``finished``'s record; return once it is committed (raise if it cannot be).
@@ -119,9 +128,8 @@ class AuditBatcher:
         handed = _Handed(finished, loop, loop.create_future())
         with self._turn:
             self._pending.append(handed)
-            if expected is not None and not expected.settled:
-                expected.settled = True
-                self._expected -= 1
+            if expected is not None:
+                self._settle(expected)
             if self._idle or (
                 self._gathering and (self._expected <= 0 or len(self._pending) >= self._max_batch)
             ):

@@ -15,7 +15,6 @@ address and minute), so a flood cannot fill the disk through the audit trail or 
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import time
@@ -62,11 +61,11 @@ class AuditMiddleware:
         # write, whose record is committed with its work, is forgotten once it is known
         # to be one (runtime.not_handing_a_record).
         expected = batcher.expect()
-        scope["state"][NOT_HANDING] = functools.partial(batcher.forget, expected)
+        scope["state"][NOT_HANDING] = expected.forget
         try:
-            await self._audited(scope, receive, send, call, services, (batcher, expected))
+            await self._audited(scope, receive, send, call, services, expected)
         finally:
-            batcher.forget(expected)
+            expected.forget()
 
     async def _audited(
         self,
@@ -75,7 +74,7 @@ class AuditMiddleware:
         send: Send,
         call: Call,
         services: Any,
-        batcher: tuple[AuditBatcher, Expected] | None,
+        expected: Expected | None,
     ) -> None:
         start: Message | None = None
         parts: list[bytes] = []
@@ -102,19 +101,17 @@ class AuditMiddleware:
             start, parts = _internal_error(call)
         status = int(start["status"])
         body = b"".join(parts)
-        if batcher is not None and call.recorded:
-            batcher[0].forget(batcher[1])  # committed with its work: the batch need not wait
         elapsed = time.perf_counter() - call.started
         flooded = self._over_refusal_bound(services, scope, call, status)
         if flooded is not None:
-            if batcher is not None:
-                batcher[0].forget(batcher[1])  # no record: the batch need not wait for it
+            if expected is not None:
+                expected.forget()  # no record: the batch need not wait for it
             metrics.observe(call.operation, 429, elapsed)
             await _send(send, *_flood_response(call, flooded))
             return
         try:
             if not call.recorded:
-                await _write_audit(services, batcher, call, status, body, elapsed)
+                await _write_audit(services, expected, call, status, body, elapsed)
         except Exception:
             log.exception("audit record not stored", extra={"audit_id": call.audit_id})
             status = 503
@@ -231,7 +228,7 @@ def _message(status: int, rendered: Any) -> tuple[Message, list[bytes]]:
 
 async def _write_audit(
     services: Any,
-    batcher: tuple[AuditBatcher, Expected] | None,
+    expected: Expected | None,
     call: Call,
     status: int,
     body: bytes,
@@ -243,8 +240,8 @@ async def _write_audit(
     makes it), else in a transaction of its own.
     """
     finished = Finished(call, status, body, elapsed * 1000)
-    if batcher is not None:
-        await batcher[0].write(finished, batcher[1])
+    if expected is not None:
+        await expected.batcher.write(finished, expected)
         return
     await run_in_threadpool(_write_alone, services, finished)
 
