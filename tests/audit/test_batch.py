@@ -4,9 +4,8 @@ request answered, whenever it arrives (the README's Guarantees)."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,7 +19,7 @@ from ridercrm.audit.models import AuditRecord
 from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
 from ridercrm.web import audit_batch
-from ridercrm.web.audit_batch import AuditBatcher
+from ridercrm.web.audit_batch import AuditBatcher, Expected
 from ridercrm.web.runtime import NOT_HANDING, not_handing_a_record
 
 
@@ -211,6 +210,23 @@ def test_a_lone_request_is_written_at_once(sessions: sessionmaker[Session]) -> N
     assert took[0] < GATHER / 2, f"a lone record waited out the window: {took[0]:.2f} s"
 
 
+async def _read_beside_a_write(
+    batcher: CountingBatcher, release: Callable[[Expected, Expected], Awaitable[None]]
+) -> float:
+    """A read's record handed over while a write is in flight; ``release`` (given both
+    requests' tokens, the read's first) says the write hands none over. The read must
+    wait for the write until then, and go at once after: the seconds it took."""
+    reading, writing = batcher.expect(), batcher.expect()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    written = asyncio.ensure_future(batcher.write(finished("/read"), reading))
+    await asyncio.sleep(0.05)
+    assert not written.done(), "the writer did not wait for the request in flight"
+    await release(reading, writing)
+    await asyncio.wait_for(written, timeout=30)
+    return loop.time() - began
+
+
 def test_a_request_that_hands_no_record_over_ends_the_wait(
     sessions: sessionmaker[Session],
 ) -> None:
@@ -219,21 +235,17 @@ def test_a_request_that_hands_no_record_over_ends_the_wait(
     batcher = CountingBatcher(
         sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
     )
-    took: list[float] = []
 
-    async def two() -> None:
-        reading, writing = batcher.expect(), batcher.expect()
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        written = asyncio.ensure_future(batcher.write(finished("/read"), reading))
-        await asyncio.sleep(0.05)
-        assert not written.done(), "the writer did not wait for the request in flight"
+    async def forget(reading: Expected, writing: Expected) -> None:
         batcher.forget(writing)
         batcher.forget(reading)  # handed over already: nothing changes
-        await asyncio.wait_for(written, timeout=30)
-        took.append(loop.time() - began)
 
-    run_in_own_loop(two())
+    took: list[float] = []
+
+    async def run() -> None:
+        took.append(await _read_beside_a_write(batcher, forget))
+
+    run_in_own_loop(run())
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
 
@@ -247,22 +259,17 @@ def test_a_request_known_to_write_no_longer_holds_the_batch(
     batcher = CountingBatcher(
         sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
     )
+
+    async def known_to_write(_reading: Expected, writing: Expected) -> None:
+        # As the middleware leaves it in the request's state, and _run_post calls it.
+        write_request = Request({"type": "http", "state": {NOT_HANDING: writing.forget}})
+        await asyncio.to_thread(not_handing_a_record, write_request)
+
     took: list[float] = []
 
-    async def read_beside_a_write() -> None:
-        reading, writing = batcher.expect(), batcher.expect()
-        write_request = Request(
-            {"type": "http", "state": {NOT_HANDING: functools.partial(batcher.forget, writing)}}
-        )
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        written = asyncio.ensure_future(batcher.write(finished("/read"), reading))
-        await asyncio.sleep(0.05)
-        assert not written.done(), "the writer did not wait for the request in flight"
-        await asyncio.to_thread(not_handing_a_record, write_request)  # as _run_post does
-        await asyncio.wait_for(written, timeout=30)
-        took.append(loop.time() - began)
+    async def run() -> None:
+        took.append(await _read_beside_a_write(batcher, known_to_write))
 
-    run_in_own_loop(read_beside_a_write())
+    run_in_own_loop(run())
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
