@@ -152,3 +152,35 @@ def test_two_moves_in_one_batch_leave_the_second_move_s_messages_queued(
     assert queued
     assert all(m.id not in booked for m in queued)
     assert {m.status for m in messages(sessions, asset_id=other)} == {PENDING}
+
+
+def test_a_move_rolled_back_in_its_savepoint_supersedes_nothing(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A course booked and then moved in a savepoint that rolls back (the console's move
+    of riders, refused as a whole): the booking's own messages, not inserted yet when the
+    move superseded them, are inserted queued, as if the move had never been made."""
+    with session_scope(sessions, write=True) as session:
+        product = session.scalar(select(Product.id).where(Product.code == "LAP-SOM"))
+        person_id = builders.person(session)
+        asset_id = builders.course(
+            session,
+            person_id,
+            product or builders.product(session),
+            course_datetime=wall_time(5 * DAYS),
+            course_date_end=wall_time(5 * DAYS + dt.timedelta(hours=8)),
+            course_location="somerton",
+            mobile_phone="0412 345 678",
+        )
+        savepoint = session.begin_nested()
+        results = courses.book_courses(
+            session,
+            items=[{"asset_id": asset_id, "course_datetime": wall_time(6 * DAYS)}],
+            audit_id=new_id(RecordKind.AUDIT),
+        )
+        assert [r.delivery for r in results] == [True], [r.receipt for r in results]
+        savepoint.rollback()
+    stored = messages(sessions, asset_id=asset_id)
+    assert {m.kind for m in stored} >= {"confirmation", "reminder"}
+    assert {(m.status, m.reason) for m in stored} == {(PENDING, None)}
+    assert {m.sequence for m in stored if m.kind == "confirmation"} == {0}

@@ -17,6 +17,7 @@ import functools
 import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Table, func, select, update
@@ -149,18 +150,46 @@ def _message(
     )
 
 
-def _insert_messages(session: Session, pending: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True, slots=True)
+class _Superseding:
+    """A mark among a transaction's messages: the course's messages recorded before it and
+    still queued are superseded, for this reason (:func:`supersede`)."""
+
+    asset_id: str
+    reason: str
+
+
+def _insert_messages(session: Session, pending: list[dict[str, Any] | _Superseding]) -> None:
     """Insert a transaction's messages (one executemany), after the rows they name
     (people: a foreign key) are flushed."""
-    session.flush()
-    bulk_insert(
-        session, MESSAGES_TABLE, COLUMNS, [tuple(row[name] for name in COLUMNS) for row in pending]
-    )
+    rows = _settled(pending)
+    if rows:
+        session.flush()
+        bulk_insert(
+            session, MESSAGES_TABLE, COLUMNS, [tuple(row[name] for name in COLUMNS) for row in rows]
+        )
 
 
-MESSAGES: Effect[dict[str, Any]] = Effect("messages", _insert_messages)
-"""A course's messages (rows as dicts), written when the transaction commits
-(ridercrm.unit_of_work)."""
+def _settled(pending: list[dict[str, Any] | _Superseding]) -> list[dict[str, Any]]:
+    """The messages of ``pending``, each queued one that a later mark of its course
+    supersedes marked so, with that mark's reason (the first after it)."""
+    rows: list[dict[str, Any]] = []
+    queued: dict[str, list[dict[str, Any]]] = {}
+    for item in pending:
+        if isinstance(item, _Superseding):
+            for row in queued.pop(item.asset_id, ()):
+                row["status"], row["reason"] = SUPERSEDED, item.reason
+            continue
+        rows.append(item)
+        if item["kind"] in REPLACEABLE and item["status"] == PENDING:
+            queued.setdefault(item["asset_id"], []).append(item)
+    return rows
+
+
+MESSAGES: Effect[dict[str, Any] | _Superseding] = Effect("messages", _insert_messages)
+"""A course's messages (rows as dicts) and the marks that supersede them, in the order
+recorded, written when the transaction commits (ridercrm.unit_of_work): a mark recorded
+in a savepoint that rolls back is dropped with it, and with it what it superseded."""
 
 
 def _announce(
@@ -240,10 +269,8 @@ def supersede(session: Session, asset_id: str, reason: str) -> None:
     course); the first reason noted for a course is theirs, as when the first change's
     update found them pending and the next ones found none."""
     SUPERSEDED_STORED.note(session, asset_id, reason)
-    # This transaction's messages not inserted yet are superseded now.
-    for row in MESSAGES.pending(session):
-        if row["asset_id"] == asset_id and row["kind"] in REPLACEABLE and row["status"] == PENDING:
-            row["status"], row["reason"] = SUPERSEDED, reason
+    # This transaction's messages not inserted yet: superseded when they are (_settled).
+    MESSAGES.add(session, _Superseding(asset_id, reason))
 
 
 def _supersede_stored(session: Session, reasons: dict[str, str]) -> None:
@@ -316,7 +343,7 @@ def _next_sequence(session: Session, asset_id: str) -> int:
             )
         )
     for row in MESSAGES.pending(session):
-        if row["asset_id"] == asset_id and row["kind"] in invitations:
+        if isinstance(row, dict) and row["asset_id"] == asset_id and row["kind"] in invitations:
             last = row["sequence"] if last is None else max(last, row["sequence"])
     return 0 if last is None else last + 1
 
