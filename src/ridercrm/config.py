@@ -131,6 +131,16 @@ class Settings(BaseSettings):
     sqlite_cache_mb: int = Field(
         default=64, ge=1, description="SQLite page cache per connection, in MiB"
     )
+    sqlite_page_size: int = Field(
+        default=1024,
+        ge=512,
+        le=65536,
+        description=(
+            "The page size of a new SQLite store, in bytes (a power of two; an existing"
+            " store keeps its own): a write rewrites whole pages, and the keys a new"
+            " person adds land each on its own page of a large index"
+        ),
+    )
     sqlite_mmap_mb: int = Field(
         default=2048,
         ge=0,
@@ -479,6 +489,13 @@ class Settings(BaseSettings):
     def _check_rate_limit(cls, value: str) -> str:
         parse_limits(value)
         return value.strip()
+
+    @field_validator("sqlite_page_size")
+    @classmethod
+    def _check_page_size(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError("a power of two from 512 to 65536")
+        return value
 
     @field_validator("rate_limit_storage")
     @classmethod

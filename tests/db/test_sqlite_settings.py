@@ -37,6 +37,39 @@ def test_normal_and_the_page_cache_are_settings(tmp_path: Path) -> None:
     assert (pragmas["synchronous"], pragmas["cache_size"]) == (1, -8 * 1024)
 
 
+def _page_size(path: Path) -> int:
+    connection = sqlite3.connect(path)
+    try:
+        return int(connection.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        connection.close()
+
+
+def _create(path: Path, **settings: object) -> None:
+    engine = build_engine(Settings(database_url=f"sqlite:///{path}", **settings))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE IF NOT EXISTS t (n INTEGER)"))
+            connection.execute(text("INSERT INTO t VALUES (1)"))
+    finally:
+        engine.dispose()
+
+
+def test_a_new_store_takes_small_pages_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    """New stores are made of 1 KiB pages (a key scattered into a large index rewrites
+    a page: bytes a booking writes); a store made with other pages keeps them, since a
+    WAL database's page size cannot change."""
+    new = tmp_path / "new.db"
+    _create(new)
+    assert _page_size(new) == 1024
+    old = tmp_path / "old.db"
+    _create(old, sqlite_page_size=4096)
+    _create(old)
+    assert _page_size(old) == 4096
+    with pytest.raises(ValueError, match="sqlite_page_size"):
+        Settings(database_url="sqlite://", sqlite_page_size=3000)
+
+
 def test_an_unknown_synchronous_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="sqlite_synchronous"):
         Settings(database_url="sqlite://", sqlite_synchronous="OFF")
