@@ -67,16 +67,24 @@ def test_every_new_factory_stores_keys(engine: Engine) -> None:
     class reused a collected one's id (the flaky match and duplicates-scan tests)."""
     import gc
 
+    # What the test process holds already is frozen out of the collections below (a full
+    # pass over a long run's objects takes a second or more); the factories made here are
+    # not, so each is still collected and its class's id free to be reused.
+    gc.collect()
+    gc.freeze()
     missing = 0
-    for _ in range(40):
-        factory = session_factory(engine)
-        with session_scope(factory, write=True) as session:
-            person = service.create_person(
-                session, kind=CONTACT, data=PersonCreate.model_validate(person_body())
-            )
-            person_id = person.id
-        if not _keys(factory, person_id):
-            missing += 1
-        del factory, session, person
-        gc.collect()
+    try:
+        for _ in range(40):
+            factory = session_factory(engine)
+            with session_scope(factory, write=True) as session:
+                person = service.create_person(
+                    session, kind=CONTACT, data=PersonCreate.model_validate(person_body())
+                )
+                person_id = person.id
+            if not _keys(factory, person_id):
+                missing += 1
+            del factory, session, person
+            gc.collect()
+    finally:
+        gc.unfreeze()
     assert missing == 0
