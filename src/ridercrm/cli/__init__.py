@@ -24,9 +24,9 @@ _HERE = "ridercrm.cli.commands"
 # (a function's docstring, a group's Typer(help=...)); tests/cli/test_cli_start.py
 # checks that each matches what loading the command gives.
 COMMANDS = (
-    Lazy("serve", _HERE, "serve",
+    Lazy("serve", "ridercrm.cli.serving", "serve",
          "Upgrade the database, create the first admin key if there is none, and serve."),
-    Lazy("deliver", _HERE, "deliver_with_timer",
+    Lazy("deliver", "ridercrm.cli.serving", "deliver_with_timer",
          "Deliver webhooks and send messages (e-mail, SMS) until stopped (SIGINT or SIGTERM);"
          "\nrun as many as you like."),
     Lazy("export", "ridercrm.transfer.commands", "export_command",
