@@ -13,7 +13,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -79,8 +79,18 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
 
+_T = TypeVar("_T")
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def chunks(items: list[_T], size: int) -> Iterator[list[_T]]:
+    """``items`` in consecutive lists of at most ``size``: the slices a long ``IN (...)`` or a
+    bulk insert is cut into (a statement's bound parameters are limited)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 WRITE = {"ridercrm_write": True}

@@ -18,7 +18,7 @@ from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.courses.models import Asset, AssetStatusChange
-from ridercrm.db import session_scope, utcnow
+from ridercrm.db import chunks, session_scope, utcnow
 from ridercrm.demo_courses import (
     ANN,
     BEN,
@@ -266,10 +266,10 @@ def load_demo(
             row, row_keys = person_rows(kind, data, person_id=person_id, now=now)
             rows.append(row)
             keys.extend({"key": key, "person_id": row["id"]} for key in row_keys)
-        for start in range(0, len(rows), 5_000):
-            session.execute(insert(PEOPLE_TABLE), rows[start : start + 5_000])
-        for start in range(0, len(keys), 20_000):
-            session.execute(insert(PERSON_KEYS_TABLE), keys[start : start + 20_000])
+        for chunk in chunks(rows, 5_000):
+            session.execute(insert(PEOPLE_TABLE), chunk)
+        for chunk in chunks(keys, 20_000):
+            session.execute(insert(PERSON_KEYS_TABLE), chunk)
         courses = _course_rows(session, rows, now=now, seed=seed) if known else 0
     leads = sum(1 for row in rows if row["kind"] == LEAD)
     summary = (

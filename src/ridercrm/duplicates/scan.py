@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope, utcnow
+from ridercrm.db import chunks, session_scope, utcnow
 from ridercrm.duplicates import scoring
 from ridercrm.duplicates.models import (
     DISMISSED,
@@ -192,8 +192,7 @@ def pairs_touching(
     """
     ordered = sorted(ids)
     found: dict[tuple[str, str], DuplicatePair] = {}
-    for start in range(0, len(ordered), IDS_PER_QUERY // 2):
-        chunk = ordered[start : start + IDS_PER_QUERY // 2]
+    for chunk in chunks(ordered, IDS_PER_QUERY // 2):
         where: ColumnElement[bool] = DuplicatePair.person_id.in_(chunk)
         if both_ways:
             where = or_(where, DuplicatePair.other_id.in_(chunk))
@@ -255,8 +254,7 @@ def groups_of(edges: Sequence[tuple[str, str, float]]) -> list[tuple[list[str], 
 def live_ids(session: Session, ids: set[str]) -> set[str]:
     ordered = sorted(ids)
     found: set[str] = set()
-    for start in range(0, len(ordered), IDS_PER_QUERY):
-        chunk = ordered[start : start + IDS_PER_QUERY]
+    for chunk in chunks(ordered, IDS_PER_QUERY):
         found |= set(session.scalars(select(Person.id).where(Person.id.in_(chunk), IS_LIVE)).all())
     return found
 

@@ -25,7 +25,7 @@ from sqlalchemy import Select, Table, TextClause, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import build_engine, chunks, session_factory, session_scope
 from ridercrm.matching import model_store, score
 from ridercrm.matching.repository import KEY_CAP
 from ridercrm.matching.service import thresholds_of
@@ -77,8 +77,7 @@ def load_live(session: Session, ids: Collection[str]) -> list[Any]:
         session.flush()
     ordered = sorted(ids)
     found: list[Any] = []
-    for start in range(0, len(ordered), IDS_PER_QUERY):
-        chunk = ordered[start : start + IDS_PER_QUERY]
+    for chunk in chunks(ordered, IDS_PER_QUERY):
         found.extend(session.execute(live(None).where(PEOPLE.c.id.in_(chunk))).all())
     return found
 
@@ -122,8 +121,7 @@ def candidate_pairs(
         for key in sorted(stored_keys(identity))
     ]
     found: dict[str, set[str]] = defaultdict(set)
-    for start in range(0, len(mine), KEYS_PER_QUERY):
-        chunk = mine[start : start + KEYS_PER_QUERY]
+    for chunk in chunks(mine, KEYS_PER_QUERY):
         # Padded with its last value (a pair found twice is found once) to one of a few
         # sizes: a few statement texts, each compiled and cached once.
         size = min(KEYS_PER_QUERY, 1 << max(4, (len(chunk) - 1).bit_length()))

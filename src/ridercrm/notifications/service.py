@@ -24,7 +24,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 from uuid_utils import uuid7
 
-from ridercrm.db import bulk_insert, utcnow
+from ridercrm.db import bulk_insert, chunks, utcnow
 from ridercrm.notifications import timing
 from ridercrm.notifications.models import (
     CANCELLED,
@@ -281,11 +281,11 @@ def _supersede_stored(session: Session, reasons: dict[str, str]) -> None:
         by_reason.setdefault(reason, []).append(asset_id)
     now = utcnow()
     for reason, asset_ids in by_reason.items():
-        for start in range(0, len(asset_ids), _SUPERSEDE_CHUNK):
+        for chunk in chunks(asset_ids, _SUPERSEDE_CHUNK):
             session.execute(
                 update(Message)
                 .where(
-                    Message.asset_id.in_(asset_ids[start : start + _SUPERSEDE_CHUNK]),
+                    Message.asset_id.in_(chunk),
                     Message.kind.in_(REPLACEABLE),
                     Message.status == PENDING,
                 )

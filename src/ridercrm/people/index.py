@@ -16,7 +16,7 @@ from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
-from ridercrm.db import bulk_insert
+from ridercrm.db import bulk_insert, chunks
 from ridercrm.people.blocking import Identity, stored_keys
 from ridercrm.people.models import Person, PersonKey
 from ridercrm.unit_of_work import Effect, memo
@@ -106,8 +106,7 @@ def _people(session: Session, ids: list[str]) -> dict[str, Person]:
             found[person_id] = held
         else:
             missing.append(person_id)
-    for start in range(0, len(missing), _CHUNK):
-        chunk = missing[start : start + _CHUNK]
+    for chunk in chunks(missing, _CHUNK):
         found.update((p.id, p) for p in session.scalars(select(Person).where(Person.id.in_(chunk))))
     return found
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from ridercrm import periodic
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
-from ridercrm.db import build_engine, session_factory, session_scope
+from ridercrm.db import build_engine, chunks, session_factory, session_scope
 from ridercrm.reports.models import COLUMNS, DIMENSIONS, CourseWeekCount, CourseWeekDelta
 
 log = logging.getLogger(__name__)
@@ -92,10 +92,8 @@ def fold(session: Session) -> int:
     for _id, dimension, week, label, status, n in seen:
         change[(dimension, week, label, status)] += n
     ids = [row[0] for row in seen]
-    for start in range(0, len(ids), 5000):
-        session.execute(
-            delete(CourseWeekDelta).where(CourseWeekDelta.id.in_(ids[start : start + 5000]))
-        )
+    for chunk in chunks(ids, 5000):
+        session.execute(delete(CourseWeekDelta).where(CourseWeekDelta.id.in_(chunk)))
     keys = [key for key, n in change.items() if n]
     current = _current(session, keys)
     updates = [

@@ -26,7 +26,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import bulk_insert, session_scope, utcnow
+from ridercrm.db import bulk_insert, chunks, session_scope, utcnow
 from ridercrm.events import service as events
 from ridercrm.matching.score import Thresholds
 from ridercrm.matching.service import DEFAULT_THRESHOLDS
@@ -694,8 +694,7 @@ def _existing(session: Session, column: Any, values: Sequence[Any], *where: Any)
     """Which of ``values`` the column already holds."""
     found: set[Any] = set()
     unique = sorted(set(values))
-    for start in range(0, len(unique), _QUERY_CHUNK):
-        chunk = unique[start : start + _QUERY_CHUNK]
+    for chunk in chunks(unique, _QUERY_CHUNK):
         found.update(session.scalars(select(column).where(column.in_(chunk), *where)))
     return found
 
