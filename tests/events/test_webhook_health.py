@@ -1,4 +1,4 @@
-"""An endpoint's health — last success, failing since, pending count — in the admin API,
+"""An endpoint's health — last success, failing since and its last error, pending count — in the admin API,
 `ridercrm webhooks list` and the console's Webhooks page (admins): `enabled` alone says nothing of an endpoint whose every
 delivery fails."""
 
@@ -38,16 +38,16 @@ def test_health_shows_last_success_failing_since_and_pending(
 ) -> None:
     endpoint, _ = register(client, admin_headers, receiver.url, "person.created")
     assert health(client, admin_headers, endpoint) == {
-        "last_success": None, "failing_since": None, "pending": 0,
+        "last_success": None, "failing_since": None, "pending": 0, "last_error": None,
     }  # fmt: skip
     create_person(client, admin_headers)
     deliverer.run_until_idle()
     good = health(client, admin_headers, endpoint)
     assert good["last_success"] is not None
-    assert (good["failing_since"], good["pending"]) == (None, 0)
+    assert (good["failing_since"], good["pending"], good["last_error"]) == (None, 0, None)
 
     # Every delivery fails now; the next retry is an hour away: still enabled.
-    receiver.answer(500, 500)
+    receiver.answer(500, 503)
     patient = make_deliverer(webhook_retry_schedule="3600,3600")
     create_person(client, admin_headers, first_name="Bo", email="bo@example.com")
     create_person(client, admin_headers, first_name="Cy", email="cy@example.com")
@@ -58,13 +58,18 @@ def test_health_shows_last_success_failing_since_and_pending(
     assert failing["failing_since"] is not None
     assert str(failing["failing_since"]) >= str(good["last_success"])
     assert failing["pending"] == 2  # Bo's, waiting for its retry, and Cy's
+    # What the newest failing delivery (Cy's) was told; the two may be sent side by side.
+    log = client.get(f"/admin/webhooks/{endpoint}/deliveries", headers=admin_headers).json()
+    newest, older = log["deliveries"][:2]
+    assert {newest["error"], older["error"]} == {"HTTP 500", "HTTP 503"}
+    assert failing["last_error"] == newest["error"]
 
     listed = CliRunner().invoke(
         app, ["webhooks", "list"], env={"RIDERCRM_DATABASE_URL": settings.database_url}
     )
     assert listed.exit_code == 0, listed.output
     line = next(line for line in listed.stdout.splitlines() if line.startswith(endpoint))
-    assert f"failing since {failing['failing_since']}" in line
+    assert f"failing since {failing['failing_since']} ({newest['error']})" in line
     assert "2 pending" in line
     assert f"last success {good['last_success']}" in line
 
@@ -95,6 +100,7 @@ def test_the_console_lists_endpoints_with_their_health_for_admins(
     assert '<span class="ok">enabled</span>' in row  # enabled, yet failing:
     failing = row.split('data-label="Failing since">', 1)[1].split("</td>", 1)[0]
     assert '<span class="error">' in failing
+    assert "last: HTTP 500" in failing  # what the failing delivery was told
     assert 'data-label="Pending">1</td>' in row
     assert 'data-label="Last success">never</td>' in row
     assert "127.0.0.1/32" in row  # the allowance it was registered with

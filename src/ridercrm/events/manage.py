@@ -233,12 +233,14 @@ class Health:
     last_success: dt.datetime | None
     failing_since: dt.datetime | None
     pending: int
+    last_error: str | None
 
 
 def health_of(session: Session, endpoint_id: str) -> Health:
     """How an endpoint's deliveries are going: when one last succeeded, since when they
     have been failing (the oldest delivery tried and not delivered since that success:
-    still retrying, or given up), and how many wait to be sent. `enabled` alone says
+    still retrying, or given up), how many wait to be sent, and what the newest of those
+    failing deliveries was told (``HTTP 500``, ``timed out``...). `enabled` alone says
     nothing of an endpoint whose every delivery fails."""
     mine = Delivery.endpoint_id == endpoint_id
     last_success = session.scalar(
@@ -249,7 +251,16 @@ def health_of(session: Session, endpoint_id: str) -> Health:
     if last_success is not None:
         failing = failing.where(Delivery.created_at >= last_success)
     pending = session.scalar(select(func.count()).where(mine, is_open(Delivery.status)))
-    return Health(last_success, session.scalar(failing), pending or 0)
+    failing_since = session.scalar(failing)
+    last_error = None
+    if failing_since is not None:
+        last_error = session.scalar(
+            select(Delivery.error)
+            .where(mine, tried, Delivery.created_at >= failing_since)
+            .order_by(Delivery.id.desc())
+            .limit(1)
+        )
+    return Health(last_success, failing_since, pending or 0, last_error)
 
 
 def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
@@ -259,6 +270,7 @@ def endpoint_health(session: Session, endpoint_id: str) -> dict[str, Any]:
         "last_success": _iso(health.last_success),
         "failing_since": _iso(health.failing_since),
         "pending": health.pending,
+        "last_error": health.last_error,
     }
 
 

@@ -79,6 +79,11 @@ class WebhookHealth(BaseModel):
         " last success (retrying or given up); null when nothing is failing."
     )
     pending: int = Field(description="Deliveries waiting to be sent (or being sent).")
+    last_error: str | None = Field(
+        None,
+        description="What the newest failing delivery was told (`HTTP 500`, `timed out`,"
+        " a connection error); null when nothing is failing.",
+    )
 
 
 class WebhookRead(BaseModel):
