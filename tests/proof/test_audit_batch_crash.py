@@ -50,7 +50,7 @@ def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]
         except httpx.TransportError:
             pass
         if child.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"serve did not start:\n{tail(log.parent)}")
+            raise AssertionError(f"serve did not start (exit code {child.poll()}):\n{tail(log)}")
         time.sleep(0.1)
 
 

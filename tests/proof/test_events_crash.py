@@ -57,8 +57,11 @@ class Processes:
         self.base = f"http://127.0.0.1:{self.port}"
         self.children: list[subprocess.Popen[bytes]] = []
 
+    def log_of(self, index: int, command: str) -> Path:
+        return self.logs / f"{command}-{index}.log"
+
     def start(self, *args: str) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"{args[0]}-{len(self.children)}.log").open("wb")
+        log = self.log_of(len(self.children), args[0]).open("wb")
         child = subprocess.Popen(
             [ridercrm_command(), *args],
             env=self.env,
@@ -79,7 +82,10 @@ class Processes:
             except httpx.TransportError:
                 pass
             if child.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"serve did not start:\n{tail(Path(self.logs))}")
+                log = self.log_of(len(self.children) - 1, "serve")
+                raise AssertionError(
+                    f"serve did not start (exit code {child.poll()}):\n{tail(log)}"
+                )
             time.sleep(0.1)
 
     def stop_all(self) -> None:
