@@ -1,5 +1,6 @@
-"""An imported person's page says where the person came from: the import run's file, the
-person's line in it, when and by whom (`ridercrm --as NAME` or the OS user)."""
+"""An imported person's page, and `GET /admin/people/{id}`, say where the person came from:
+the import run's file, the person's line in it, when and by whom (`ridercrm --as NAME` or
+the OS user)."""
 
 from __future__ import annotations
 
@@ -48,8 +49,23 @@ def test_an_imported_persons_page_shows_the_import_run_and_line(
     other = viewer.get(f"/console/people/{xavier_id}").text
     assert "more.csv</code>, line 2," in other
     assert f"by {getpass.getuser()} (import run" in other
+    # The admin API reads the same origin.
+    read = client.get(f"/admin/people/{yusuf_id}", headers=admin_headers).json()
+    origin = read["imported_from"]
+    assert origin.pop("imported_at").startswith(str(run.created_at.year))
+    assert origin == {
+        "run_id": run_id,
+        "target": "contacts",
+        "file_name": str(file),  # as the command was given it
+        "operator": "Dana at the desk",
+        "line": 3,
+    }
     # A person created another way has no origin.
     made = create_person(client, admin_headers)
     page = viewer.get(f"/console/people/{made}")
     assert page.status_code == 200
     assert 'id="origin"' not in page.text
+    assert client.get(f"/admin/people/{made}", headers=admin_headers).json()["imported_from"] is None
+    # A list shows people as they are stored, without reading their imports.
+    listed = client.get("/admin/people", headers=admin_headers).json()["people"]
+    assert all("imported_from" not in person for person in listed)

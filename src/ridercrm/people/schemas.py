@@ -44,6 +44,17 @@ class PersonCreate(BaseModel):
     opt_in: fields.Flag = None
 
 
+class ImportOrigin(BaseModel):
+    """The import a person came from: the run, its file and the person's line in it."""
+
+    run_id: int = Field(description="The import run (`ridercrm import`).")
+    target: str = Field(description="What the run imported: contacts, leads or products.")
+    file_name: str = Field(description="The imported file's name.")
+    operator: str | None = Field(description="Who ran it (`ridercrm --as`, or the OS user).")
+    imported_at: dt.datetime = Field(description="When the run began (UTC).")
+    line: int | None = Field(description="The person's line in the file (the header is 1).")
+
+
 class PersonRead(BaseModel):
     id: str
     kind: str
@@ -69,6 +80,14 @@ class PersonRead(BaseModel):
     updated_at: dt.datetime
 
     model_config = ConfigDict(from_attributes=True)
+
+
+class PersonDetail(PersonRead):
+    """One person as ``GET /admin/people/{id}`` reads it: with where an import brought them from."""
+
+    imported_from: ImportOrigin | None = Field(
+        None, description="The import this person came from; null when created another way."
+    )
 
 
 NEW_PERSON_EXAMPLE: dict[str, Any] = {

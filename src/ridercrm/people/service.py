@@ -15,7 +15,8 @@ from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.people import repository
 from ridercrm.people.index import note_new_person, note_person_change
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person
-from ridercrm.people.schemas import PersonCreate, PersonRead
+from ridercrm.people.origin import import_origin
+from ridercrm.people.schemas import PersonCreate, PersonDetail
 
 # Records an id may lead through (lead -> contact -> survivor -> ...) before the live one.
 MAX_HOPS = 64
@@ -39,14 +40,15 @@ def find_person(session: Session, raw_id: str) -> Person | None:
     return repository.get(session, person_id) if person_id else None
 
 
-def read_person(session: Session, raw_id: str) -> PersonRead | None:
+def read_person(session: Session, raw_id: str) -> PersonDetail | None:
     """The person with this id as the admin API reads it (with the records merged into
-    them), or None."""
+    them and the import they came from), or None."""
     person = find_person(session, raw_id)
     if person is None:
         return None
-    read = PersonRead.model_validate(person)
+    read = PersonDetail.model_validate(person)
     read.merged_from = merged_from(session, person.id)
+    read.imported_from = import_origin(session, person)
     return read
 
 

@@ -11,27 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Integer, String, column, select, table
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import subjects
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.courses.models import Asset
-from ridercrm.db import UTCDateTime
 from ridercrm.people import service as people
 from ridercrm.people.models import Person
+from ridercrm.people.origin import import_origin
+from ridercrm.people.schemas import ImportOrigin
 from ridercrm.products.models import Product
 
-# The import runs (ridercrm.transfer.models.ImportRun, a feature beside this one): the
-# columns an imported person's origin shows.
-IMPORT_RUNS = table(
-    "import_runs",
-    column("id", Integer),
-    column("target", String),
-    column("file_name", String),
-    column("operator", String),
-    column("created_at", UTCDateTime),
-)
 MAX_COURSES = 20  # the courses whose records are looked up (the newest courses first)
 SHOWN_RECORDS = 50
 MATCH_OPERATIONS = ("crm.people_match", "crm.leads_match")
@@ -65,22 +56,10 @@ class Match:
     decision: str
 
 
-@dataclass(frozen=True)
-class Origin:
-    """The import an imported person came from: the run, its file and the person's line."""
-
-    run_id: int
-    target: str
-    file_name: str
-    operator: str | None
-    imported_at: Any  # dt.datetime, UTC
-    line: int | None
-
-
 @dataclass
 class PersonView:
     person: Person
-    origin: Origin | None = None
+    origin: ImportOrigin | None = None
     converted_to: Person | None = None
     converted_from: list[Person] = field(default_factory=list)
     merged_into: Person | None = None
@@ -110,7 +89,7 @@ def view_person(session: Session, raw_id: str) -> PersonView | None:
     person = people.find_person(session, raw_id)
     if person is None:
         return None
-    view = PersonView(person=person, origin=_origin(session, person))
+    view = PersonView(person=person, origin=import_origin(session, person))
     if person.converted_contact_id:
         view.converted_to = session.get(Person, person.converted_contact_id)
     view.converted_from = list(
@@ -154,25 +133,6 @@ def view_person(session: Session, raw_id: str) -> PersonView | None:
         and record.outcomes.get("id") == person.id
     ]
     return view
-
-
-def _origin(session: Session, person: Person) -> Origin | None:
-    """Where an imported person came from, or None (created another way)."""
-    if person.import_run_id is None:
-        return None
-    run = session.execute(
-        select(IMPORT_RUNS).where(IMPORT_RUNS.c.id == person.import_run_id)
-    ).first()
-    if run is None:
-        return None
-    return Origin(
-        run_id=run.id,
-        target=run.target,
-        file_name=run.file_name,
-        operator=run.operator,
-        imported_at=run.created_at,
-        line=person.import_line,
-    )
 
 
 def _records(session: Session, ids: set[str]) -> dict[str, AuditRecord]:

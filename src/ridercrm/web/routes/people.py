@@ -21,7 +21,7 @@ from ridercrm.people.schemas import (
     ModifyResponse,
     PeopleFound,
     PersonCreate,
-    PersonRead,
+    PersonDetail,
 )
 from ridercrm.web import openapi
 from ridercrm.web.operations import Operations, Requested
@@ -58,7 +58,7 @@ for _path, _work, _summary in (
     )
 
 
-def read_person(session: Session, person_id: str) -> PersonRead | None:
+def read_person(session: Session, person_id: str) -> PersonDetail | None:
     """Return every stored field of a contact or lead."""
     return service.read_person(session, person_id)
 
