@@ -18,9 +18,7 @@ from ridercrm.config import Settings
 from ridercrm.db import session_factory, session_scope
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.keys import service as keys
-from ridercrm.startup import (
-    open_database,
-)
+from ridercrm.startup import open_database
 from ridercrm.tables import print_json, print_table
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -38,15 +36,6 @@ def _sessions(settings: Settings | None = None, *, may_create: bool = False):  #
     """Sessions on the configured database (see ``startup.open_database``)."""
     engine = open_database(settings or Settings(), may_create=may_create)
     return session_factory(engine)
-
-
-def ensure_admin_key(settings: Settings) -> str | None:
-    """On a database with no keys, create an admin key and return it (shown once)."""
-    with session_scope(_sessions(settings, may_create=True), write=True) as session:
-        if keys.has_any_key(session):
-            return None
-        _key, plaintext = keys.create_key(session, name="admin", scopes=["admin"])
-        return plaintext
 
 
 @db_app.command("upgrade")

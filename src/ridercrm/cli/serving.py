@@ -13,13 +13,24 @@ from typing import Annotated, Any
 
 import typer
 
-from ridercrm.cli.commands import _sessions, console, ensure_admin_key
+from ridercrm.cli.commands import _sessions, console
 from ridercrm.config import Settings
+from ridercrm.db import session_scope
 from ridercrm.duplicates.recheck import start_rechecker
+from ridercrm.keys import service as keys
 from ridercrm.notifications.commands import deliver_command, start_deliverer
 from ridercrm.rosters.digest import start_digest_timer
 from ridercrm.sessions.timer import start_waitlist_timer
 from ridercrm.startup import StartupProblem, write_owner_only
+
+
+def ensure_admin_key(settings: Settings) -> str | None:
+    """On a database with no keys, create an admin key and return it (shown once)."""
+    with session_scope(_sessions(settings, may_create=True), write=True) as session:
+        if keys.has_any_key(session):
+            return None
+        _key, plaintext = keys.create_key(session, name="admin", scopes=["admin"])
+        return plaintext
 
 
 def serve(
