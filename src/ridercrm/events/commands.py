@@ -94,7 +94,9 @@ def webhooks_list() -> None:
             health = manage.endpoint_health(session, endpoint.id)
             state = "enabled" if endpoint.enabled else f"disabled ({endpoint.disabled_reason})"
             if health["failing_since"]:
-                state += f", failing since {health['failing_since']} ({health['last_error']})"
+                state += f", failing since {health['failing_since']}"
+                if health["last_error"]:
+                    state += f" ({health['last_error']})"
             state += f", {health['pending']} pending"
             state += f", last success {health['last_success'] or 'never'}"
             if endpoint.allowed_hosts:

@@ -49,7 +49,7 @@ class ImportOrigin(BaseModel):
 
     run_id: int = Field(description="The import run (`ridercrm import`).")
     target: str = Field(description="What the run imported: contacts, leads or products.")
-    file_name: str = Field(description="The imported file's name.")
+    file_name: str = Field(description="The imported file, as the command was given it.")
     operator: str | None = Field(description="Who ran it (`ridercrm --as`, or the OS user).")
     imported_at: dt.datetime = Field(description="When the run began (UTC).")
     line: int | None = Field(description="The person's line in the file (the header is 1).")
