@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Select, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope, utcnow
+from ridercrm.db import chunks, session_scope, utcnow
 from ridercrm.events.models import DELIVERED, Delivery, Event
 
 BATCH = 1000
@@ -61,8 +61,7 @@ def purge(
             ids = list(session.scalars(_purgeable(cutoff, 2**31 - 1)))
             count = len(ids)
             logged = 0
-            for start in range(0, count, BATCH):
-                chunk = ids[start : start + BATCH]
+            for chunk in chunks(ids, BATCH):
                 logged += len(
                     session.scalars(select(Delivery.id).where(Delivery.event_id.in_(chunk))).all()
                 )
