@@ -122,7 +122,9 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
     uncached = session_factory(engine.execution_options(compiled_cache=None))
     on_ms: list[float] = []
     off_ms: list[float] = []
-    block = 50
+    # Blocks of 50, or smaller so that a short run (--writes 10) still has writes on both
+    # sides to take the median of.
+    block = max(1, min(50, writes // 2))
     for start in range(0, writes, block):
         on = (start // block) % 2 == 0
         column.onupdate = onupdate if on else None
@@ -176,11 +178,13 @@ def run(url: str, size: int, writes: int, seed: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--people", type=int, default=20_000)
-    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--writes", type=int, default=1000, help="at least 2")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--database-url", default=None)
     harness.add_previous(parser)
     args = parser.parse_args()
+    if args.writes < 2:
+        parser.error("--writes: at least 2 (writes alternate marking and not)")
     if (status := harness.compare_with_previous(args, "bench.recheck_bench")) is not None:
         raise SystemExit(status)
     if args.database_url is None:
