@@ -443,6 +443,17 @@ def bulk_insert(
     )
 
 
+def driver_insert(
+    dialect: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The driver's INSERT of ``columns`` into ``table`` and ``rows`` as its executemany
+    takes them (each value through its column type's bind processor): what
+    :func:`bulk_insert` sends, for a connection it does not hold (``web.loop_db``'s)."""
+    return _insert_statement(dialect, table, tuple(columns)), _bound_rows(
+        dialect, table, columns, rows
+    )
+
+
 @functools.lru_cache(maxsize=64)
 def _insert_statement(dialect: Any, table: Table, columns: tuple[str, ...]) -> str:
     """The driver's INSERT of ``columns`` into ``table`` (made once per dialect, table and
@@ -621,7 +632,7 @@ def _result_converters(
     return tuple((i, process) for i, process in enumerate(processors) if process is not None)
 
 
-def _described(cursor: Any) -> tuple[Any, ...]:
+def described(cursor: Any) -> tuple[Any, ...]:
     """The type code of each column of the cursor's result: psycopg's from its result
     itself (its ``description`` makes an object a column, a sixth of a product list's
     read), other drivers' from ``description``."""
@@ -631,23 +642,33 @@ def _described(cursor: Any) -> tuple[Any, ...]:
     return tuple(column[1] for column in cursor.description)
 
 
-class _DriverReads:
+class DriverReads:
+    """``Reads`` on a driver's connection (``driver_reads``); ``_fetched`` is what a
+    subclass changes to run the statements another way (``web.loop_db``: awaited)."""
+
     def __init__(self, connection: Any, dialect: Any) -> None:
         self.connection = connection
         self.dialect = dialect
+
+    def _fetched(
+        self, sql: str, arguments: Any, many: bool
+    ) -> tuple[Sequence[Any], tuple[Any, ...]]:
+        """The rows of ``sql`` run with ``arguments`` (all, or the first), and the type
+        code of each column."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql, arguments)
+            found = cursor.fetchall() if many else cursor.fetchmany(1)
+            return found, described(cursor)
+        finally:
+            cursor.close()
 
     def _rows(
         self, statement: Select[Any], params: Mapping[str, Any] | None, many: bool
     ) -> list[Any]:
         plain = _driver_statement(self.dialect, statement)
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(plain.sql, plain.arguments(params))
-            found = cursor.fetchall() if many else cursor.fetchmany(1)
-            described = _described(cursor)
-        finally:
-            cursor.close()
-        converters = _result_converters(self.dialect, plain, described)
+        found, described_as = self._fetched(plain.sql, plain.arguments(params), many)
+        converters = _result_converters(self.dialect, plain, described_as)
         made = plain.row._make  # type: ignore[attr-defined]
         if not converters:
             return [made(values) for values in found]
@@ -683,7 +704,7 @@ def driver_reads(engine: Engine) -> Iterator[Reads]:
     try:
         if autocommit:
             driver.autocommit = True  # the connection is idle: no round trip
-        yield _DriverReads(connection, engine.dialect)
+        yield DriverReads(connection, engine.dialect)
     except engine.dialect.loaded_dbapi.Error as error:
         # What SQLAlchemy's execution does on a lost connection: drop it, and ping the
         # pool's others before they serve again.

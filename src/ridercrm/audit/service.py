@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, column, delete, or_, select, table
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    String,
+    Table,
+    and_,
+    any_,
+    bindparam,
+    column,
+    delete,
+    or_,
+    select,
+    table,
+)
 from sqlalchemy.orm import Session
 
 from ridercrm.audit import subjects
@@ -16,7 +29,7 @@ from ridercrm.audit.call import Call
 from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.redact import Redaction
 from ridercrm.audit.subjects import subjects_of
-from ridercrm.db import bulk_insert, utcnow
+from ridercrm.db import Reads, bulk_insert, utcnow
 from ridercrm.ids import RecordKind, canonical_id, checksum
 
 MAX_STORED_BODY = 2 * 1024 * 1024
@@ -73,9 +86,9 @@ class Finished:
     duration_ms: float
 
 
-_RECORDS = cast(Table, AuditRecord.__table__)
-_SUBJECTS = cast(Table, AuditSubject.__table__)
-_RECORD_COLUMNS = (
+RECORDS = cast(Table, AuditRecord.__table__)
+SUBJECTS = cast(Table, AuditSubject.__table__)
+RECORD_COLUMNS = (
     "id",
     "operation",
     "method",
@@ -94,7 +107,7 @@ _RECORD_COLUMNS = (
     "created_at",
 )
 """The columns :func:`_values` gives, in its order."""
-_SUBJECT_COLUMNS = ("subject", "created_at", "audit_id")
+SUBJECT_COLUMNS = ("subject", "created_at", "audit_id")
 
 
 def _values(finished: Finished, *, redact: bool) -> dict[str, Any]:
@@ -171,6 +184,38 @@ RELATED_LOOKUP = 200  # courses looked up per record at most (one batch names up
 def related_subjects(session: Session | Connection, named: set[str]) -> set[str]:
     """The person and the booking number of every course ``named`` names (by id or by
     booking number), as subjects, so that a record is found by each of them."""
+    courses, numbers = _related_wanted(named)
+    if not courses and not numbers:
+        return set()
+    clauses = []
+    if courses:
+        clauses.append(_ASSETS.c.id.in_(courses))
+    if numbers:
+        clauses.append(_ASSETS.c.booking_number.in_(numbers))
+    return _related_found(session.execute(select(_ASSETS).where(or_(*clauses))))
+
+
+# The same look-up as one statement of plain parameters (arrays: PostgreSQL only), as
+# ``db.Reads`` run them.
+_RELATED = select(_ASSETS).where(
+    or_(
+        _ASSETS.c.id == any_(bindparam("courses", type_=ARRAY(String))),
+        _ASSETS.c.booking_number == any_(bindparam("numbers", type_=ARRAY(String))),
+    )
+)
+
+
+def related_subjects_read(reads: Reads, named: set[str]) -> set[str]:
+    """:func:`related_subjects` with a PostgreSQL connection's ``reads``."""
+    courses, numbers = _related_wanted(named)
+    if not courses and not numbers:
+        return set()
+    return _related_found(reads.all(_RELATED, {"courses": courses, "numbers": numbers}))
+
+
+def _related_wanted(named: set[str]) -> tuple[list[str], list[str]]:
+    """The course ids and the booking numbers ``named`` names (at most ``RELATED_LOOKUP``
+    of each)."""
     courses = sorted(
         s.removeprefix(subjects.COURSE) + checksum(s.removeprefix(subjects.COURSE))
         for s in named
@@ -179,16 +224,12 @@ def related_subjects(session: Session | Connection, named: set[str]) -> set[str]
     numbers = sorted(
         s.removeprefix(subjects.BOOKING) for s in named if s.startswith(subjects.BOOKING)
     )
-    numbers = numbers[:RELATED_LOOKUP]
-    if not courses and not numbers:
-        return set()
-    clauses = []
-    if courses:
-        clauses.append(_ASSETS.c.id.in_(courses))
-    if numbers:
-        clauses.append(_ASSETS.c.booking_number.in_(numbers))
+    return courses, numbers[:RELATED_LOOKUP]
+
+
+def _related_found(rows: Iterable[Any]) -> set[str]:
     found: set[str] = set()
-    for asset_id, person_id, number in session.execute(select(_ASSETS).where(or_(*clauses))):
+    for asset_id, person_id, number in rows:
         found.add(subjects.course(asset_id))
         found.add(subjects.person(person_id))
         if number:
@@ -205,21 +246,33 @@ def record_calls(
 
     The same records, column for column, as :func:`record_call` adds one by one.
     """
+    rows, subject_rows = record_rows(
+        finished, redact=redact, related=lambda named: related_subjects(session, named)
+    )
+    # The same rows as the models' (no defaults are left to them), without the ORM's
+    # bookkeeping nor Core's per-row parameter handling (db.bulk_insert).
+    bulk_insert(session, RECORDS, RECORD_COLUMNS, rows)
+    bulk_insert(session, SUBJECTS, SUBJECT_COLUMNS, subject_rows)
+
+
+def record_rows(
+    finished: Sequence[Finished], *, redact: bool, related: Callable[[set[str]], set[str]]
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The rows of ``finished``'s records (``RECORD_COLUMNS``) and of their subjects
+    (``SUBJECT_COLUMNS``); ``related`` looks up the subjects related to those a record
+    names (``related_subjects``, or ``related_subjects_read`` on other connections)."""
     records: list[dict[str, Any]] = []
     subject_rows: list[tuple[Any, ...]] = []
     for item in finished:
         values = _values(item, redact=redact)
         records.append(values)
         named = subjects_of(values["path"], values["request_body"], values["response_body"])
-        named |= related_subjects(session, named)
+        named |= related(named)
         subject_rows.extend(
             (subject, values["created_at"], values["id"]) for subject in sorted(named)
         )
-    # The same rows as the models' (no defaults are left to them), without the ORM's
-    # bookkeeping nor Core's per-row parameter handling (db.bulk_insert).
-    rows = [tuple(record[name] for name in _RECORD_COLUMNS) for record in records]
-    bulk_insert(session, _RECORDS, _RECORD_COLUMNS, rows)
-    bulk_insert(session, _SUBJECTS, _SUBJECT_COLUMNS, subject_rows)
+    rows = [tuple(record[name] for name in RECORD_COLUMNS) for record in records]
+    return rows, subject_rows
 
 
 def get_record(session: Session, audit_id: str) -> AuditRecord | None:
