@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -17,6 +19,7 @@ from ridercrm.notifications import metrics as message_metrics
 from ridercrm.ratelimit import build_rate_limiter
 from ridercrm.web import docs_pages, handlers, metrics, openapi
 from ridercrm.web.audit_batch import AuditBatcher
+from ridercrm.web.loop_db import LoopConnections
 from ridercrm.web.middleware import AuditMiddleware
 from ridercrm.web.routes.audit import router as audit_router
 from ridercrm.web.routes.courses import router as courses_router
@@ -79,6 +82,15 @@ async def metrics_endpoint(request: Request) -> Response:
     return Response(body, media_type=media)
 
 
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """On shutdown, close what the app holds on its event loop (web.loop_db)."""
+    yield
+    connections = app.state.context.loop_connections
+    if connections is not None:
+        await connections.close()
+
+
 def served_app() -> FastAPI:
     """The app of a `ridercrm serve` worker (web/server.py): :func:`create_app`'s, with
     what starting made moved out of the garbage collector's way.
@@ -108,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="CRM service for a motorcycle rider-training business.",
         docs_url=None,  # served by docs_pages, without a CDN
         redoc_url=None,
+        lifespan=_lifespan,
     )
     # Every limiter counts where RIDERCRM_RATE_LIMIT_STORAGE says, each in its namespace.
     shared = {"storage": settings.rate_limit_storage, "key_prefix": settings.rate_limit_key_prefix}
@@ -131,11 +144,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     if explain is not None:
         app.state.context.limiters[EXPLAIN_LIMITER] = explain
+    if not settings.is_sqlite:
+        # Light reads and reads' audit records on the event loop (web.loop_db).
+        app.state.context.loop_connections = LoopConnections(engine, settings.db_pool_size)
     app.state.context.audit_batcher = AuditBatcher(
         app.state.context.engine,
         redact=settings.audit_redact,
         max_batch=settings.audit_batch_max,
         gather_seconds=settings.audit_gather_ms / 1000,
+        loop_connections=app.state.context.loop_connections,
     )
     # /metrics reads the webhook and message metrics from this app's database at scrape
     # time (never the process's: docs/decisions.md, "State belongs to the app").

@@ -1,5 +1,8 @@
 """The audit group commit (web.audit_batch): every record handed over is stored and its
-request answered, whenever it arrives (the README's Guarantees)."""
+request answered, whenever it arrives (the README's Guarantees).
+
+Each test runs the batcher as the app makes it for its database: on SQLite its writer
+thread, on PostgreSQL its batches written on the requests' event loop (web.loop_db)."""
 
 from __future__ import annotations
 
@@ -20,14 +23,36 @@ from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
 from ridercrm.web import audit_batch
 from ridercrm.web.audit_batch import AuditBatcher, Expected
+from ridercrm.web.loop_db import LoopConnections
 from ridercrm.web.runtime import NOT_HANDING, not_handing_a_record
 
 
-def run_in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
+def batcher_of(
+    sessions: sessionmaker[Session], kind: type[AuditBatcher] = AuditBatcher, **options: Any
+) -> AuditBatcher:
+    """A batcher on the sessions' database, as ``create_app`` makes it there."""
+    engine = sessions.kw["bind"]
+    connections = None if engine.dialect.name == "sqlite" else LoopConnections(engine, 10)
+    return kind(engine, loop_connections=connections, **options)
+
+
+def run_in_own_loop(
+    coroutine: Coroutine[Any, Any, None], batcher: AuditBatcher | None = None
+) -> None:
     """Run on a thread of its own: the main thread may still hold a running loop left by
-    another test in this worker (Playwright's sync API keeps one for its session)."""
+    another test in this worker (Playwright's sync API keeps one for its session).
+    ``batcher``'s connections on that loop are closed at its end, as the app's shutdown
+    closes them."""
+
+    async def whole() -> None:
+        try:
+            await coroutine
+        finally:
+            if batcher is not None and batcher.loop_connections is not None:
+                await batcher.loop_connections.close()
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
+        pool.submit(asyncio.run, whole()).result()
 
 
 def finished(path: str) -> Finished:
@@ -40,7 +65,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
     """The next record arrives in the step after the writer found nothing pending (the
     moment a request answered by the last batch hands over another): it must not wait
     for a request that may never come."""
-    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=100)
+    batcher = batcher_of(sessions, redact=False, max_batch=100)
 
     async def two_requests() -> None:
         await batcher.write(finished("/first"))
@@ -52,7 +77,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
         await batcher.write(finished("/second"))
         watchdog.cancel()
 
-    run_in_own_loop(two_requests())
+    run_in_own_loop(two_requests(), batcher)
     with session_scope(sessions) as session:
         paths = session.scalars(select(AuditRecord.path).order_by(AuditRecord.path)).all()
     assert paths == ["/first", "/second"]
@@ -61,7 +86,7 @@ def test_a_record_handed_over_as_the_writer_stops_is_stored_and_answered(
 def test_records_from_many_requests_at_once_are_all_stored(
     sessions: sessionmaker[Session],
 ) -> None:
-    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=7)
+    batcher = batcher_of(sessions, redact=False, max_batch=7)
 
     async def many() -> None:
         async def one(index: int) -> None:
@@ -70,7 +95,7 @@ def test_records_from_many_requests_at_once_are_all_stored(
 
         await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(60))), timeout=30)
 
-    run_in_own_loop(many())
+    run_in_own_loop(many(), batcher)
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == [f"/r{i:03d}" for i in range(60)]
@@ -81,7 +106,7 @@ def test_a_record_a_database_refuses_fails_only_its_own_request(
 ) -> None:
     """One record that cannot be stored (here: an id already taken) fails its own
     request's write; the others of its batch are stored."""
-    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=50)
+    batcher = batcher_of(sessions, redact=False, max_batch=50)
     taken = finished("/taken")
     again = Finished(
         Call(method="GET", path="/again", audit_id=taken.call.audit_id),
@@ -105,7 +130,7 @@ def test_a_record_a_database_refuses_fails_only_its_own_request(
 
         outcomes.extend(await asyncio.wait_for(asyncio.gather(*map(one, items)), timeout=60))
 
-    run_in_own_loop(requests())
+    run_in_own_loop(requests(), batcher)
     assert outcomes == ["stored", "stored", "refused", "stored", "stored", "stored"]
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
@@ -116,19 +141,29 @@ def test_writers_end_when_idle_and_start_again(
     sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A writer thread ends once no record has come for a while; a record handed over
-    after that starts another, and is stored and answered."""
+    after that starts another, and is stored and answered. On PostgreSQL no thread
+    writes: the loop's task ends as its last batch is stored."""
     monkeypatch.setattr(audit_batch, "IDLE_SECONDS", 0.05)
-    batcher = AuditBatcher(sessions.kw["bind"], redact=False, max_batch=10)
+    batcher = batcher_of(sessions, redact=False, max_batch=10)
+    on_loop = batcher.loop_connections is not None
 
-    def writing() -> bool:
+    def thread_writing() -> bool:
         # This batcher's writer only: other tests' apps in this process have theirs.
         return any(
             thread.name == "ridercrm-audit" and getattr(thread, "_target", None) == batcher._writer
             for thread in threading.enumerate()
         )
 
+    def writing() -> bool:
+        if on_loop:
+            tasks = [batches.task for batches in batcher._loops.values()]
+            return any(task is not None and not task.done() for task in tasks)
+        return thread_writing()
+
     async def later() -> None:
         await batcher.write(finished("/before"))
+        if on_loop:
+            assert not thread_writing()
         for _ in range(100):
             if not writing():
                 break
@@ -136,7 +171,7 @@ def test_writers_end_when_idle_and_start_again(
         assert not writing(), "the idle writer did not end"
         await asyncio.wait_for(batcher.write(finished("/after")), timeout=10)
 
-    run_in_own_loop(later())
+    run_in_own_loop(later(), batcher)
     with session_scope(sessions) as session:
         stored = session.scalars(select(AuditRecord.path)).all()
     assert sorted(stored) == ["/after", "/before"]
@@ -153,6 +188,10 @@ class CountingBatcher(AuditBatcher):
         super()._store(connection, batch)
         self.batches.append(len(batch))
 
+    async def _store_on_loop(self, batch: list[Finished]) -> None:
+        await super()._store_on_loop(batch)
+        self.batches.append(len(batch))
+
 
 GATHER = 5.0  # seconds: far longer than any of these tests may take
 
@@ -163,8 +202,8 @@ def test_the_records_of_requests_in_flight_share_one_commit(
     """Six requests in flight hand their records over at different moments: the writer
     waits for all of them and commits one batch (not one for the first, one for the
     rest), and answers as soon as the last one is there, not at the end of the window."""
-    batcher = CountingBatcher(
-        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    batcher = batcher_of(
+        sessions, CountingBatcher, redact=False, max_batch=100, gather_seconds=GATHER
     )
 
     async def six() -> float:
@@ -184,7 +223,7 @@ def test_the_records_of_requests_in_flight_share_one_commit(
     async def run() -> None:
         took.append(await six())
 
-    run_in_own_loop(run())
+    run_in_own_loop(run(), batcher)
     assert batcher.batches == [6]
     assert took[0] < GATHER / 2, f"the batch waited out the window: {took[0]:.2f} s"
     with session_scope(sessions) as session:
@@ -194,8 +233,8 @@ def test_the_records_of_requests_in_flight_share_one_commit(
 
 def test_a_lone_request_is_written_at_once(sessions: sessionmaker[Session]) -> None:
     """No other request in flight: the writer does not wait the gathering window."""
-    batcher = CountingBatcher(
-        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    batcher = batcher_of(
+        sessions, CountingBatcher, redact=False, max_batch=100, gather_seconds=GATHER
     )
     took: list[float] = []
 
@@ -205,7 +244,7 @@ def test_a_lone_request_is_written_at_once(sessions: sessionmaker[Session]) -> N
         await asyncio.wait_for(batcher.write(finished("/lone"), batcher.expect()), timeout=30)
         took.append(loop.time() - began)
 
-    run_in_own_loop(lone())
+    run_in_own_loop(lone(), batcher)
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"a lone record waited out the window: {took[0]:.2f} s"
 
@@ -232,8 +271,8 @@ def test_a_request_that_hands_no_record_over_ends_the_wait(
 ) -> None:
     """Two requests in flight; one commits its own record (a write) and says so: the
     other's record is written then, without waiting out the window for the first."""
-    batcher = CountingBatcher(
-        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    batcher = batcher_of(
+        sessions, CountingBatcher, redact=False, max_batch=100, gather_seconds=GATHER
     )
 
     async def forget(reading: Expected, writing: Expected) -> None:
@@ -245,7 +284,7 @@ def test_a_request_that_hands_no_record_over_ends_the_wait(
     async def run() -> None:
         took.append(await _read_beside_a_write(batcher, forget))
 
-    run_in_own_loop(run())
+    run_in_own_loop(run(), batcher)
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
 
@@ -256,8 +295,8 @@ def test_a_request_known_to_write_no_longer_holds_the_batch(
     """The middleware leaves the request a way to say it will hand no record over
     (``runtime.not_handing_a_record``, called by a write once it knows it writes): a
     read's record then goes without waiting out the window for the write's whole work."""
-    batcher = CountingBatcher(
-        sessions.kw["bind"], redact=False, max_batch=100, gather_seconds=GATHER
+    batcher = batcher_of(
+        sessions, CountingBatcher, redact=False, max_batch=100, gather_seconds=GATHER
     )
 
     async def known_to_write(_reading: Expected, writing: Expected) -> None:
@@ -270,6 +309,6 @@ def test_a_request_known_to_write_no_longer_holds_the_batch(
     async def run() -> None:
         took.append(await _read_beside_a_write(batcher, known_to_write))
 
-    run_in_own_loop(run())
+    run_in_own_loop(run(), batcher)
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"

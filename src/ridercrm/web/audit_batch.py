@@ -31,11 +31,17 @@ If a batch cannot be stored, each of its records is tried alone, so one record t
 database refuses (or a full disk that frees up) fails only its own request (503, as
 before).
 
-The writer is one thread, started when records arrive and gone after ``IDLE_SECONDS``
-without any; it keeps a connection while records keep coming (``LINGER_SECONDS``). One
-is enough on either database: its commits do not wait for the disk, and while it writes
-a batch the next one gathers (several writers on PostgreSQL, which
-the durable commits needed, each took batches of one record, at more CPU a request).
+On SQLite the writer is one thread, started when records arrive and gone after
+``IDLE_SECONDS`` without any; it keeps a connection while records keep coming
+(``LINGER_SECONDS``). One is enough: its commits do not wait for the disk, and while it
+writes a batch the next one gathers.
+
+On PostgreSQL (``loop_connections``, web.loop_db) no thread writes: each event loop's
+records are gathered and written, the same way, by a task on that loop, on the loop's
+asynchronous connections (``synchronous_commit`` off there, as ``db.LAZY_COMMIT`` gives
+the thread's). A thread taking the GIL from the event loop around every round trip cost a
+product read more CPU than the read itself (docs/decisions.md, "PostgreSQL reads on the
+event loop"). What is stored, and when a request is answered, are the same.
 """
 
 from __future__ import annotations
@@ -44,13 +50,24 @@ import asyncio
 import contextlib
 import threading
 import time
+import weakref
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine
 
-from ridercrm.audit.service import Finished, record_calls
+from ridercrm.audit.service import (
+    RECORD_COLUMNS,
+    RECORDS,
+    SUBJECT_COLUMNS,
+    SUBJECTS,
+    Finished,
+    record_calls,
+    record_rows,
+    related_subjects_read,
+)
 from ridercrm.db import write_transaction, writing_connection
+from ridercrm.web.loop_db import AwaitingReads, LoopConnections
 
 IDLE_SECONDS = 5.0
 """How long a writer thread waits for records before it ends (a new one starts when
@@ -71,6 +88,18 @@ class _Handed:
 
 
 @dataclass(eq=False)
+class _LoopBatches:
+    """The records handed over on one event loop, written by a task on that loop
+    (``AuditBatcher`` with ``loop_connections``)."""
+
+    loop: asyncio.AbstractEventLoop
+    pending: deque[tuple[Finished, asyncio.Future[None]]] = field(default_factory=deque)
+    task: asyncio.Task[None] | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    gathering: bool = False
+
+
+@dataclass(eq=False)
 class Expected:
     """A request ``batcher`` counts as in flight, until it hands its record over
     (``batcher.write``) or not (:meth:`forget`)."""
@@ -87,9 +116,20 @@ class AuditBatcher:
     """Writes the records handed to :meth:`write` in shared transactions (see module)."""
 
     def __init__(
-        self, engine: Engine, *, redact: bool, max_batch: int, gather_seconds: float = 0.0
+        self,
+        engine: Engine,
+        *,
+        redact: bool,
+        max_batch: int,
+        gather_seconds: float = 0.0,
+        loop_connections: LoopConnections | None = None,
     ) -> None:
         self._engine = engine
+        # PostgreSQL: batches written on the requests' event loops (module).
+        self._loop_connections = loop_connections
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopBatches] = (
+            weakref.WeakKeyDictionary()
+        )
         self._redact = redact
         self._max_batch = max(1, max_batch)
         self._gather_seconds = max(0.0, gather_seconds)
@@ -99,6 +139,11 @@ class AuditBatcher:
         self._idle = False  # and waiting for records
         self._gathering = False  # or for the records of the requests in flight
         self._turn = threading.Condition()
+
+    @property
+    def loop_connections(self) -> LoopConnections | None:
+        """PostgreSQL: the connections its batches are written with on the event loop."""
+        return self._loop_connections
 
     def expect(self) -> Expected:
         """A request began whose record may be handed over (``write``) or not (``forget``):
@@ -114,6 +159,14 @@ class AuditBatcher:
             self._settle(expected)
             if self._gathering and self._expected <= 0:
                 self._turn.notify()
+            gathering = (
+                [batches for batches in self._loops.values() if batches.gathering]
+                if self._expected <= 0
+                else []
+            )
+        for batches in gathering:  # from a worker thread, or from the loop itself
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits there
+                batches.loop.call_soon_threadsafe(batches.wake.set)
 
     def _settle(self, expected: Expected) -> None:
         """No longer count ``expected`` as in flight, once (the lock held by the caller)."""
@@ -124,6 +177,9 @@ class AuditBatcher:
     async def write(self, finished: Finished, expected: Expected | None = None) -> None:
         """Store ``finished``'s record; return once it is committed (raise if it cannot be).
         ``expected``: what :meth:`expect` gave its request."""
+        if self._loop_connections is not None:
+            await self._write_on_loop(finished, expected)
+            return
         loop = asyncio.get_running_loop()
         handed = _Handed(finished, loop, loop.create_future())
         with self._turn:
@@ -138,6 +194,99 @@ class AuditBatcher:
                 self._running = True
                 threading.Thread(target=self._writer, name="ridercrm-audit", daemon=True).start()
         await handed.done
+
+    async def _write_on_loop(self, finished: Finished, expected: Expected | None) -> None:
+        """``write`` on PostgreSQL: the record joins its loop's next batch, which a task on
+        the loop writes (``_loop_writer``)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        with self._turn:  # forget() reads the loops' batches from other threads
+            batches = self._loops.get(loop)
+            if batches is None:
+                batches = self._loops[loop] = _LoopBatches(loop)
+            batches.pending.append((finished, done))
+            if expected is not None:
+                self._settle(expected)
+            ready = self._expected <= 0 or len(batches.pending) >= self._max_batch
+        if batches.task is None or batches.task.done():
+            batches.task = loop.create_task(self._loop_writer(batches))
+        elif ready and batches.gathering:
+            batches.wake.set()
+        await done
+
+    async def _loop_writer(self, batches: _LoopBatches) -> None:
+        """Write the loop's batches while records wait, each once the requests in flight
+        have handed theirs over or ``gather_seconds`` passed (as ``_gather``)."""
+        batch: list[tuple[Finished, asyncio.Future[None]]] = []
+        try:
+            while batches.pending:
+                await self._gather_on_loop(batches)
+                batch = [
+                    batches.pending.popleft()
+                    for _ in range(min(self._max_batch, len(batches.pending)))
+                ]
+                outcomes = await self._loop_outcomes([finished for finished, _done in batch])
+                for (_finished, done), error in zip(batch, outcomes, strict=True):
+                    if done.done():  # its request was cancelled; the record is stored anyway
+                        continue
+                    if error is None:
+                        done.set_result(None)
+                    else:
+                        done.set_exception(error)
+                batch = []
+        except BaseException as exc:
+            # Cancelled (the loop is closing): no request may wait for ever for its record.
+            failure = RuntimeError(f"the audit writer stopped: {exc!r}")
+            for _finished, done in [*batch, *batches.pending]:
+                if not done.done():
+                    done.set_exception(failure)
+            batches.pending.clear()
+            raise
+
+    async def _gather_on_loop(self, batches: _LoopBatches) -> None:
+        loop = batches.loop
+        deadline = loop.time() + self._gather_seconds
+        while self._expected > 0 and len(batches.pending) < self._max_batch:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            batches.wake.clear()
+            batches.gathering = True
+            try:
+                await asyncio.wait_for(batches.wake.wait(), remaining)
+            except TimeoutError:
+                return
+            finally:
+                batches.gathering = False
+
+    async def _loop_outcomes(self, batch: list[Finished]) -> list[BaseException | None]:
+        """``_outcomes`` on the loop's connections."""
+        try:
+            await self._store_on_loop(batch)
+        except Exception:
+            outcomes: list[BaseException | None] = []
+            for finished in batch:
+                try:
+                    await self._store_on_loop([finished])
+                except Exception as exc:
+                    outcomes.append(exc)
+                else:
+                    outcomes.append(None)
+            return outcomes
+        return [None] * len(batch)
+
+    async def _store_on_loop(self, batch: list[Finished]) -> None:
+        assert self._loop_connections is not None
+        redact = self._redact
+
+        def store(reads: AwaitingReads) -> None:
+            rows, subject_rows = record_rows(
+                batch, redact=redact, related=lambda named: related_subjects_read(reads, named)
+            )
+            reads.insert(RECORDS, RECORD_COLUMNS, rows)
+            reads.insert(SUBJECTS, SUBJECT_COLUMNS, subject_rows)
+
+        await self._loop_connections.run_in_transaction(store)
 
     def _writer(self) -> None:
         """Write batches while records arrive, on one connection kept while they keep

@@ -35,6 +35,7 @@ from ridercrm.keys import service as keys
 from ridercrm.ratelimit import KeyRateLimiter
 from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.idempotency import service as idempotency
+from ridercrm.web.loop_db import LoopConnections
 from ridercrm.wire import (
     BodyError,
     decode_body,
@@ -63,6 +64,9 @@ class AppContext:
     limiters: dict[str, KeyRateLimiter] = field(default_factory=dict)
     # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
     audit_batcher: AuditBatcher | None = None
+    # PostgreSQL: the connections of light reads and of that group commit on the event
+    # loop (web.loop_db); None on SQLite.
+    loop_connections: LoopConnections | None = None
 
 
 @dataclass
@@ -480,18 +484,24 @@ async def run_read(
     run ``work`` on it, all in one worker thread and one transaction; render its reply.
 
     ``light``: a read of a few rows of small tables (the key's and a short list). Its
-    ``work`` gets the driver's reads (``db.driver_reads``), not a session. On SQLite it
-    takes less than handing it to a worker thread and back: it runs on the event loop.
-    SQLite's readers never wait for a writer (WAL), and its files are local. On
-    PostgreSQL, or with the rate limit's counts in Redis, every read goes to a thread,
-    since it would wait for the network.
+    ``work`` gets ``db.Reads`` of the driver's own, not a session, and runs on the event
+    loop: on SQLite it takes less than handing it to a worker thread and back (SQLite's
+    readers never wait for a writer, WAL, and its files are local); on PostgreSQL its
+    statements are awaited there (web.loop_db). With the rate limit's counts in Redis,
+    which would wait for the network, it goes to a worker thread.
     """
     services = app_context(request)
     if not light:
         return await run_in_threadpool(_run_read, request, cast(Work, work), payload)
     light_work = cast(LightWork, work)
     limiter = services.rate_limiter
-    if services.settings.is_sqlite and not (limiter is not None and limiter.shared):
+    if limiter is not None and limiter.shared:
+        return await run_in_threadpool(_run_light_read, request, light_work, payload)
+    if services.loop_connections is not None:
+        return await services.loop_connections.run(
+            lambda reads: _light_read(request, light_work, payload, reads)
+        )
+    if services.settings.is_sqlite:
         return _run_light_read(request, light_work, payload)
     return await run_in_threadpool(_run_light_read, request, light_work, payload)
 
@@ -508,5 +518,11 @@ def _run_light_read(
     request: Request, work: LightWork, payload: Callable[[], Any] | None
 ) -> Response:
     with driver_reads(app_context(request).engine) as reads:
-        authenticate_deferred(request, reads)
-        return render(request, work(reads, None if payload is None else payload()))
+        return _light_read(request, work, payload, reads)
+
+
+def _light_read(
+    request: Request, work: LightWork, payload: Callable[[], Any] | None, reads: Reads
+) -> Response:
+    authenticate_deferred(request, reads)
+    return render(request, work(reads, None if payload is None else payload()))

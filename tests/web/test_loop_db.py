@@ -1,0 +1,110 @@
+"""PostgreSQL's light reads and reads' audit records run on the event loop (web.loop_db):
+no worker thread, a lost connection replaced, the connections closed at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from ridercrm import db
+from ridercrm.app import create_app
+from ridercrm.config import Settings
+from ridercrm.products import service as products
+
+pytestmark = pytest.mark.postgresql
+
+ON_POSTGRESQL = [pytest.param("postgresql", marks=pytest.mark.postgresql)]
+
+
+def watch_product_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What each product list's read saw: whether it ran on an event loop, in which thread,
+    on which connection (the read itself is the service's own)."""
+    seen: list[dict[str, Any]] = []
+    listed = products.listed_products
+
+    def watched(reads: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        seen.append(
+            {"on_loop": on_loop, "thread": threading.get_ident(), "connection": reads.connection}
+        )
+        return listed(reads)
+
+    monkeypatch.setattr(products, "listed_products", watched)
+    return seen
+
+
+@pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
+def test_a_product_read_runs_on_the_event_loop_and_is_audited(
+    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = watch_product_reads(monkeypatch)
+    app = create_app(settings)
+    headers = {"Authorization": f"Bearer {make_key('products')}"}
+    with TestClient(app) as client:
+        answers = [client.get("/crm/products", headers=headers) for _ in range(3)]
+        audit_ids = [answer.headers["x-audit-id"] for answer in answers]
+        refused = client.get("/crm/products", headers={"Authorization": "Bearer rcrm_nope"})
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert refused.status_code == 401
+    assert [read["on_loop"] for read in seen] == [True, True, True]
+    # One connection served the three reads in turn: kept idle between them, not reopened.
+    assert len({id(read["connection"]) for read in seen}) == 1
+    # Every answered read's record, and the refusal's, is stored (the group commit on the loop).
+    engine = create_engine(settings.database_url)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text("SELECT id, response_status FROM audit_records WHERE operation = 'crm.products'")
+        ).all()
+    engine.dispose()
+    assert {row.id for row in stored} >= set(audit_ids)
+    assert sorted(row.response_status for row in stored) == [200, 200, 200, 401]
+    app.state.context.engine.dispose()
+
+
+@pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
+def test_a_connection_lost_while_idle_is_replaced_before_it_serves(
+    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = watch_product_reads(monkeypatch)
+    monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.1)
+    app = create_app(settings)
+    headers = {"Authorization": f"Bearer {make_key('products')}"}
+    with TestClient(app) as client:
+        assert client.get("/crm/products", headers=headers).status_code == 200
+        lost = seen[-1]["connection"]
+        other = create_engine(settings.database_url)
+        with other.connect() as connection:
+            connection.execute(
+                text("SELECT pg_terminate_backend(:pid)"), {"pid": lost.info.backend_pid}
+            )
+        other.dispose()
+        time.sleep(0.3)  # idle past the (shortened) ping interval
+        again = client.get("/crm/products", headers=headers)
+        assert again.status_code == 200, again.text
+        assert seen[-1]["connection"] is not lost
+    app.state.context.engine.dispose()
+
+
+@pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
+def test_the_apps_loop_connections_are_closed_at_shutdown(
+    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = watch_product_reads(monkeypatch)
+    app = create_app(settings)
+    headers = {"Authorization": f"Bearer {make_key('products')}"}
+    with TestClient(app) as client:
+        assert client.get("/crm/products", headers=headers).status_code == 200
+        assert not seen[-1]["connection"].closed
+    assert seen[-1]["connection"].closed
+    app.state.context.engine.dispose()
