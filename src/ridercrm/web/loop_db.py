@@ -3,11 +3,10 @@
 On PostgreSQL a light read (``operations.get(light=True)``: ``GET /crm/products``) went to
 a worker thread for its two statements, and its audit record to the audit writer's
 thread: two hand-offs a request, and the threads took the GIL from each other around
-every round trip to the database. The server made 31 voluntary context switches a
-product read and spent 1,813 µs of CPU on it; with both on the event loop, 0.5 and
-1,259 µs, side by side in one run (bench/README.md, "PostgreSQL reads on the event
-loop"; docs/decisions.md, same title). Here both run on the loop, on psycopg's
-asynchronous connections:
+every round trip to the database: 31 voluntary context switches a product read, 0.5
+with both on the event loop, and the server's CPU a read 1,330 µs against 1,074 side by
+side (bench/README.md, "PostgreSQL reads on the event loop"; docs/decisions.md, same
+title). Here both run on the loop, on psycopg's asynchronous connections:
 
 - :class:`LoopConnections`: an app's connections for this, per event loop: at most
   ``RIDERCRM_DB_POOL_SIZE`` in use at once, idle ones kept for the next request, each in
