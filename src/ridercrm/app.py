@@ -144,7 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     if explain is not None:
         app.state.context.limiters[EXPLAIN_LIMITER] = explain
-    if not settings.is_sqlite:
+    if (engine.dialect.name, engine.dialect.driver) == ("postgresql", "psycopg"):
         # Light reads and reads' audit records on the event loop (web.loop_db).
         app.state.context.loop_connections = LoopConnections(engine, settings.db_pool_size)
     app.state.context.audit_batcher = AuditBatcher(

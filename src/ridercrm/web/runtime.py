@@ -65,7 +65,7 @@ class AppContext:
     # Group commit of the audit records of requests that wrote nothing (web.audit_batch).
     audit_batcher: AuditBatcher | None = None
     # PostgreSQL: the connections of light reads and of that group commit on the event
-    # loop (web.loop_db); None on SQLite.
+    # loop (web.loop_db); None on SQLite (and other drivers).
     loop_connections: LoopConnections | None = None
 
 
