@@ -146,7 +146,14 @@ class Settings(BaseSettings):
         ge=0,
         description="SQLite memory-mapped I/O per connection (address space, not RAM)",
     )
-    db_pool_size: int = Field(default=10, ge=1, description="Connections per worker (PostgreSQL)")
+    db_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description=(
+            "Connections per worker (PostgreSQL): the pool's, as many overflow, and at most"
+            " as many on the event loop (light reads, reads' audit records)"
+        ),
+    )
     log_level: str = Field(default="INFO", description="Python logging level")
     log_json: bool = Field(default=True, description="One JSON object per log line")
     # Off by default: the original service had no limit, and a client that re-syncs in a

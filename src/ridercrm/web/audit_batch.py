@@ -40,8 +40,9 @@ On PostgreSQL (``loop_connections``, web.loop_db) no thread writes: each event l
 records are gathered and written, the same way, by a task on that loop, on the loop's
 asynchronous connections (``synchronous_commit`` off there, as ``db.LAZY_COMMIT`` gives
 the thread's). A thread taking the GIL from the event loop around every round trip cost a
-product read more CPU than the read itself (docs/decisions.md, "PostgreSQL reads on the
-event loop"). What is stored, and when a request is answered, are the same.
+product read more CPU than the read itself (docs/decisions.md,
+"PostgreSQL reads on the event loop"). What is stored, and when it is answered, are the
+same.
 """
 
 from __future__ import annotations
