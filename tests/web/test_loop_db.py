@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.postgresql
 ON_POSTGRESQL = [pytest.param("postgresql", marks=pytest.mark.postgresql)]
 
 
-def watch_product_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """What each product list's read saw: whether it ran on an event loop, in which thread,
     on which connection (the read itself is the service's own)."""
     seen: list[dict[str, Any]] = []
@@ -44,14 +46,24 @@ def watch_product_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]
     return seen
 
 
+@contextmanager
+def product_client(
+    settings: Settings, make_key: Callable[..., str]
+) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    """A client of the app (started and shut down) and a products key's headers."""
+    app = create_app(settings)
+    try:
+        with TestClient(app) as client:
+            yield client, {"Authorization": f"Bearer {make_key('products')}"}
+    finally:
+        app.state.context.engine.dispose()
+
+
 @pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
 def test_a_product_read_runs_on_the_event_loop_and_is_audited(
-    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+    settings: Settings, make_key: Callable[..., str], seen: list[dict[str, Any]]
 ) -> None:
-    seen = watch_product_reads(monkeypatch)
-    app = create_app(settings)
-    headers = {"Authorization": f"Bearer {make_key('products')}"}
-    with TestClient(app) as client:
+    with product_client(settings, make_key) as (client, headers):
         answers = [client.get("/crm/products", headers=headers) for _ in range(3)]
         audit_ids = [answer.headers["x-audit-id"] for answer in answers]
         refused = client.get("/crm/products", headers={"Authorization": "Bearer rcrm_nope"})
@@ -69,18 +81,17 @@ def test_a_product_read_runs_on_the_event_loop_and_is_audited(
     engine.dispose()
     assert {row.id for row in stored} >= set(audit_ids)
     assert sorted(row.response_status for row in stored) == [200, 200, 200, 401]
-    app.state.context.engine.dispose()
 
 
 @pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
 def test_a_connection_lost_while_idle_is_replaced_before_it_serves(
-    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    make_key: Callable[..., str],
+    seen: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen = watch_product_reads(monkeypatch)
     monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.1)
-    app = create_app(settings)
-    headers = {"Authorization": f"Bearer {make_key('products')}"}
-    with TestClient(app) as client:
+    with product_client(settings, make_key) as (client, headers):
         assert client.get("/crm/products", headers=headers).status_code == 200
         lost = seen[-1]["connection"]
         other = create_engine(settings.database_url)
@@ -93,18 +104,13 @@ def test_a_connection_lost_while_idle_is_replaced_before_it_serves(
         again = client.get("/crm/products", headers=headers)
         assert again.status_code == 200, again.text
         assert seen[-1]["connection"] is not lost
-    app.state.context.engine.dispose()
 
 
 @pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
 def test_the_apps_loop_connections_are_closed_at_shutdown(
-    settings: Settings, make_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+    settings: Settings, make_key: Callable[..., str], seen: list[dict[str, Any]]
 ) -> None:
-    seen = watch_product_reads(monkeypatch)
-    app = create_app(settings)
-    headers = {"Authorization": f"Bearer {make_key('products')}"}
-    with TestClient(app) as client:
+    with product_client(settings, make_key) as (client, headers):
         assert client.get("/crm/products", headers=headers).status_code == 200
         assert not seen[-1]["connection"].closed
     assert seen[-1]["connection"].closed
-    app.state.context.engine.dispose()
