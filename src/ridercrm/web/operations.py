@@ -260,7 +260,7 @@ def get(
     With ``missing`` (what the path names, say ``"product"``), a work that answers None
     is refused 404 "no product with id ...". ``light``: a read of a few rows of small
     tables, whose ``work`` gets the driver's reads (``db.Reads``) instead of a session,
-    run on the event loop on SQLite (``runtime.run_read``).
+    run on the event loop (``runtime.run_read``; on PostgreSQL awaited, web.loop_db).
     """
     # The key is looked up with the read's own database reads (runtime.run_read).
     authorised = Depends(operation(name, scope=scope, shape=shape, read=True))
