@@ -17,14 +17,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 
+from ridercrm.audit import subjects
 from ridercrm.audit.call import Call
-from ridercrm.audit.models import AuditRecord
+from ridercrm.audit.models import AuditRecord, AuditSubject
 from ridercrm.audit.service import Finished
 from ridercrm.db import session_scope
 from ridercrm.web import audit_batch
 from ridercrm.web.audit_batch import AuditBatcher, Expected
 from ridercrm.web.loop_db import LoopConnections
 from ridercrm.web.runtime import NOT_HANDING, not_handing_a_record
+from tests.courses import builders
 
 
 def batcher_of(
@@ -312,3 +314,34 @@ def test_a_request_known_to_write_no_longer_holds_the_batch(
     run_in_own_loop(run(), batcher)
     assert batcher.batches == [1]
     assert took[0] < GATHER / 2, f"the record waited out the window: {took[0]:.2f} s"
+
+
+def test_a_reads_record_naming_a_course_names_its_person_and_booking_number(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The related look-up of the group commit (on PostgreSQL, the loop's: ``= ANY``
+    arrays): a record whose path names a course is found by the course's person and
+    booking number too, and one naming only a booking number by the course and person."""
+    with session_scope(sessions, write=True) as session:
+        lap, ann = builders.product(session), builders.person(session)
+        course_id = builders.course(session, ann, lap, booking_number="HB-77")
+    batcher = batcher_of(sessions, redact=False, max_batch=10)
+    by_course = finished(f"/admin/courses/{course_id}")
+    by_number = Finished(
+        Call(method="GET", path="/admin/courses"),
+        status=200,
+        response_body=b'{"booking_number": "HB-77"}',
+        duration_ms=1,
+    )
+
+    async def two() -> None:
+        await asyncio.gather(batcher.write(by_course), batcher.write(by_number))
+
+    run_in_own_loop(two(), batcher)
+    expected = {subjects.course(course_id), subjects.person(ann), subjects.booking("HB-77")}
+    with session_scope(sessions) as session:
+        for record in (by_course, by_number):
+            named = session.scalars(
+                select(AuditSubject.subject).where(AuditSubject.audit_id == record.call.audit_id)
+            ).all()
+            assert set(named) == expected, record.call.path
