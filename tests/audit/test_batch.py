@@ -190,8 +190,8 @@ class CountingBatcher(AuditBatcher):
         super()._store(connection, batch)
         self.batches.append(len(batch))
 
-    async def _store_on_loop(self, batch: list[Finished]) -> None:
-        await super()._store_on_loop(batch)
+    async def _store_on_loop(self, connection: Any, batch: list[Finished]) -> None:
+        await super()._store_on_loop(connection, batch)
         self.batches.append(len(batch))
 
 

@@ -10,14 +10,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
 from ridercrm import db
 from ridercrm.app import create_app
+from ridercrm.audit.call import Call
+from ridercrm.audit.service import Finished
 from ridercrm.config import Settings
 from ridercrm.products import service as products
+from ridercrm.web.audit_batch import AuditBatcher
+from ridercrm.web.loop_db import LoopConnections
+from tests.live import free_port
 
 pytestmark = pytest.mark.postgresql
 
@@ -114,3 +120,40 @@ def test_the_apps_loop_connections_are_closed_at_shutdown(
         assert client.get("/crm/products", headers=headers).status_code == 200
         assert not seen[-1]["connection"].closed
     assert seen[-1]["connection"].closed
+
+
+@pytest.mark.parametrize("db_url", ON_POSTGRESQL, indirect=True)
+def test_records_with_no_connection_to_be_had_fail_at_once_with_one_attempt(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server is out of reach: a batch's requests all fail after one attempt to
+    connect (as the writer thread's do), not one attempt more for each record, each of
+    which could wait out a connection timeout."""
+    unreachable = make_url(settings.database_url).set(host="127.0.0.1", port=free_port())
+    engine = create_engine(unreachable)
+    batcher = AuditBatcher(
+        engine, redact=False, max_batch=10, loop_connections=LoopConnections(engine, 10)
+    )
+    attempts: list[int] = []
+    connect = psycopg.AsyncConnection.connect
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(1)
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", counted)
+
+    async def three() -> list[str]:
+        async def one(index: int) -> str:
+            call = Call(method="GET", path=f"/r{index}")
+            try:
+                await batcher.write(Finished(call, 200, b"[]", 1))
+            except psycopg.OperationalError:
+                return "refused"
+            return "stored"
+
+        return list(await asyncio.wait_for(asyncio.gather(*map(one, range(3))), timeout=60))
+
+    assert asyncio.run(three()) == ["refused", "refused", "refused"]
+    assert len(attempts) == 1
+    engine.dispose()

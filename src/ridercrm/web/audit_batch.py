@@ -54,7 +54,9 @@ import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine
 
 from ridercrm.audit.service import (
@@ -261,14 +263,28 @@ class AuditBatcher:
                 batches.gathering = False
 
     async def _loop_outcomes(self, batch: list[Finished]) -> list[BaseException | None]:
-        """``_outcomes`` on the loop's connections."""
+        """What became of each record of ``batch``, written on one of the loop's
+        connections; with none to be had, the batch's requests fail at once (as
+        ``_writer``'s do)."""
+        assert self._loop_connections is not None
         try:
-            await self._store_on_loop(batch)
+            async with self._loop_connections.connection() as connection:
+                return await self._outcomes_on_loop(connection, batch)
+        except Exception as exc:
+            return [exc] * len(batch)
+
+    async def _outcomes_on_loop(
+        self, connection: psycopg.AsyncConnection[Any], batch: list[Finished]
+    ) -> list[BaseException | None]:
+        """``_outcomes`` on the loop: ``batch`` in one transaction, or if it cannot be,
+        each record alone."""
+        try:
+            await self._store_on_loop(connection, batch)
         except Exception:
             outcomes: list[BaseException | None] = []
             for finished in batch:
                 try:
-                    await self._store_on_loop([finished])
+                    await self._store_on_loop(connection, [finished])
                 except Exception as exc:
                     outcomes.append(exc)
                 else:
@@ -276,7 +292,9 @@ class AuditBatcher:
             return outcomes
         return [None] * len(batch)
 
-    async def _store_on_loop(self, batch: list[Finished]) -> None:
+    async def _store_on_loop(
+        self, connection: psycopg.AsyncConnection[Any], batch: list[Finished]
+    ) -> None:
         assert self._loop_connections is not None
         redact = self._redact
 
@@ -287,7 +305,7 @@ class AuditBatcher:
             reads.insert(RECORDS, RECORD_COLUMNS, rows)
             reads.insert(SUBJECTS, SUBJECT_COLUMNS, subject_rows)
 
-        await self._loop_connections.run_in_transaction(store)
+        await self._loop_connections.in_transaction(connection, store)
 
     def _writer(self) -> None:
         """Write batches while records arrive, on one connection kept while they keep

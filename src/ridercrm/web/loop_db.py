@@ -101,18 +101,23 @@ class LoopConnections:
     async def run(self, work: Callable[[AwaitingReads], T]) -> T:
         """``work(reads)`` in a greenlet, its statements awaited on one of the loop's
         connections; a statement that fails leaves no transaction open."""
-        async with self._connection() as connection:
+        async with self.connection() as connection:
             reads = AwaitingReads(connection, self._dialect)
             return await greenlet_spawn(work, reads)
 
-    async def run_in_transaction(self, work: Callable[[AwaitingReads], T]) -> T:
-        """:meth:`run` in one transaction, committed when ``work`` returns."""
-        async with self._connection() as connection, connection.transaction():
+    async def in_transaction(
+        self, connection: psycopg.AsyncConnection[Any], work: Callable[[AwaitingReads], T]
+    ) -> T:
+        """``work(reads)`` as :meth:`run` runs it, on ``connection`` (one of
+        :meth:`connection`'s) in one transaction, committed when ``work`` returns."""
+        async with connection.transaction():
             reads = AwaitingReads(connection, self._dialect)
             return await greenlet_spawn(work, reads)
 
     @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """One of the loop's connections, for as long as the block runs; back to the idle
+        ones after it (closed if it was lost or the block was cancelled)."""
         pool = self._pool()
         async with pool.turns:
             connection = await self._take(pool)
@@ -133,7 +138,11 @@ class LoopConnections:
             except BaseException:
                 await _close(connection)  # cancelled: a statement may still be running
                 raise
-            pool.idle.append((connection, time.monotonic()))
+            if connection.broken:  # lost in a failure the block handled itself
+                pool.lost_at = time.monotonic()
+                await _close(connection)
+            else:
+                pool.idle.append((connection, time.monotonic()))
 
     def _pool(self) -> _LoopPool:
         loop = asyncio.get_running_loop()
