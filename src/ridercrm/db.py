@@ -481,8 +481,14 @@ def _converters(
         column_type = table.c[name].type
         process = column_type.dialect_impl(dialect).bind_processor(dialect)
         if process is not None:
+            # A TypeDecorator (UTCDateTime) is its impl's type in Python: its own
+            # python_type is not implemented, and every timestamp of an import was
+            # converted row by row (issue 23, 2026-11-28).
+            base = (
+                column_type.impl_instance if isinstance(column_type, TypeDecorator) else column_type
+            )
             try:
-                by_value = column_type.python_type in (dt.datetime, dt.date)
+                by_value = base.python_type in (dt.datetime, dt.date)
             except NotImplementedError:
                 by_value = False
             kind = (type(column_type), getattr(column_type, "timezone", None))
