@@ -66,7 +66,8 @@ def tables(engine: Engine) -> set[str]:
 
 
 def schema_objects(engine: Engine) -> set[str]:
-    """The tables, each table's columns and named indexes: what one migration may add."""
+    """The tables, each table's columns, named indexes and foreign keys: what one migration
+    may add or take away."""
     inspector = inspect(engine)
     names = tables(engine)
     with warnings.catch_warnings():
@@ -83,6 +84,11 @@ def schema_objects(engine: Engine) -> set[str]:
                 f"{table}.{column['name']}"
                 for table in names
                 for column in inspector.get_columns(table)
+            }
+            | {
+                f"{table}({', '.join(key['constrained_columns'])}) -> {key['referred_table']}"
+                for table in names
+                for key in inspector.get_foreign_keys(table)
             }
         )
 
@@ -112,9 +118,9 @@ def test_upgrade_from_empty_to_head_down_one_and_up_again(empty_engine: Engine) 
     downgrade(empty_engine, "-1")
     assert current_revision(empty_engine) == previous
     assert tables(empty_engine) <= APP_TABLES | DROPPED_BY_HEAD
-    # Down one undid the newest migration's change to the schema: a table, a column or an
-    # index it added is gone, or one it took away (0025: person_keys' index on person_id)
-    # is back.
+    # Down one undid the newest migration's change to the schema: a table, a column, an
+    # index or a foreign key it added is gone, or one it took away (0028: person_keys'
+    # foreign key to people) is back.
     assert at_head ^ schema_objects(empty_engine)
 
     upgrade(empty_engine)
@@ -213,3 +219,49 @@ def test_0025_rebuilds_every_persons_keys_in_one_b_tree(empty_engine: Engine) ->
             stored.setdefault(person_id, set()).add(key)
     assert stored == expected
     assert inspect(empty_engine).get_indexes("person_keys") == []
+
+
+def test_0028_keeps_every_key_and_takes_the_foreign_key_away(empty_engine: Engine) -> None:
+    """person_keys loses its foreign key to people (and gets it back going down) with
+    every key row kept; on SQLite it stays one B-tree (WITHOUT ROWID)."""
+    from sqlalchemy import select
+    from testkit.factories import person_body
+
+    from ridercrm.db import session_factory, session_scope
+    from ridercrm.people import service
+    from ridercrm.people.models import CONTACT, PersonKey
+    from ridercrm.people.schemas import PersonCreate
+
+    upgrade(empty_engine)
+    with session_scope(session_factory(empty_engine), write=True) as session:
+        for n in range(3):
+            body = person_body(first_name=f"Bea{'a' * n}", email=f"bea{n}@example.com")
+            service.create_person(session, kind=CONTACT, data=PersonCreate.model_validate(body))
+
+    def keys() -> set[tuple[int, str]]:
+        with empty_engine.connect() as connection:
+            rows = connection.execute(select(PersonKey.key, PersonKey.person_id))
+            return {(key, person_id) for key, person_id in rows}
+
+    def one_b_tree() -> bool:
+        if empty_engine.dialect.name != "sqlite":
+            return True
+        with empty_engine.connect() as connection:
+            sql = connection.execute(
+                text("SELECT sql FROM sqlite_master WHERE name = 'person_keys'")
+            ).scalar_one()
+        return "WITHOUT ROWID" in sql
+
+    stored = keys()
+    assert len(stored) > 20
+    assert inspect(empty_engine).get_foreign_keys("person_keys") == []
+    downgrade(empty_engine, "0027")
+    assert [
+        key["referred_table"] for key in inspect(empty_engine).get_foreign_keys("person_keys")
+    ] == ["people"]
+    assert keys() == stored
+    assert one_b_tree()
+    upgrade(empty_engine)
+    assert inspect(empty_engine).get_foreign_keys("person_keys") == []
+    assert keys() == stored
+    assert one_b_tree()

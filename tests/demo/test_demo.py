@@ -14,7 +14,7 @@ from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
 from ridercrm.demo_courses import ANN, BEN, BOOKED_COURSE, LIAM, product_id
 from ridercrm.fields import COURSE_LOCATIONS, COURSE_STATUSES, SITE_ZONES
-from ridercrm.people.models import Person
+from ridercrm.people.models import Person, PersonKey
 from tests.transfer.helpers import assert_match_keys_in_step, cli, people, products
 
 
@@ -58,6 +58,7 @@ def test_demo_data_is_the_same_on_every_load(db_url: str, sessions: sessionmaker
     with session_scope(sessions, write=True) as session:
         session.execute(delete(AssetStatusChange))
         session.execute(delete(Asset))
+        session.execute(delete(PersonKey))  # no cascade: keys go with their people
         session.execute(delete(Person))
     load_demo(sessions, people=50)
     again = sorted((p["first_name"], p["last_name"], p["email"]) for p in people(sessions).values())
