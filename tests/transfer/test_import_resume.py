@@ -60,6 +60,7 @@ def test_an_import_stopped_between_batches_resumes_after_its_last_batch(
     # Lines 2-15 are stored (the merged record waits for the end), and where to go on.
     assert len(people(sessions)) == 12
     assert runs(sessions) == [(12, 1, 16)]
+    assert_match_keys_in_step(sessions)
 
     bad: list[BadRow] = []
     resumed: list[int] = []
@@ -80,6 +81,25 @@ def test_an_import_stopped_between_batches_resumes_after_its_last_batch(
     again = cli(db_url, "import", "contacts", str(file))
     assert again.exit_code == 2
     assert "a file with the same content was imported" in again.output
+
+
+def test_the_keys_of_several_batches_are_committed_with_their_people(
+    tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    # Keys are written in key order once per transaction, not batch by batch: a stop
+    # after a transaction of three batches leaves each of its people with every key.
+    file, _survivor, _merged = a_file(tmp_path)
+
+    def stop_after_line_20(line: int) -> None:
+        if line >= 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        import_csv(sessions, CONTACTS, file, batch_size=5, commit_rows=14, workers=0,
+                   on_progress=stop_after_line_20)  # fmt: skip
+    assert runs(sessions) == [(13, 1, 17)]  # lines 2-16, less the merged record and line 12
+    assert len(people(sessions)) == 13
+    assert_match_keys_in_step(sessions)
 
 
 def bad_id(file: Path, line: int) -> str:

@@ -410,9 +410,12 @@ def person_unmerged(
     )
 
 
-def people_imported(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
-    """person.created for each imported row, written in bulk beside the rows, when an
-    endpoint wants person.created; else nothing at all (not even the payloads)."""
+def people_imported(
+    session: Session, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """person.created for each imported row (its values in the order of ``columns``),
+    written in bulk beside the rows, when an endpoint wants person.created; else nothing
+    at all (not even the payloads)."""
     if not wanted(session, PERSON_CREATED):
         return
     now = utcnow()
@@ -426,6 +429,6 @@ def people_imported(session: Session, rows: Sequence[Mapping[str, Any]]) -> None
                 _envelope(PERSON_CREATED, {"person": person_state(values)}, now),
                 now,
             )
-            for values in rows
+            for values in (dict(zip(columns, row, strict=True)) for row in rows)
         ],
     )
