@@ -24,8 +24,17 @@ def live_server(settings: Settings, *, http: str = "auto") -> Iterator[str]:
     header value the protocol does not allow."""
     app = create_app(settings)
     port = free_port()
+    # Idle connections are kept for the whole test: with uvicorn's 5 s, a loaded machine
+    # let a pooled connection idle past it, and the server closed it just as the client
+    # sent a request on it (ECONNRESET in tests/events/test_ordering.py, 2026-11-28).
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, http=http
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=http,
+        timeout_keep_alive=300,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
