@@ -21,7 +21,9 @@ commit's (``--previous``, its checkout or that checkout's src/: ``git worktree a
 each in a fresh process and a fresh, migrated database, the import timed from the
 ``import_csv`` call (start-up and migration not included), workers as the command chooses
 them; then the same on PostgreSQL against psql's `copy` meta-command (a fresh database each time) when
-RIDERCRM_TEST_POSTGRES_URL is set. It prints each round's times and the median ratios.
+RIDERCRM_TEST_POSTGRES_URL is set. It prints each round's times and the median ratios,
+and the store each import left against the CSV's size (the issue's "store at most 3 times its data":
+SQLite's file after a checkpoint, PostgreSQL's growth of ``pg_database_size``).
 
     .venv/bin/python bench/import_bench.py --floor [--people 100000] [--rounds 3]
         [--previous /tmp/prev-import/src]
@@ -157,6 +159,13 @@ from ridercrm.transfer.importer import import_csv
 url, csv_path, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 engine = build_engine(Settings(database_url=url))
 upgrade(engine)
+from sqlalchemy import text
+def size():
+    if engine.dialect.name != "postgresql":
+        return 0
+    with engine.connect() as connection:
+        return connection.scalar(text("SELECT pg_database_size(current_database())"))
+empty = size()
 sessions = install(session_factory(engine))
 def cpu():
     own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
@@ -164,15 +173,18 @@ def cpu():
 started, cpu_started = time.perf_counter(), cpu()
 result = import_csv(sessions, CONTACTS, csv_path)
 seconds = time.perf_counter() - started
-engine.dispose()
 assert (result.imported, result.bad_rows) == (count, 0), result.summary()
-print(json.dumps({"seconds": seconds, "cpu": cpu() - cpu_started}))
+cpu_used = cpu() - cpu_started
+grown = size() - empty
+engine.dispose()
+print(json.dumps({"seconds": seconds, "cpu": cpu_used, "grown": grown}))
 """
 
 
-def import_child(source: Path, url: str, csv_path: Path, count: int) -> tuple[float, float]:
+def import_child(source: Path, url: str, csv_path: Path, count: int) -> tuple[float, float, float]:
     """Wall and CPU seconds (its checking workers' included) the code in ``source`` takes
-    to import the file into ``url`` (migrated first)."""
+    to import the file into ``url`` (migrated first), and on PostgreSQL the MB the database
+    grew by (0 on SQLite: its file says)."""
     env = {**os.environ, "PYTHONPATH": str(source), "RIDERCRM_DATABASE_URL": url}
     done = subprocess.run(
         ["nice", "-n", "10", sys.executable, "-c", _CHILD, url, str(csv_path), str(count)],
@@ -184,7 +196,7 @@ def import_child(source: Path, url: str, csv_path: Path, count: int) -> tuple[fl
     if done.returncode != 0:
         raise SystemExit(f"the import in {source} failed: {done.stderr[-2000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(figures["seconds"]), float(figures["cpu"])
+    return float(figures["seconds"]), float(figures["cpu"]), float(figures["grown"]) / 1e6
 
 
 def sqlite_import(db_path: Path, csv_path: Path) -> float:
@@ -256,6 +268,9 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
         b: {"loader": [], "new": [], "previous": []} for b in backends
     }
     cpus: dict[str, dict[str, list[float]]] = {b: {"new": [], "previous": []} for b in backends}
+    # The store each import left, in MB (SQLite: the file after a checkpoint; PostgreSQL:
+    # pg_database_size less that of the empty, migrated database).
+    stores: dict[str, dict[str, list[float]]] = {b: {"new": [], "previous": []} for b in backends}
     for round_ in range(1, args.rounds + 1):
         for backend in backends:
             times = table[backend]
@@ -267,10 +282,11 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
                         seconds = sqlite_import(path, csv_path)
                     else:
                         source = here if what == "new" else previous
-                        seconds, cpu = import_child(
+                        seconds, cpu, _grown = import_child(
                             source, f"sqlite:///{path}", csv_path, args.people
                         )
                         cpus[backend][what].append(cpu)
+                        stores[backend][what].append(sqlite_store_mb(path))
                     for leftover in root.glob(f"{name}.db*"):
                         leftover.unlink()
                 else:
@@ -281,8 +297,9 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
                             seconds = psql_copy(url, csv_path, header)
                         else:
                             source = here if what == "new" else previous
-                            seconds, cpu = import_child(source, url, csv_path, args.people)
+                            seconds, cpu, grown = import_child(source, url, csv_path, args.people)
                             cpus[backend][what].append(cpu)
+                            stores[backend][what].append(grown)
                     finally:
                         drop_postgres_database(postgres, name)
                 times[what].append(seconds)
@@ -293,6 +310,7 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
                 f"load average {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
+    csv_mb = csv_path.stat().st_size / 1e6
     loader_name = {"sqlite": "sqlite3 .import", "postgresql": "psql \\copy"}
     print(f"\n{args.people} people; medians of {args.rounds} interleaved rounds")
     print(
@@ -310,7 +328,21 @@ def floor(args: argparse.Namespace, root: Path, csv_path: Path) -> None:
             f"{loader / new:.3f} | {statistics.median(cpus[backend]['new']):.2f} | {old:.2f} | "
             f"{loader / old:.3f} | {statistics.median(cpus[backend]['previous']):.2f} |"
         )
+    print(f"\nStore left by the import, MB (the CSV: {csv_mb:.1f} MB); medians")
+    print("| database | this commit MB | / CSV | previous MB | / CSV |")
+    print("|---|---|---|---|---|")
+    for backend in backends:
+        new = statistics.median(stores[backend]["new"])
+        old = statistics.median(stores[backend]["previous"])
+        print(f"| {backend} | {new:.1f} | {new / csv_mb:.1f} | {old:.1f} | {old / csv_mb:.1f} |")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+def sqlite_store_mb(path: Path) -> float:
+    """The SQLite file's size once its write-ahead log is checkpointed into it, in MB."""
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path.stat().st_size / 1e6
 
 
 def main() -> None:
