@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,16 @@ HEADER = ["id", "first_name", "last_name", "email", "postcode", "merged_into"]
 
 class Stop(Exception):
     """Stands for the process being stopped (a signal, a crash) at that point."""
+
+
+def stop_after(last: int) -> Callable[[int], None]:
+    """An on_progress that stops the import once a batch reaching line ``last`` is done."""
+
+    def progress(line: int) -> None:
+        if line >= last:
+            raise Stop
+
+    return progress
 
 
 def runs(sessions: sessionmaker[Session]) -> list[tuple[int, int, int | None]]:
@@ -50,13 +61,9 @@ def test_an_import_stopped_between_batches_resumes_after_its_last_batch(
 ) -> None:
     file, survivor, merged = a_file(tmp_path)
 
-    def stop_after_line_15(line: int) -> None:
-        if line >= 15:
-            raise Stop
-
     with pytest.raises(Stop):
         import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
-                   on_progress=stop_after_line_15)  # fmt: skip
+                   on_progress=stop_after(15))  # fmt: skip
     # Lines 2-15 are stored (the merged record waits for the end), and where to go on.
     assert len(people(sessions)) == 12
     assert runs(sessions) == [(12, 1, 16)]
@@ -90,13 +97,9 @@ def test_the_keys_of_several_batches_are_committed_with_their_people(
     # after a transaction of three batches leaves each of its people with every key.
     file, _survivor, _merged = a_file(tmp_path)
 
-    def stop_after_line_20(line: int) -> None:
-        if line >= 20:
-            raise Stop
-
     with pytest.raises(Stop):
         import_csv(sessions, CONTACTS, file, batch_size=5, commit_rows=14, workers=0,
-                   on_progress=stop_after_line_20)  # fmt: skip
+                   on_progress=stop_after(20))  # fmt: skip
     assert runs(sessions) == [(13, 1, 17)]  # lines 2-16, less the merged record and line 12
     assert len(people(sessions)) == 13
     assert_match_keys_in_step(sessions)
@@ -143,13 +146,9 @@ def test_a_resumed_import_does_not_match_rows_its_earlier_batches_stored(
     rows[10] = rows[1][:]
     file = write_csv(tmp_path / "twice.csv", HEADER, rows)
 
-    def stop_after_line_8(line: int) -> None:
-        if line >= 8:
-            raise Stop
-
     with pytest.raises(Stop):
         import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
-                   on_progress=stop_after_line_8)  # fmt: skip
+                   on_progress=stop_after(8))  # fmt: skip
     result = import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0)
     assert result.summary() == "imported 12 contacts, 0 bad rows"
     stored = [p for p in people(sessions).values() if p["email"] == "p1@example.com"]
@@ -161,13 +160,13 @@ def test_a_dry_run_neither_resumes_nor_finishes_an_unfinished_import(
 ) -> None:
     file, _survivor, _merged = a_file(tmp_path)
 
-    def stop_after_line_8(line: int) -> None:
+    def fail_after_line_8(line: int) -> None:
         if line >= 8:
             raise ImportFailed("stopped")
 
     with pytest.raises(ImportFailed):
         import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
-                   on_progress=stop_after_line_8)  # fmt: skip
+                   on_progress=fail_after_line_8)  # fmt: skip
     dry = cli(db_url, "import", "contacts", str(file), "--dry-run")
     assert dry.exit_code == 1, dry.output  # a dry run checks the whole file, records nothing
     assert runs(sessions) == [(6, 0, 9)]
