@@ -223,8 +223,8 @@ def test_0025_rebuilds_every_persons_keys_in_one_b_tree(empty_engine: Engine) ->
 
 def test_0028_keeps_every_key_and_takes_the_foreign_key_away(empty_engine: Engine) -> None:
     """person_keys loses its foreign key to people (and gets it back going down) with
-    every key row kept; on SQLite it stays one B-tree (WITHOUT ROWID)."""
-    from sqlalchemy import select
+    every key row of a stored person kept; on SQLite it stays one B-tree (WITHOUT ROWID)."""
+    from sqlalchemy import insert, select
     from testkit.factories import person_body
 
     from ridercrm.db import session_factory, session_scope
@@ -255,6 +255,8 @@ def test_0028_keeps_every_key_and_takes_the_foreign_key_away(empty_engine: Engin
     stored = keys()
     assert len(stored) > 20
     assert inspect(empty_engine).get_foreign_keys("person_keys") == []
+    with empty_engine.begin() as connection:  # a key of no one: going down drops it
+        connection.execute(insert(PersonKey).values(key=12345, person_id="003NOBODY"))
     downgrade(empty_engine, "0027")
     assert [
         key["referred_table"] for key in inspect(empty_engine).get_foreign_keys("person_keys")

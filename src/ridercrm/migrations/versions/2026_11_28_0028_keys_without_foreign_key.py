@@ -36,6 +36,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # A key of no one (a script deleted people without their keys) would refuse the
+    # constraint: it is dropped first.
+    op.execute(
+        "DELETE FROM person_keys WHERE NOT EXISTS"
+        " (SELECT 1 FROM people WHERE people.id = person_keys.person_id)"
+    )
     if op.get_bind().dialect.name == "sqlite":
         _remake(foreign_key=True)
     else:
