@@ -218,7 +218,6 @@ def import_csv(
                     run.batch(batch)
                     rows += len(batch)
                     if rows >= commit_rows:
-                        run.write_keys()
                         run.save(next_line=batch[-1].line + 1)
                         transaction.close()  # commits
                         writing, rows = None, 0
@@ -229,7 +228,6 @@ def import_csv(
                     writing = transaction.enter_context(session_scope(sessions, write=True))
                     run.use(writing)
                 run.merged_records()
-                run.write_keys()
                 run.save(next_line=None)
                 run.restore_cache()
         except IntegrityError as exc:
@@ -309,7 +307,7 @@ class _Run:
         self.committed_line: int | None = None  # the line after the last committed batch
         self.cache_before: int | None = None
         # The person_keys rows of the people written since the last commit, written in
-        # key order just before it (write_keys).
+        # key order just before it (save, write_keys).
         self.keys: list[tuple[int, str]] = []
 
     def begin(
@@ -380,8 +378,9 @@ class _Run:
             self.run_id = record.id
 
     def save(self, *, next_line: int | None) -> None:
-        """Keep the run's counts, and where it resumes (None: finished), in the batch's
-        transaction."""
+        """Just before a commit: write the keys this transaction holds (``write_keys``),
+        and keep the run's counts and where it resumes (None: finished) in it."""
+        self.write_keys()
         if self.run_id is None:
             return
         if next_line is not None:
