@@ -154,6 +154,15 @@ def test_people_are_listed_newest_first_a_page_at_a_time_with_filters(
     # A search still answers by name, e-mail or phone, and takes the kind filter too.
     assert [p["id"] for p in page(q="p3@example.com")["people"]] == [made[3]]
     assert page(q="p3@example.com", kind="contact")["people"] == []
+    # The filters choose before the limit: the first two leads named Nguyen, though a
+    # contact (P1) sorts between them.
+    assert [p["id"] for p in page(q="Nguyen", kind="lead", limit=2)["people"]] == [
+        made[0],
+        made[3],
+    ]
+    assert [p["id"] for p in page(q="Nguyen", created_since=third["created_at"], limit=2)[
+        "people"
+    ]] == [made[2], made[3]]  # fmt: skip
 
 
 def test_people_listing_refuses_what_it_cannot_page(

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from ridercrm.people.blocking import email_key, phone_key
@@ -45,13 +45,7 @@ def listing(
     Keyset paging on (created_at, id), as the audit search pages: people created
     meanwhile do not shift the pages.
     """
-    statement = select(Person)
-    if kind is not None:
-        statement = statement.where(Person.kind == kind)
-    if created_since is not None:
-        statement = statement.where(Person.created_at >= created_since)
-    if updated_since is not None:
-        statement = statement.where(Person.updated_at >= updated_since)
+    statement = _filtered(select(Person), kind, created_since, updated_since)
     if before is not None:
         statement = statement.where(
             or_(
@@ -67,8 +61,34 @@ def listing(
     return people, None
 
 
-def search(session: Session, *, query: str, limit: int) -> Sequence[Person]:
-    """People whose name starts with the words given, or whose e-mail or phone is the query.
+def _filtered(
+    statement: Select[Person],
+    kind: str | None,
+    created_since: dt.datetime | None,
+    updated_since: dt.datetime | None,
+) -> Select[Person]:
+    """``statement`` narrowed to people of ``kind`` created or updated since the times."""
+    if kind is not None:
+        statement = statement.where(Person.kind == kind)
+    if created_since is not None:
+        statement = statement.where(Person.created_at >= created_since)
+    if updated_since is not None:
+        statement = statement.where(Person.updated_at >= updated_since)
+    return statement
+
+
+def search(
+    session: Session,
+    *,
+    query: str,
+    limit: int,
+    kind: str | None = None,
+    created_since: dt.datetime | None = None,
+    updated_since: dt.datetime | None = None,
+) -> Sequence[Person]:
+    """People whose name starts with the words given, or whose e-mail or phone is the query,
+    of ``kind`` and created or updated since the times given (the filters apply before the
+    limit: ten leads named Smith, not the ten first Smiths' leads).
 
     E-mail and phone are looked up normalised, through the matching keys, so
     "0412 345 678" finds "+61412345678" and "ANN@Example.com" finds "ann@example.com".
@@ -101,10 +121,7 @@ def search(session: Session, *, query: str, limit: int) -> Sequence[Person]:
             conditions.append(_prefix(Person.first_name, text))
     if not conditions:
         return []
-    statement = (
-        select(Person)
-        .where(or_(*conditions))
-        .order_by(Person.last_name, Person.first_name, Person.id)
-        .limit(limit)
-    )
+    statement = select(Person).where(or_(*conditions))
+    statement = _filtered(statement, kind, created_since, updated_since)
+    statement = statement.order_by(Person.last_name, Person.first_name, Person.id).limit(limit)
     return session.scalars(statement).all()

@@ -61,15 +61,16 @@ def search_people(
     created_since: dt.datetime | None = None,
     updated_since: dt.datetime | None = None,
 ) -> Sequence[Person]:
-    """The best ``limit`` people by name, e-mail or phone, then those of ``kind`` and
+    """The best ``limit`` people by name, e-mail or phone among those of ``kind`` and
     created or updated since the given times."""
-    return [
-        p
-        for p in repository.search(session, query=query, limit=limit)
-        if (kind is None or p.kind == kind)
-        and (created_since is None or p.created_at >= created_since)
-        and (updated_since is None or p.updated_at >= updated_since)
-    ]
+    return repository.search(
+        session,
+        query=query,
+        limit=limit,
+        kind=kind,
+        created_since=created_since,
+        updated_since=updated_since,
+    )
 
 
 def list_people(
