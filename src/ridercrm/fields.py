@@ -214,6 +214,10 @@ def parse_birth_date(value: Any) -> dt.date | None:
     return parsed
 
 
+# The years a course's date-times may fall in (operation 1, sessions, the day sheet).
+COURSE_FIRST_YEAR, COURSE_LAST_YEAR = 1900, 9998
+
+
 def parse_datetime_text(value: Any) -> str | None:
     """A date-time written YYYY-MM-DD HH:MM:SS (or a date), kept as written."""
     if value is None or value == "":
@@ -224,13 +228,19 @@ def parse_datetime_text(value: Any) -> str | None:
     text = value.strip()
     try:
         if _DATETIME.match(text):
-            dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+            year = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").year
         elif _DATE.match(text):
-            dt.date.fromisoformat(text)
+            year = dt.date.fromisoformat(text).year
         else:
             raise ValueError
     except ValueError:
         raise ValueError(f"{form} (received {received(value)})") from None
+    # As a session's times: a course in year 1 has no moment in UTC to remind at, and
+    # the day sheet has no day after 9999-12-31 (docs/decisions.md, "Course times' years").
+    if not COURSE_FIRST_YEAR <= year <= COURSE_LAST_YEAR:
+        raise ValueError(
+            f"must be in the years {COURSE_FIRST_YEAR} to {COURSE_LAST_YEAR} (received {year})"
+        )
     return text
 
 
@@ -487,8 +497,8 @@ DateTimeText = rule(
     parse_datetime_text,
     str | None,
     [{"type": "string", "pattern": DATETIME_PATTERN}],
-    "YYYY-MM-DD HH:MM:SS (or YYYY-MM-DD), the local wall time of the course"
-    " location, stored and echoed as written.",
+    "YYYY-MM-DD HH:MM:SS (or YYYY-MM-DD) in the years 1900 to 9998, the local wall time"
+    " of the course location, stored and echoed as written.",
 )
 _EMAIL = [{"type": "string", "format": "email", "maxLength": 254}]
 Email = rule(

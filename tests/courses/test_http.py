@@ -107,6 +107,31 @@ def test_enumerations_are_case_insensitive_and_stored_in_the_interface_spelling(
         assert courses.asset(entry["asset_id"])[field] == stored
 
 
+def test_a_course_in_year_one_fails_alone_and_leaves_a_course_bookable(courses: Courses) -> None:
+    """Year 1 has no moment in UTC (no reminder can be timed): such an item fails alone,
+    naming the field, and the request's other items are written; a stored course cannot
+    be moved there, so it stays bookable."""
+    year_one = {"course_datetime": "0001-01-01 10:00:00", "course_date_end": "0001-01-01 18:00:00"}
+    body = courses.send(
+        new_booking(courses.contact, courses.product, booking_number="Y1-BAD", **year_one),
+        new_booking(courses.contact, courses.product, booking_number="Y1-GOOD"),
+    )
+    bad, good = body["details"]
+    assert (bad["delivery"], good["delivery"]) == ("false", "true"), body
+    assert bad["receipt"] == (
+        "course_datetime: must be in the years 1900 to 9998 (received 1);"
+        " course_date_end: must be in the years 1900 to 9998 (received 1)"
+        " (booking_number Y1-BAD)."
+    )
+    moved = courses.one({"asset_id": good["asset_id"], "course_status": "cancelled", **year_one})
+    assert moved["delivery"] == "false"
+    assert moved["receipt"].startswith("course_datetime: must be in the years 1900 to 9998")
+    stored = courses.asset(good["asset_id"])
+    assert (stored["course_datetime"], stored["course_status"]) == ("2026-12-05 08:30:00", "booked")
+    again = courses.one({"asset_id": good["asset_id"], "course_status": "booked"})
+    assert again["delivery"] == "true", again
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -117,6 +142,9 @@ def test_enumerations_are_case_insensitive_and_stored_in_the_interface_spelling(
         ("course_feedback", "pass Z"),
         ("course_datetime", "05/12/2026 08:30"),
         ("course_datetime", "2026-02-30 08:30:00"),
+        ("course_datetime", "0001-01-01 10:00:00"),
+        ("course_datetime", "1899-12-31"),
+        ("course_date_end", "9999-12-31 23:00:00"),
         ("date_of_birth", "1999-13-01"),
         ("course_price", "two hundred"),
         ("postcode", "12345"),

@@ -89,7 +89,7 @@ def test_the_calendars_first_and_last_days_never_reach_a_500(
             for last in edges:
                 query = {
                     "since": first, "until": last, "from": first, "to": last,
-                    "date": last, "site": "somerton",
+                    "date": last, "week": first, "site": "somerton",
                 }  # fmt: skip
                 answer = client.get(template, params=query)
                 assert answer.status_code < 500, (template, query, answer.text[:300])

@@ -24,6 +24,17 @@ def _moments(when: str, site: str, reminders: str = "48h,2h") -> dict[str, dt.da
     return dict(reminder_moments(start, parse_reminders(reminders)))
 
 
+def test_a_start_outside_the_years_a_course_may_fall_in_has_no_moment() -> None:
+    # Stored before operation 1 checked the years: year 1 in Melbourne is before UTC's
+    # first day, so no reminder could be timed; the course is read as of no known start.
+    assert course_start("0001-01-01 10:00:00", "somerton") is None
+    assert course_start("9999-12-31 23:00:00", "slacks creek") is None
+    earliest = _moments("1900-01-01 00:00:00", "somerton")
+    latest = _moments("9998-12-31 23:59:59", "st ives")
+    assert earliest["48h"] == dt.datetime(1899, 12, 29, 14, 0, tzinfo=UTC)  # +10:00 then
+    assert latest["2h"] == dt.datetime(9998, 12, 31, 10, 59, 59, tzinfo=UTC)  # AEDT
+
+
 def test_melbourne_course_on_the_morning_clocks_go_forward() -> None:
     # 4 October 2026: Melbourne goes from +10 to +11 at 02:00. A course at 08:30 that
     # morning starts at 21:30 UTC the day before.

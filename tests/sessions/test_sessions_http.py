@@ -230,6 +230,30 @@ def test_availability_filters_and_scopes(
     assert "location" in bad.json()["detail"]
 
 
+def test_availability_bounds_at_the_calendars_edges_are_refused_not_a_500(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """The day after 9999-12-31 is no date: a bound outside the years a course may fall in
+    is a 400 naming it, on the booking website's listing and the operators' alike."""
+    seats = Seats(client, admin_headers)
+    seats.create()
+    for path in ("/crm/sessions", "/admin/sessions"):
+        for name, value in [
+            ("to", "9999-12-31"),
+            ("to", "9999-12-31 23:59:59"),
+            ("from", "0001-01-01"),
+            ("from", "1899-12-31 23:59:59"),
+        ]:
+            refused = client.get(path, params={name: value}, headers=admin_headers)
+            assert refused.status_code == 400, (path, name, value, refused.text)
+            assert f"{name}: must be in the years 1900 to 9998" in refused.json()["detail"]
+        widest = client.get(
+            path, params={"from": "1900-01-01", "to": "9998-12-31"}, headers=admin_headers
+        )
+        assert widest.status_code == 200, widest.text
+        assert len(widest.json()) == 1
+
+
 def test_instructor_cover_limits_the_seats_on_sale(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:

@@ -23,7 +23,13 @@ from sqlalchemy.orm import Session
 from ridercrm.courses import rules, service
 from ridercrm.courses.models import Asset
 from ridercrm.errors import DomainError
-from ridercrm.fields import COURSE_FEEDBACK, COURSE_LOCATIONS, enumeration
+from ridercrm.fields import (
+    COURSE_FEEDBACK,
+    COURSE_FIRST_YEAR,
+    COURSE_LAST_YEAR,
+    COURSE_LOCATIONS,
+    enumeration,
+)
 from ridercrm.ids import RecordKind, canonical_id
 from ridercrm.people.models import Person
 from ridercrm.products.models import Product
@@ -34,7 +40,8 @@ parse_site = enumeration(COURSE_LOCATIONS)
 # What a row of a submission may set: the interface's statuses that a day at the site
 # ends with. "booked" puts a course back (e.g. a cancelled rider who turned up after all).
 RESULT_STATUSES = (rules.PASSED, rules.FAILED, rules.CANCELLED, rules.BOOKED)
-FIRST_YEAR, LAST_YEAR = 1900, 9998  # a sheet links to the day before and after
+# A sheet links to the day before and after.
+FIRST_YEAR, LAST_YEAR = COURSE_FIRST_YEAR, COURSE_LAST_YEAR
 MAX_ROWS = 500
 """Rows one submission may carry: far more than a site's day (about 40 riders)."""
 

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 # Parsed in config, where the settings are validated at start-up; re-exported here.
 from ridercrm.config import QuietHours as QuietHours
 from ridercrm.config import parse_reminders as parse_reminders
-from ridercrm.fields import SITE_ZONES
+from ridercrm.fields import COURSE_FIRST_YEAR, COURSE_LAST_YEAR, SITE_ZONES
 
 # Course times are the site's local wall time, in the site's zone (fields.SITE_ZONES).
 _ZONES = {site.lower(): zone for site, zone in SITE_ZONES.items()}
@@ -28,12 +28,16 @@ def site_zone(location: str | None) -> ZoneInfo:
 @functools.lru_cache(maxsize=4096)
 def course_start(course_datetime: str | None, location: str | None) -> dt.datetime | None:
     """A course's start as an aware local time in its site's zone, or None if unknown
-    (kept for the next call: a 200-item booking names a few starts many times)."""
+    (kept for the next call: a 200-item booking names a few starts many times). A start
+    outside the years operation 1 takes (one stored before it checked them) is unknown
+    too: year 1 has no moment in UTC to remind at."""
     if not course_datetime:
         return None
     try:
         wall = dt.datetime.strptime(course_datetime, WALL_TIME)
     except ValueError:
+        return None
+    if not COURSE_FIRST_YEAR <= wall.year <= COURSE_LAST_YEAR:
         return None
     return wall.replace(tzinfo=site_zone(location))
 

@@ -11,7 +11,7 @@ from ridercrm import fields
 _START = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 # A session's times: real dates with room around them (a day before or after is still a
 # date), as the day sheet and the reports take them.
-FIRST_YEAR, LAST_YEAR = 1900, 9998
+FIRST_YEAR, LAST_YEAR = fields.COURSE_FIRST_YEAR, fields.COURSE_LAST_YEAR
 START_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
 

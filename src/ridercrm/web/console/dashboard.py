@@ -96,7 +96,7 @@ def charts_of(board: Dashboard) -> list[Chart]:
 @router.page("/dashboard", role="viewer", name="dashboard")
 async def dashboard(visit: Visit) -> Response:
     """Bookings, cancellations and pass rates over a chosen period, as charts and tables."""
-    today = dt.date.today()
+    today = frame.business_today(visit.request)
     start = _date(visit.request.query_params.get("from"), "from")
     end = _date(visit.request.query_params.get("to"), "to")
     try:

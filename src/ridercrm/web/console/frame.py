@@ -118,6 +118,12 @@ def console_root(request: Request) -> str:
     return services_of(request).settings.base_path + "/console"
 
 
+def business_today(request: Request) -> dt.date:
+    """Today in the business's calendar (RIDERCRM_TIMEZONE), not the server's: at 9 am
+    on a Monday in Melbourne a server on UTC is still on Sunday."""
+    return dt.datetime.now(services_of(request).settings.zone).date()
+
+
 def url(request: Request, path: str = "/") -> str:
     """A console path below the root: ``url(request, "/people")``."""
     return console_root(request) + path

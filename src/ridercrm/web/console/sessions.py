@@ -16,6 +16,7 @@ from ridercrm.sessions import service as sessions
 from ridercrm.sessions.models import CourseSession
 from ridercrm.sessions.timer import policy_of
 from ridercrm.web.console import frame
+from ridercrm.web.console.daysheet import site_today
 from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
 router = ConsoleRouter()
@@ -29,10 +30,14 @@ def _week(visit: Visit) -> tuple[str, dt.date]:
     try:
         site = daysheet.site_of(visit.query("site") or daysheet.SITES[0])
         raw = visit.query("week", 10)
-        day = dt.date.fromisoformat(raw) if raw else dt.date.today()
+        day = dt.date.fromisoformat(raw) if raw else site_today(site)
+        if not daysheet.FIRST_YEAR <= day.year <= daysheet.LAST_YEAR:
+            raise ValueError  # a week links to the week before and after
     except (daysheet.SheetError, ValueError):
         raise frame.ConsoleRefusal(
-            400, "site: one of the training sites; week: a date YYYY-MM-DD"
+            400,
+            "site: one of the training sites; week: a date YYYY-MM-DD"
+            f" in the years {daysheet.FIRST_YEAR} to {daysheet.LAST_YEAR}",
         ) from None
     return site, _monday(day)
 
@@ -43,6 +48,7 @@ async def week_of_sessions(visit: Visit) -> Response:
     short of cover or under their minimum in the days ahead, at every site."""
     site, monday = _week(visit)
     settings = frame.services_of(visit.request).settings
+    today = frame.business_today(visit.request)
     window = sessions.Window(
         location=site,
         start=f"{monday} 00:00:00",
@@ -51,7 +57,7 @@ async def week_of_sessions(visit: Visit) -> Response:
 
     def read(session: Session) -> tuple[list[rosters.Flagged], list[rosters.Flagged]]:
         week = [rosters.flag(row) for row in sessions.list_sessions(session, window)]
-        ahead = rosters.flagged(session, today=dt.date.today(), days=settings.sessions_flag_days)
+        ahead = rosters.flagged(session, today=today, days=settings.sessions_flag_days)
         return week, ahead
 
     week, ahead = await visit.read(read)
@@ -79,7 +85,7 @@ async def _session_page(visit: Visit, session_id: str, *, done: Done | None = No
         assert found is not None
         window = sessions.Window(
             product_id=row.product_id,
-            start=f"{dt.date.today()} 00:00:00",
+            start=f"{site_today(row.location)} 00:00:00",
             include_cancelled=False,
             limit=200,
         )

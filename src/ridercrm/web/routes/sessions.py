@@ -65,12 +65,19 @@ def _bound(name: str, value: str | None, *, end: bool) -> str | None:
     text = value.strip()
     try:
         if len(text) == 10:
-            day = dt.date.fromisoformat(text)
-            return f"{day + dt.timedelta(days=1) if end else day} 00:00:00"
-        moment = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+            moment = dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+        else:
+            moment = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
     except ValueError:
         reason = f"{name}: must be a date YYYY-MM-DD or a date-time YYYY-MM-DD HH:MM:SS (the site's local time)"
         raise ApiError(400, reason, errors=[reason]) from None
+    if not fields.COURSE_FIRST_YEAR <= moment.year <= fields.COURSE_LAST_YEAR:
+        reason = (
+            f"{name}: must be in the years {fields.COURSE_FIRST_YEAR} to {fields.COURSE_LAST_YEAR}"
+        )
+        raise ApiError(400, reason, errors=[reason])
+    if len(text) == 10:
+        return f"{moment.date() + dt.timedelta(days=1) if end else moment.date()} 00:00:00"
     if end:
         moment += dt.timedelta(seconds=1)
     return moment.strftime("%Y-%m-%d %H:%M:%S")
