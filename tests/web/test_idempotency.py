@@ -10,10 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.factories import person_body
 
+from ridercrm.app import create_app
+from ridercrm.config import Settings
 from ridercrm.db import session_scope, utcnow
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.keys import service as keys
@@ -278,3 +280,50 @@ def test_the_longest_idempotency_key_is_fine(client: TestClient, admin_key: str)
     assert first.status_code == 201
     assert post(client, admin_key, raw, "k" * 255).content == first.content
     assert len(people_named(client, admin_key, "Long")) == 1
+
+
+def refuse_new_people(engine: Engine, on: bool) -> None:
+    """Make the database itself fail every insert into people (a real server error, as a
+    full disk or a broken constraint would give), or stop doing so."""
+    with engine.begin() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql(
+                "CREATE TRIGGER refuse_people BEFORE INSERT ON people"
+                " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+                if on
+                else "DROP TRIGGER refuse_people"
+            )
+        elif on:
+            connection.exec_driver_sql(
+                "CREATE FUNCTION refuse_people() RETURNS trigger LANGUAGE plpgsql AS"
+                " $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"
+            )
+            connection.exec_driver_sql(
+                "CREATE TRIGGER refuse_people BEFORE INSERT ON people"
+                " FOR EACH ROW EXECUTE FUNCTION refuse_people()"
+            )
+        else:
+            connection.exec_driver_sql("DROP TRIGGER refuse_people ON people")
+            connection.exec_driver_sql("DROP FUNCTION refuse_people()")
+
+
+def test_a_server_error_frees_the_key_for_an_immediate_retry(
+    settings: Settings, engine: Engine, make_key: Callable[..., str]
+) -> None:
+    """A 5xx answer is not kept, and the key is not left claimed: the client's retry runs
+    the request again at once, not a 409 until the claim's lock time has passed."""
+    plaintext = make_key("admin")
+    raw = raw_person(first_name="Retried")
+    app = create_app(settings)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        refuse_new_people(engine, True)
+        try:
+            failed = post(client, plaintext, raw, "after-500")
+        finally:  # the PostgreSQL database outlives the test
+            refuse_new_people(engine, False)
+        assert failed.status_code == 500, failed.text
+        retry = post(client, plaintext, raw, "after-500")
+        assert retry.status_code == 201, retry.text
+        assert people_named(client, plaintext, "Retried") == [retry.json()["id"]]
+        assert post(client, plaintext, raw, "after-500").content == retry.content
+    app.state.context.engine.dispose()

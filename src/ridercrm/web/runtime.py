@@ -399,6 +399,22 @@ def _run_post(
             with session_scope(services.sessions, write=True) as session:
                 _store(session, claim, response)
         return response
+    except Exception:
+        # A server error is not kept (idempotency.store_response): the key is freed now,
+        # so the client's retry runs again at once rather than meeting a 409 until the
+        # claim's lock time (RIDERCRM_IDEMPOTENCY_LOCK_SECONDS) has passed.
+        if claim is not None:
+            _release(services, claim)
+        raise
+
+
+def _release(services: AppContext, claim: idempotency.Claim) -> None:
+    """Free a claimed key after a server error; if even that fails, its lock time frees it."""
+    try:
+        with session_scope(services.sessions, write=True) as session:
+            idempotency.release(session, claim)
+    except Exception:
+        log.warning("idempotency key not released", exc_info=True)
 
 
 def _claim(

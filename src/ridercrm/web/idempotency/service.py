@@ -124,3 +124,11 @@ def store_response(
     record.response_headers = headers
     record.response_body = body
     record.locked_until = None
+
+
+def release(session: Session, claim: Claim) -> None:
+    """Free a claimed key whose request ended in a server error (as ``store_response``
+    does for a 5xx answer): a retry claims it afresh."""
+    record = session.get(IdempotencyRecord, claim.record_id)
+    if record is not None and record.response_status is None:
+        session.delete(record)
