@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from testkit.factories import create_person
 from testkit.receiver import Receiver
 
 from ridercrm.config import Settings
@@ -255,3 +257,47 @@ def test_the_first_in_line_is_sent_the_offer_in_the_transaction_that_holds_the_s
         created["product_id"],
         created["course_datetime"],
     )
+
+
+@pytest.mark.parametrize("books_with", ["lead", "contact"])
+def test_a_seat_offered_to_a_lead_since_converted_is_taken_by_its_contact(
+    client: TestClient, admin_headers: dict[str, str], books_with: str
+) -> None:
+    """The lead waits, then becomes a contact by a booking elsewhere: the seat held for
+    the lead is the contact's, booked with either id (DESIGN §5: the lead's id works on
+    its contact)."""
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    lead = create_person(client, admin_headers, kind="leads", email="waiting.lead@example.com")
+    assert seats.join(created["id"], lead).status_code == 201
+    elsewhere = seats.book(lead, course_datetime="2027-02-06 08:30:00")
+    assert elsewhere["receipt"] == "Course booked; lead converted to contact.", elsewhere
+    contact = elsewhere["contact_id"]
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered"]
+    assert seats.book()["receipt"] == "Course is full."  # held for the lead's contact
+    taken = seats.book(lead if books_with == "lead" else contact)
+    assert taken["delivery"] == "true", taken
+    assert taken["contact_id"] == contact
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats_left"]) == (1, 0, 0)
+
+
+def test_a_seat_offered_to_a_record_since_merged_is_taken_by_the_survivor(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    waiting, survivor = seats.person(), seats.person()
+    assert seats.join(created["id"], waiting).status_code == 201
+    merged = client.post(
+        "/admin/people/merge",
+        json={"people": [waiting, survivor], "survivor": survivor},
+        headers=admin_headers,
+    )
+    assert merged.status_code == 200, merged.text
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered"]
+    taken = seats.book(survivor)
+    assert taken["delivery"] == "true", taken
+    assert seats.read(created["id"])["held"] == 0

@@ -16,13 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
 from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.events import service as events
 from ridercrm.notifications import service as notifications
+from ridercrm.people.models import Person
 from ridercrm.sessions.models import BOOKED as ENTRY_BOOKED
 from ridercrm.sessions.models import (
     CANCELLED,
@@ -130,11 +131,12 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
     if status == CANCELLED:
         raise NoSeat(CANCELLED_SESSION)
     now = utcnow()
+    waiting_as = _entry_of(person_ids)
     offer = session.execute(
         update(WAITLIST)
         .where(
             WAITLIST.c.session_id == session_id,
-            WAITLIST.c.person_id.in_(list(person_ids)),
+            waiting_as,
             WAITLIST.c.state == OFFERED,
             WAITLIST.c.offered_until > now,
         )
@@ -163,10 +165,31 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
         update(WAITLIST)
         .where(
             WAITLIST.c.session_id == session_id,
-            WAITLIST.c.person_id.in_(list(person_ids)),
+            waiting_as,
             WAITLIST.c.state == WAITING,
         )
         .values(state=ENTRY_BOOKED, updated_at=now)
+    )
+
+
+def _entry_of(person_ids: Collection[str]) -> ColumnElement[bool]:
+    """A waiting-list entry of these people under any id that stands for them: their
+    own, a lead's converted into them, a record's merged into them, or a lead's whose
+    contact was merged into them (docs/decisions.md, "Course sessions"). Evaluated by
+    the database only for the session's entries in the state asked for: usually none."""
+    ids = list(person_ids)
+    people = cast(Table, Person.__table__)
+
+    def standing_for(named: Any) -> Any:
+        return select(people.c.id).where(
+            or_(people.c.converted_contact_id.in_(named), people.c.merged_into.in_(named))
+        )
+
+    once = standing_for(ids)
+    return or_(
+        WAITLIST.c.person_id.in_(ids),
+        WAITLIST.c.person_id.in_(once),
+        WAITLIST.c.person_id.in_(standing_for(once)),
     )
 
 
