@@ -41,3 +41,24 @@ def test_list_and_show_print_tables_by_default_and_json_when_asked(
     assert marked == detail["differing"]
     assert any(line.startswith("last_name ") for line in lines)
     assert "total" in shown.stdout
+
+
+def test_ids_past_what_the_store_holds_are_refused_by_the_command_line(db_url: str) -> None:
+    """An INTEGER column's largest value (32 bits on PostgreSQL) is the most an id can
+    be: a larger one is a usage error naming the range (exit 2), never the driver's
+    OverflowError (SQLite) or DataError (PostgreSQL)."""
+    huge = str(2**64)
+    for args in (
+        ["duplicates", "show", huge],
+        ["duplicates", "dismiss", huge],
+        ["duplicates", "unmerge", huge],
+        ["duplicates", "merge", "--cluster", huge],
+        ["duplicates", "list", "--before", huge],
+    ):
+        result = cli(db_url, *args)
+        assert result.exit_code == 2, (args, result.output, result.exception)
+        assert "2147483647" in result.output, result.output
+    missing = cli(db_url, "duplicates", "show", str(2**31 - 1))
+    assert missing.exit_code == 1, missing.output
+    assert "no cluster with id 2147483647" in missing.output
+    assert cli(db_url, "duplicates", "show", str(2**31)).exit_code == 2

@@ -125,4 +125,19 @@ def test_impossible_days_and_times_are_refused_clearly(
         )  # fmt: skip
         assert made.exit_code == 1, (start, made.output)
         assert made.exception is None or isinstance(made.exception, SystemExit), made.exception
+    for first, hours, weeks, reason in (
+        ("9999-12-30 08:30:00", "3", "1", "must be in the years 1900 to 9998"),
+        ("9998-06-01 08:30:00", "3", "260", "must be in the years 1900 to 9998"),
+        ("1899-12-30 08:30:00", "3", "1", "must be in the years 1900 to 9998"),
+        ("2026-12-07 09:00:00", "nan", "1", "--hours: must be a number of hours"),
+        ("2026-12-07 09:00:00", "inf", "1", "--hours: must be a number of hours"),
+    ):
+        made = ridercrm(
+            db_url, "sessions", "schedule", "--product", seats.product, "--location", "kilsyth",
+            "--first", first, "--hours", hours, "--weeks", weeks,
+        )  # fmt: skip
+        assert made.exit_code == 1, (first, hours, made.output)
+        assert made.exception is None or isinstance(made.exception, SystemExit), made.exception
+        assert reason in made.output, made.output
+        assert "Error:" not in made.output.replace("error:", "")  # no exception's name
     assert client.get("/admin/sessions", headers=admin_headers).json() == []

@@ -158,12 +158,18 @@ def recheck_command(
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for programs.")]
+# The largest id the store holds (an INTEGER column: 32 bits on PostgreSQL): a larger
+# number is refused by the command line, with its range, not by the database driver.
+ID_MAX = 2**31 - 1
+ClusterId = Annotated[int, typer.Argument(min=1, max=ID_MAX)]
 
 
 @duplicates_app.command("list")
 def list_command(
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
-    before: Annotated[int | None, typer.Option(help="The next_before of a page.")] = None,
+    before: Annotated[
+        int | None, typer.Option(help="The next_before of a page.", min=1, max=ID_MAX)
+    ] = None,
     status: Annotated[str, typer.Option(help="open, skipped, merged or dismissed.")] = "open",
     as_json: JsonOption = False,
 ) -> None:
@@ -196,7 +202,7 @@ def list_command(
 
 
 @duplicates_app.command("show")
-def show_command(cluster_id: Annotated[int, typer.Argument()], as_json: JsonOption = False) -> None:
+def show_command(cluster_id: ClusterId, as_json: JsonOption = False) -> None:
     """Show a cluster's records side by side with the matcher's explanation."""
     with session_scope(_sessions(Settings())) as session:
         cluster = service.find_cluster(session, cluster_id)
@@ -249,7 +255,9 @@ def merge_command(
     people: Annotated[
         list[str] | None, typer.Argument(help="Person ids to merge (2 to 20).")
     ] = None,
-    cluster: Annotated[int | None, typer.Option(help="Merge this cluster's people.")] = None,
+    cluster: Annotated[
+        int | None, typer.Option(help="Merge this cluster's people.", min=1, max=ID_MAX)
+    ] = None,
     survivor: Annotated[str | None, typer.Option(help="The record that remains.")] = None,
     field: Annotated[
         list[str] | None, typer.Option(help="name=person id: take the field from that member.")
@@ -292,7 +300,7 @@ def merge_command(
 
 @duplicates_app.command("unmerge")
 def unmerge_command(
-    merge_id: Annotated[int, typer.Argument(help="The merge's id (merge_id).")],
+    merge_id: Annotated[int, typer.Argument(help="The merge's id (merge_id).", min=1, max=ID_MAX)],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check that it can be undone; change nothing.")
     ] = False,
@@ -318,7 +326,7 @@ def unmerge_command(
 
 @duplicates_app.command("dismiss")
 def dismiss_command(
-    cluster_id: Annotated[int, typer.Argument()],
+    cluster_id: ClusterId,
     skip: Annotated[
         bool, typer.Option(help="Only skip it for now, instead of 'not duplicates'.")
     ] = False,

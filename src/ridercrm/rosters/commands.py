@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -96,6 +97,10 @@ Hours = Annotated[float, typer.Option(help="Length in hours (sets course_date_en
 def _end(start: str, hours: float) -> str | None:
     if not hours:
         return None
+    if not math.isfinite(hours):
+        raise sessions.SessionProblem(
+            INVALID, f"--hours: must be a number of hours (received {hours})"
+        )
     try:
         begin = dt.datetime.strptime(start, "%Y-%m-%d %H:%M:%S")
     except ValueError:
@@ -184,13 +189,25 @@ def schedule_command(
     except ValueError:
         errors.print('--first is "YYYY-MM-DD HH:MM:SS"; --days names weekdays such as mon,wed')
         raise typer.Exit(1) from None
-    monday = begin - dt.timedelta(days=begin.weekday())
-    starts = sorted(
-        moment.strftime("%Y-%m-%d %H:%M:%S")
-        for week in range(weeks)
-        for day in wanted
-        if (moment := monday + dt.timedelta(weeks=week, days=day)) >= begin
-    )
+    try:
+        monday = begin - dt.timedelta(days=begin.weekday())
+        moments = sorted(
+            moment
+            for week in range(weeks)
+            for day in wanted
+            if (moment := monday + dt.timedelta(weeks=week, days=day)) >= begin
+        )
+    except OverflowError:  # past 9999-12-31
+        moments = [dt.datetime.max]
+    if moments and not (
+        moments[0].year >= values.FIRST_YEAR and moments[-1].year <= values.LAST_YEAR
+    ):
+        errors.print(
+            f"--first, --weeks: the sessions must be in the years {values.FIRST_YEAR}"
+            f" to {values.LAST_YEAR}"
+        )
+        raise typer.Exit(1)
+    starts = [moment.strftime("%Y-%m-%d %H:%M:%S") for moment in moments]
 
     def action(session: Session, _audit_id: str) -> dict[str, Any]:
         made, skipped = [], []
