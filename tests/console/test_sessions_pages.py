@@ -89,7 +89,7 @@ def test_dashboard_counts_the_sessions_to_watch(
 ) -> None:
     seats = Seats(client, admin_headers)
     soon = (dt.date.today() + dt.timedelta(days=2)).isoformat()
-    seats.create(course_datetime=f"{soon} 08:30:00", minimum=4)
+    seats.create(course_datetime=f"{soon} 08:30:00", capacity=8, minimum=4)
     seats.create(course_datetime=f"{soon} 13:00:00", minimum=0)
     page = console_as("viewer").get("/console/dashboard")
     assert page.status_code == 200

@@ -36,6 +36,9 @@ def test_bad_session_bodies_are_refused_clearly(
         ({"location": "mars"}, "location"),
         ({"course_datetime": "2026-12-05"}, "course_datetime"),
         ({"capacity": -1}, "capacity"),
+        ({"capacity": True}, "capacity"),
+        ({"instructors": "2"}, "instructors"),
+        ({"capacity": 5, "minimum": 100}, "minimum: must not exceed the capacity, 5"),
         ({"product_id": "01t000000000000AAA"}, "product_id"),
         ({"colour": "red"}, "colour"),
     ]:
@@ -44,13 +47,28 @@ def test_bad_session_bodies_are_refused_clearly(
         response = client.post("/admin/sessions", json=payload, headers=admin_headers)
         assert response.status_code in (400, 422), (body, response.text)
         assert field in response.json()["detail"]
-    seats.create()
+    created = seats.create(capacity=5, minimum=2)
     again = client.post(
         "/admin/sessions",
         json={"product_id": seats.product, "location": "somerton", "course_datetime": START},
         headers=admin_headers,
     )
     assert again.status_code == 409
+    for change, reason in [
+        ({"minimum": 6}, "minimum: must not exceed the capacity, 5 (received 6)"),
+        ({"capacity": 1}, "minimum: must not exceed the capacity, 1 (received 2)"),
+        ({"capacity": False}, "capacity"),
+    ]:
+        patched = client.patch(
+            f"/admin/sessions/{created['id']}", json=change, headers=admin_headers
+        )
+        assert patched.status_code in (400, 422), (change, patched.text)
+        assert reason in patched.json()["detail"], patched.text
+    assert seats.read(created["id"]) == created
+    lifted = client.patch(
+        f"/admin/sessions/{created['id']}", json={"capacity": None}, headers=admin_headers
+    )
+    assert lifted.status_code == 200, lifted.text  # no limit: any minimum
 
 
 def test_impossible_session_times_are_refused_and_change_nothing(

@@ -24,13 +24,21 @@ class SessionCreate(BaseModel):
     location: values.Location
     course_datetime: values.Start
     course_date_end: values.End = None
+    # strict: a JSON number, not true (1) or "12"
     capacity: Count = Field(
-        default=None, ge=0, le=10_000, description="Seats; absent or null: no limit."
+        default=None, ge=0, le=10_000, strict=True, description="Seats; absent or null: no limit."
     )
-    minimum: int = Field(default=0, ge=0, le=10_000, description="Fewest riders to run it.")
+    minimum: int = Field(
+        default=0,
+        ge=0,
+        le=10_000,
+        strict=True,
+        description="Fewest riders to run it (at most the capacity).",
+    )
     instructors: Count = Field(
         default=None,
         ge=0,
+        strict=True,
         le=1_000,
         description="Instructors rostered; with the product's trainees per instructor they"
         " limit the seats on sale.",
@@ -46,9 +54,9 @@ class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     course_date_end: values.End = None
-    capacity: Count = Field(default=None, ge=0, le=10_000)
-    minimum: int | None = Field(default=None, ge=0, le=10_000)
-    instructors: Count = Field(default=None, ge=0, le=1_000)
+    capacity: Count = Field(default=None, ge=0, le=10_000, strict=True)
+    minimum: int | None = Field(default=None, ge=0, le=10_000, strict=True)
+    instructors: Count = Field(default=None, ge=0, le=1_000, strict=True)
     status: SessionStatus | None = None
 
 

@@ -55,6 +55,14 @@ class Window:
     limit: int = 1000
 
 
+def _check_minimum(minimum: int, capacity: int | None) -> None:
+    """A session whose minimum exceeds its capacity could never run."""
+    if capacity is not None and minimum > capacity:
+        raise SessionProblem(
+            INVALID, f"minimum: must not exceed the capacity, {capacity} (received {minimum})"
+        )
+
+
 def _check_order(start: str | None, end: str | None) -> None:
     try:
         values.check_order(start, end)
@@ -99,6 +107,7 @@ def create_session(
     ``known_new``: the caller knows there is none at that product, site and start (a
     backfill), so it is neither looked for nor flushed at once."""
     _check_order(data.course_datetime, data.course_date_end)
+    _check_minimum(data.minimum, data.capacity)
     product = product_of(session, data.product_id)
     taken = None
     if not known_new:
@@ -154,6 +163,8 @@ def update_session(session: Session, row: CourseSession, *, data: SessionUpdate)
         )
     if sent.get("course_date_end") is not None:
         _check_order(row.course_datetime, sent["course_date_end"])
+    if "minimum" in sent or "capacity" in sent:
+        _check_minimum(sent.get("minimum", row.minimum), sent.get("capacity", row.capacity))
     before = {name: getattr(row, name) for name in STATE_FIELDS}
     for name, value in sent.items():
         setattr(row, name, value)
