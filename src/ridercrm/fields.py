@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
@@ -323,6 +324,13 @@ def parse_bool(value: Any) -> bool | None:
     raise ValueError(f"must be {_BOOL_FORM} (received {received(value)})")
 
 
+def _invisible(text: str) -> bool:
+    """Whether the text shows nothing: only spaces and format characters (zero-width
+    space U+200B, joiners, U+FEFF), so "\u200b" is as empty as "  " (the name it stands
+    for cannot be cleared by it)."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+
+
 def text(max_length: int) -> Callable[[Any], str | None]:
     """Free text: trimmed, empty is absent, at most ``max_length`` characters, no NULs."""
 
@@ -337,7 +345,7 @@ def text(max_length: int) -> Callable[[Any], str | None]:
             )
         else:
             stripped = str(value).strip()
-        if not stripped:
+        if not stripped or (not stripped.isprintable() and _invisible(stripped)):
             return None
         if "\x00" in stripped:
             raise ValueError(

@@ -152,7 +152,8 @@ def test_null_or_empty_clears_an_optional_field(people: People, contact: str) ->
     assert (person["email"], person["street"], person["city"]) == (None, None, "Kilsyth")
 
 
-@pytest.mark.parametrize("value", [None, "", "   "])
+# Invisible text is as empty as spaces: a zero-width space, joiners, a byte-order mark.
+@pytest.mark.parametrize("value", [None, "", "   ", "\u200b", " \u200d\ufeff\u2060 "])
 def test_names_cannot_be_cleared(people: People, contact: str, value: Any) -> None:
     body = people.modify({"ID": contact, "first_name": value, "city": "Kilsyth"})
     assert body["details"][0]["errors"] == ["first_name: cannot be cleared"]
