@@ -304,3 +304,24 @@ def test_a_seat_offered_to_a_record_since_merged_is_taken_by_the_survivor(
     taken = seats.book(survivor)
     assert taken["delivery"] == "true", taken
     assert seats.read(created["id"])["held"] == 0
+
+
+def test_someone_with_a_seat_in_the_session_cannot_join_its_line(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """A later offer would hold them a second seat; a rider whose course there was
+    cancelled may join."""
+    seats = Seats(client, admin_headers)
+    created, [booked, _other] = full_session(seats, capacity=2)
+    seated = booked["contact_id"]
+    refused = seats.join(created["id"], seated)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"] == (
+        f"person_id: {seated} already has a seat in session {created['id']}"
+        f" (course {booked['asset_id']})"
+    )
+    assert seats.waitlist(created["id"]) == []
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert seats.book()["delivery"] == "true"  # the freed seat, to someone else
+    joined = seats.join(created["id"], seated)
+    assert joined.status_code == 201, joined.text

@@ -17,10 +17,12 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import service as courses
 from ridercrm.courses.models import Asset
-from ridercrm.sessions import seats
+from ridercrm.errors import CONFLICT
+from ridercrm.people import service as people
+from ridercrm.sessions import seats, waitlist
 from ridercrm.sessions import service as sessions
 from ridercrm.sessions.models import CANCELLED, CourseSession
-from ridercrm.sessions.schemas import SessionCreate, SessionRead
+from ridercrm.sessions.schemas import SessionCreate, SessionRead, WaitlistRead
 
 SEAT_STATUSES = sorted(seats.SEAT_STATUSES)
 
@@ -65,6 +67,28 @@ def roster(session: Session, row: CourseSession) -> Sequence[Asset]:
     return session.scalars(
         select(Asset).where(*_courses_at(row)).order_by(Asset.created_at, Asset.id)
     ).all()
+
+
+def join_waitlist(session: Session, row: CourseSession, *, raw_person_id: str) -> WaitlistRead:
+    """Put a person on a full session's line (``waitlist.join``), unless a course of
+    theirs already holds a seat in it: an offer would hold them a second seat."""
+    person = people.resolve(session, raw_person_id)
+    if person is not None:
+        seated = session.scalar(
+            select(Asset.id)
+            .where(
+                *_courses_at(row),
+                Asset.person_id == person.id,
+                Asset.course_status.in_(seats.SEAT_STATUSES),
+            )
+            .limit(1)
+        )
+        if seated is not None:
+            raise sessions.SessionProblem(
+                CONFLICT,
+                f"person_id: {person.id} already has a seat in session {row.id} (course {seated})",
+            )
+    return waitlist.join(session, row, raw_person_id=raw_person_id)
 
 
 def cancel_session(session: Session, row: CourseSession, *, audit_id: str) -> list[str]:

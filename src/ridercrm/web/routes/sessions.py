@@ -154,7 +154,7 @@ def join_waitlist(session: Session, ask: WaitlistAsk) -> Reply:
     """Put a person on a full session's waiting list; answer their position."""
     seats.use_policy(session, ask.policy)
     row = _found(session, ask.session_id)
-    entry = waitlist.join(session, row, raw_person_id=ask.person_id)
+    entry = rosters.join_waitlist(session, row, raw_person_id=ask.person_id)
     return Reply(entry.model_dump(mode="json"), status=201)
 
 
@@ -169,7 +169,7 @@ crm.post(
     answer=WaitlistRead,
     notes={
         409: "Or the session has seats left (the reason names seats_left), or the"
-        " person is already on its list."
+        " person is already on its list, or already has a seat in it."
     },
     summary="Join a full session's waiting list (scope courses)",
 )
