@@ -57,6 +57,8 @@ def course_context(
     """The ``course`` of a template: its name, site and times in the site's wall time."""
     start = timing.course_start(course_datetime, location)
     end = timing.course_start(course_date_end, location)
+    if start is not None and end is not None and end <= start:
+        end = None  # an end before the start (operation 1 takes it as sent) is not shown
     same_day = start is not None and end is not None and end.date() == start.date()
     return {
         "name": product_name,
