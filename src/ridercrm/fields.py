@@ -236,8 +236,8 @@ def parse_datetime_text(value: Any) -> str | None:
             raise ValueError
     except ValueError:
         raise ValueError(f"{form} (received {received(value)})") from None
-    # As a session's times: a course in year 1 has no moment in UTC to remind at, and
-    # the day sheet has no day after 9999-12-31 (docs/decisions.md, "Course times' years").
+    # As a session's times: a course in year 1 has no moment in UTC to remind at, and the
+    # day sheet has no day after 9999-12-31 (docs/decisions.md, "Operation 1 (rider courses)").
     if not COURSE_FIRST_YEAR <= year <= COURSE_LAST_YEAR:
         raise ValueError(
             f"must be in the years {COURSE_FIRST_YEAR} to {COURSE_LAST_YEAR} (received {year})"

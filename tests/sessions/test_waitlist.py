@@ -267,8 +267,8 @@ def test_a_seat_offered_to_a_lead_since_converted_is_taken_by_its_contact(
     client: TestClient, admin_headers: dict[str, str], books_with: str
 ) -> None:
     """The lead waits, then becomes a contact by a booking elsewhere: the seat held for
-    the lead is the contact's, booked with either id (DESIGN §5: the lead's id works on
-    its contact)."""
+    the lead is the contact's, booked with either id (a lead's id works on its
+    contact)."""
     seats = Seats(client, admin_headers)
     created, [booked] = full_session(seats)
     lead = create_person(client, admin_headers, kind="leads", email="waiting.lead@example.com")
