@@ -15,7 +15,7 @@ from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.notifications import compose
-from ridercrm.notifications.models import PENDING, SKIPPED, MessageTemplate
+from ridercrm.notifications.models import PENDING, SKIPPED, Message, MessageTemplate
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import queue_digest
 from ridercrm.people.models import Person
@@ -275,3 +275,27 @@ def test_the_digest_template_is_previewed_with_a_real_digest(
     )
     assert saved.status_code == 200
     assert "9 am Ann" in saved.text
+
+
+def test_a_viewer_reads_a_reminder_without_its_stop_link(
+    settings: Settings, sessions: sessionmaker[Session], console_as: Callable[..., TestClient]
+) -> None:
+    """Whoever holds a stop link may stop the rider's reminders, and a viewer may not:
+    the message page hides its token from a viewer, and shows it to staff."""
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    with session_scope(sessions, write=True) as session:  # the 2h reminder due now
+        for row in session.scalars(
+            select(Message).where(Message.asset_id == asset_id, Message.detail == "2h")
+        ):
+            row.due_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    public = {"sms_quiet_hours": "off", "public_url": "https://crm.rideright.example"}
+    MessageSender(settings.model_copy(update=public), sessions).run_until_idle()
+    [reminder] = [m for m in messages(sessions, kind="reminder") if m.body_text]
+    assert "stop-reminders/" in reminder.body_text
+    token = reminder.body_text.split("stop-reminders/")[1].split()[0]
+    viewer = console_as("viewer").get(f"/console/messages/{reminder.id}")
+    assert viewer.status_code == 200
+    assert "stop-reminders/[redacted]" in viewer.text
+    assert token not in viewer.text
+    staff = console_as("staff").get(f"/console/messages/{reminder.id}")
+    assert token in staff.text

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ridercrm.audit.redact import without_stop_tokens
 from ridercrm.notifications import compose, templates
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import CHANNELS, KINDS, STATUSES, Message
@@ -88,7 +89,19 @@ async def message_page(visit: Visit, message_id: str) -> Response:
     row = await visit.read(lambda session: session.get(Message, int(message_id)))
     if row is None:
         raise frame.ConsoleRefusal(404, f"There is no message {message_id}.")
-    return visit.render("message.html", {"m": row, "labels": KIND_LABELS})
+    # Whoever holds a stop link may stop the rider's reminders; a viewer may not
+    # (docs/decisions.md, "Impossible session times, `--as`, stop links for viewers, stops
+    # through merges, webhook ports"), so a viewer reads the message with its token hidden.
+    shown = (lambda text: text) if visit.user.may("staff") else without_stop_tokens
+    return visit.render(
+        "message.html",
+        {
+            "m": row,
+            "body_text": shown(row.body_text or ""),
+            "body_html": shown(row.body_html or ""),
+            "labels": KIND_LABELS,
+        },
+    )
 
 
 def person_messages(session: Session, person_id: str) -> dict[str, Any]:
