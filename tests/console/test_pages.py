@@ -288,6 +288,13 @@ def test_staff_change_a_course_through_the_status_machine(
     client = console_as("staff")
     token = csrf(client)
     path = f"/console/people/{BEN}/courses/{BEN_COURSE}"
+    # Another person's page does not change Ben's course (booked → cancelled is allowed).
+    elsewhere = client.post(
+        f"/console/people/{ANN}/courses/{BEN_COURSE}",
+        data={"csrf": token, "course_status": "cancelled"},
+    )
+    assert elsewhere.status_code == 400
+    assert f"course {BEN_COURSE} belongs to another person" in elsewhere.text
     refused = client.post(path, data={"csrf": token, "course_status": "completed - pass"})
     assert refused.status_code == 400
     assert "feedback" in refused.text.lower()

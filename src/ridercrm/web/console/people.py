@@ -141,6 +141,9 @@ async def change_course(posted: Posted, person_id: str, asset_id: str) -> Respon
     form = posted.form
     person_id, asset_id = person_id[:40], asset_id[:40]
     item = {
+        # The page's person names the course's owner too: operation 1 refuses a course of
+        # someone else ("person_id: course X belongs to another person"), as for a client.
+        "person_id": person_id,
         "asset_id": asset_id,
         "course_status": form.get("course_status", ""),
         "course_feedback": form.get("course_feedback", ""),
