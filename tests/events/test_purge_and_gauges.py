@@ -96,6 +96,16 @@ def test_webhooks_purge_deletes_only_delivered_events_past_the_retention(
     assert cli(db_url, "webhooks", "purge", "--older-than-days", "50").output.startswith(
         "purged 0 event(s)"
     )
+    # Ages past the calendar purge nothing; not a number is a usage error (as `audit purge`).
+    for beyond in ("1e308", "inf", "100000000"):
+        for dry in ([], ["--dry-run"]):
+            far = cli(db_url, "webhooks", "purge", "--older-than-days", beyond, *dry)
+            assert far.exit_code == 0, (beyond, far.output, far.exception)
+            assert " 0 event(s)" in far.output, far.output
+    nan = cli(db_url, "webhooks", "purge", "--older-than-days", "nan")
+    assert nan.exit_code == 2, nan.output
+    assert "--older-than-days must be a number of days" in nan.output
+    assert _stored(sessions)[0] == events_before
     purged = cli(db_url, "webhooks", "purge")
     assert purged.exit_code == 0, purged.output
     assert "purged 3 event(s) and 2 delivery record(s)" in purged.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import signal
 import sys
 import threading
@@ -288,6 +289,9 @@ def webhooks_purge(
     """Delete delivered events and their delivery log older than the retention time."""
     settings = Settings()
     days = settings.event_retention_days if older_than_days is None else older_than_days
+    if math.isnan(days):  # as `audit purge --older-than`
+        errors.print("error: --older-than-days must be a number of days")
+        raise typer.Exit(2)
     done = purge(_sessions(settings), retention_days=days, dry_run=dry_run)
     verb = "would purge" if dry_run else "purged"
     console.print(

@@ -55,7 +55,10 @@ def purge(
     sessions: sessionmaker[Session], *, retention_days: float, dry_run: bool = False
 ) -> Purged:
     """Purge every delivered event older than the retention; ``dry_run`` only counts."""
-    cutoff = utcnow() - dt.timedelta(days=retention_days)
+    try:
+        cutoff = utcnow() - dt.timedelta(days=retention_days)
+    except OverflowError:
+        return Purged()  # an age beyond the calendar: no event is that old
     if dry_run:
         with session_scope(sessions) as session:
             ids = list(session.scalars(_purgeable(cutoff, 2**31 - 1)))
