@@ -172,6 +172,10 @@ def _refusal(address: IPAddress) -> str | None:
         return "cloud metadata"
     if address.is_private:
         return "private"
+    if isinstance(address, ipaddress.IPv6Address) and address.is_site_local:
+        # fec0::/10, the deprecated site-local range: private networks that predate
+        # unique local addresses, and not private to Python's ipaddress.
+        return "private (site-local)"
     if address.is_reserved:
         return "reserved"
     if not address.is_global:

@@ -132,6 +132,7 @@ def _endpoint_count(sessions: sessionmaker[Session]) -> int:
         ("http://[::ffff:169.254.169.254]/", "link-local"),
         ("http://[0:0:0:0:0:ffff:7f00:1]/", "loopback"),
         ("http://[fd00:ec2::254]/", "metadata"),
+        ("http://[fec0::1]/", "private (site-local)"),  # deprecated site-local range
         # 6to4 addresses carry an IPv4 address: 169.254.169.254 and 127.0.0.1.
         ("http://[2002:a9fe:a9fe::1]/", "link-local"),
         ("http://[2002:7f00:1::1]/", "loopback"),
