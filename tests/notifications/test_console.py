@@ -181,6 +181,16 @@ def test_templates_are_previewed_with_real_data_and_validated(
         data={"csrf": token, "action": "save", "subject": "Hi", "text": "{% if x %}"},
     )
     assert unclosed.status_code == 400
+    # Too long is refused whole, never saved cut (its end would be lost).
+    long_text = "Hi {{ person.first_name }} " + "a" * 25_000 + " END"
+    too_long = client.post(
+        "/console/admin/templates/confirmation/email",
+        data={"csrf": token, "action": "save", "subject": "S" * 804, "text": long_text},
+    )
+    assert too_long.status_code == 400
+    assert "subject: at most 500 characters (received 804)" in too_long.text
+    assert "text: at most 20,000 characters (received 25,031)" in too_long.text
+    assert 'maxlength="20000"' in page.text
     with session_scope(sessions) as session:
         assert session.scalars(select(MessageTemplate)).all() == []
     saved = client.post(

@@ -265,6 +265,10 @@ async def templates_page(visit: Visit) -> Response:
     )
 
 
+TEMPLATE_LIMITS = {"subject": 500, "text": 20_000, "html": 50_000}
+"""The most characters a template's subject, text and HTML may hold (the form says so)."""
+
+
 async def _template_page(
     visit: Visit,
     kind: str,
@@ -288,7 +292,14 @@ async def _template_page(
     context = await visit.read(gather)
     return visit.render(
         "template.html",
-        {**context, "kind": kind, "channel": channel, "labels": KIND_LABELS, "done": done},
+        {
+            **context,
+            "kind": kind,
+            "channel": channel,
+            "labels": KIND_LABELS,
+            "limits": TEMPLATE_LIMITS,
+            "done": done,
+        },
         status=400 if (problem or (done and not done.ok)) else 200,
     )
 
@@ -312,10 +323,21 @@ async def save_template(posted: Posted, kind: str, channel: str) -> Response:
     _check(kind, channel)
     form = posted.form
     entered = templates.Template(
-        subject=form.get("subject", "")[:500],
-        text=form.get("text", "")[:20000],
-        html=form.get("html", "")[:50000] if channel == "email" else "",
+        subject=form.get("subject", ""),
+        text=form.get("text", ""),
+        html=form.get("html", "") if channel == "email" else "",
     )
+    # Refused whole, never cut: a template saved without its end would send riders half
+    # a message (it was cut silently before 2026-11-28).
+    too_long = [
+        f"{name}: at most {limit:,} characters (received {len(value):,})"
+        for name, value, limit in (
+            ("subject", entered.subject, TEMPLATE_LIMITS["subject"]),
+            ("text", entered.text, TEMPLATE_LIMITS["text"]),
+            ("html", entered.html, TEMPLATE_LIMITS["html"]),
+        )
+        if len(value) > limit
+    ]
     staff = posted.user.name
     reset = form.get("action") == "reset"
 
@@ -329,12 +351,18 @@ async def save_template(posted: Posted, kind: str, channel: str) -> Response:
 
     # Rendered in a read, before the write transaction: a slow template never holds the
     # database's write turn (SQLite has one).
-    problem = None if reset else await posted.read(check)
+    problem: str | None = None
+    if too_long:
+        problem = "; ".join(too_long)
+    elif not reset:
+        problem = await posted.read(check)
 
     def work(session: Session) -> Any:
         if reset:
             templates.reset(session, kind=kind, channel=channel)
             return {"kind": kind, "channel": channel, "reset": True}
+        if too_long:
+            raise frame.ConsoleProblem(f"the template is not saved: {problem}")
         if problem is not None:
             raise frame.ConsoleProblem(f"the template cannot render: {problem}")
         templates.save(session, kind=kind, channel=channel, template=entered, staff_user=staff)
