@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import gc
+import os
+import stat
+import threading
 from decimal import Decimal
 from pathlib import Path
 
@@ -485,6 +488,32 @@ def test_export_writes_our_columns_to_standard_output(db_url: str, tmp_path: Pat
     nowhere = cli(db_url, "export", "contacts", "-o", str(tmp_path / "missing" / "c.csv"))
     assert nowhere.exit_code == 2
     assert "No such file or directory" in nowhere.output
+
+
+def test_export_writes_through_a_link_and_into_a_named_pipe(db_url: str, tmp_path: Path) -> None:
+    """A symbolic link's target is written and the link stays; a named pipe gets the CSV
+    as a stream and stays a pipe (it was replaced by a regular file, its reader got none)."""
+    file = write_csv(tmp_path / "c.csv", ["first_name", "last_name"], [["Ann", "Nguyen"]])
+    assert cli(db_url, "import", "contacts", str(file)).exit_code == 0
+    real = tmp_path / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    through = cli(db_url, "export", "contacts", "--output", str(link))
+    assert through.exit_code == 0, through.output
+    assert link.is_symlink()
+    assert "Ann" in real.read_text()
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    streamed = cli(db_url, "export", "contacts", "--output", str(pipe))
+    reader.join(timeout=30)
+    assert streamed.exit_code == 0, streamed.output
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert received, "the reader got nothing"
+    assert "Ann" in received[0]
 
 
 @pytest.mark.parametrize(

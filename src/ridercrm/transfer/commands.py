@@ -244,15 +244,21 @@ def export_command(
 def _export_to_file(
     sessions: sessionmaker[Session], target: Target, output: Path, form: str
 ) -> int:
-    """Write the export next to ``output`` and move it into place only when complete."""
-    directory = output.resolve().parent
+    """Write the export next to ``output`` and move it into place only when complete.
+
+    Through a symbolic link its target is written (the link stays); a named pipe or a
+    device (``/dev/stdout``) is written as a stream, never replaced by a file."""
+    final = output.resolve()
+    if final.exists() and not final.is_file() and not final.is_dir():
+        with final.open("w", encoding="utf-8", newline="") as stream:
+            return export_csv(sessions, target, stream, form=form)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed before the rename below
-        "w", encoding="utf-8", newline="", dir=directory, suffix=".part", delete=False
+        "w", encoding="utf-8", newline="", dir=final.parent, suffix=".part", delete=False
     )
     try:
         with handle:
             count = export_csv(sessions, target, handle, form=form)
-        os.replace(handle.name, output)
+        os.replace(handle.name, final)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
