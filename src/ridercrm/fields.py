@@ -324,6 +324,21 @@ def parse_bool(value: Any) -> bool | None:
     raise ValueError(f"must be {_BOOL_FORM} (received {received(value)})")
 
 
+CONTROL_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+CONTROL_REASON = "must not contain control characters (line breaks, escapes, direction marks)"
+
+
+def control_problem(text: str) -> str | None:
+    """Why ``text`` cannot name someone or something staff read on terminals and pages (a
+    key's name, a webhook's description, `--as`), or None: a line break, an escape
+    sequence or a direction override there could forge or hide what follows."""
+    if text.isprintable():  # no character of those categories (a space is printable)
+        return None
+    if any(unicodedata.category(char) in CONTROL_CATEGORIES for char in text):
+        return CONTROL_REASON
+    return None
+
+
 def _invisible(text: str) -> bool:
     """Whether the text shows nothing: only spaces and format characters (zero-width
     space U+200B, joiners, U+FEFF), so "\u200b" is as empty as "  " (the name it stands

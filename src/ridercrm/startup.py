@@ -13,7 +13,6 @@ from __future__ import annotations
 import getpass
 import os
 import sys
-import unicodedata
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,6 +22,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 
 from ridercrm.config import Settings
 from ridercrm.db import build_engine
+from ridercrm.fields import control_problem
 from ridercrm.migrate import upgrade
 
 URL_SETTING = "RIDERCRM_DATABASE_URL"
@@ -173,9 +173,7 @@ def operator_problem(name: str) -> str | None:
     """Why ``name`` cannot name who runs a command (`--as`), or None: it is written into
     audit records and shown on terminals and pages, where a control character (a line
     break, an escape sequence, a direction override) could forge or hide what follows."""
-    if any(unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") for char in name):
-        return "must not contain control characters (line breaks, escapes, direction marks)"
-    return None
+    return control_problem(name)
 
 
 def set_operator(name: str | None) -> None:

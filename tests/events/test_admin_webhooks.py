@@ -338,6 +338,16 @@ def test_cli_refuses_internal_addresses_and_unknown_endpoints(db_url: str) -> No
     code, out = _cli(db_url, "webhooks", "disable", "ep_nope")
     assert code == 2
     assert "no webhook endpoint ep_nope" in out
+    # A description reaches terminals (`webhooks list`) and pages: no escapes, no marks.
+    for description in ("x\x1b[2Jy", "a\nb", "ab\u202ecd"):
+        code, out = _cli(
+            db_url, "webhooks", "add", "https://hooks.example.com/x", "--event",
+            "person.created", "--description", description,
+        )  # fmt: skip
+        assert code == 2, out
+        assert "description: must not contain control characters" in out
+    code, out = _cli(db_url, "webhooks", "list")
+    assert "hooks.example.com" not in out
 
 
 def test_a_replay_time_before_the_calendar_or_a_nul_in_an_id_is_refused_not_a_500(

@@ -86,9 +86,15 @@ def test_keys_create_admin_key_can_do_everything(db_url: str, client: TestClient
         ["--name", "   ", "--scope", "match"],
         ["--name", "x" * 121, "--scope", "match"],
         ["--scope", "match"],
+        ["--name", "k\x1b[31mred", "--scope", "match"],
+        ["--name", "line1\nline2", "--scope", "match"],
+        ["--name", "tab\u202eevil", "--scope", "match"],
     ],
-    ids=["unknown", "one-unknown", "wrong-case", "no-scope", "blank-name", "long-name", "no-name"],
-)
+    ids=[
+        "unknown", "one-unknown", "wrong-case", "no-scope", "blank-name", "long-name", "no-name",
+        "escape", "line-break", "direction-override",
+    ],
+)  # fmt: skip
 def test_keys_create_refuses_bad_requests_and_makes_no_key(
     db_url: str, sessions: sessionmaker[Session], arguments: list[str]
 ) -> None:
@@ -97,6 +103,8 @@ def test_keys_create_refuses_bad_requests_and_makes_no_key(
     assert isinstance(result.exception, SystemExit), result.exception
     assert "rcrm_" not in result.output
     assert key_count(sessions) == 0
+    if any(char in "".join(arguments) for char in "\x1b\n\u202e"):
+        assert "must not contain control characters" in result.output
 
 
 def test_keys_create_names_the_scopes_when_one_is_unknown(db_url: str) -> None:

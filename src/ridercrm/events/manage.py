@@ -24,6 +24,7 @@ from ridercrm.events.models import (
     is_open,
 )
 from ridercrm.events.service import KNOWN_TYPES, forget_subscribers
+from ridercrm.fields import control_problem
 from ridercrm.netsafety import AllowList, Target, UnsafeUrl, resolve
 
 
@@ -91,6 +92,8 @@ def create_endpoint(
     private address the operator allowed) are stored with the endpoint: every deliverer
     honours them, whether or not its own RIDERCRM_WEBHOOK_ALLOWED_HOSTS names them.
     """
+    if (problem := control_problem(description)) is not None:
+        raise EndpointProblem(f"description: {problem}", field="description")
     if checked is not None and url in checked:
         found = checked[url]
         if isinstance(found, UnsafeUrl):

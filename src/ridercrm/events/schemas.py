@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ridercrm.fields import control_problem
+
 # --- Endpoints (admin API) ------------------------------------------------------------
 
 MAX_URL = 2000
@@ -28,7 +30,7 @@ class WebhookCreate(BaseModel):
     def _no_control(cls, value: str) -> str:
         # PostgreSQL refuses NUL in text (stored, it was a 500); escape sequences would reach
         # the terminal of whoever runs `ridercrm webhooks list`.
-        if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+        if control_problem(value) is not None:
             raise ValueError("must be text without NUL or other control characters")
         return value
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from ridercrm.db import Reads, utcnow
 from ridercrm.errors import DomainError
+from ridercrm.fields import control_problem
 from ridercrm.keys.models import ApiKey
 
 SCOPES = ("courses", "people", "match", "explain", "products", "admin")
@@ -41,6 +42,8 @@ def create_key(session: Session, *, name: str, scopes: Iterable[str]) -> tuple[A
         raise KeyProblem("a key needs a name")
     if len(name.strip()) > MAX_NAME_LENGTH:
         raise KeyProblem(f"a key's name is at most {MAX_NAME_LENGTH} characters")
+    if (problem := control_problem(name)) is not None:
+        raise KeyProblem(f"a key's name {problem}")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey(
         name=name.strip(), prefix=plaintext[:12], key_hash=hash_key(plaintext), scopes=wanted
