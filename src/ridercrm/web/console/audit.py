@@ -26,7 +26,13 @@ async def audit_page(visit: Visit) -> Response:
     }
     zone = app_context(visit.request).settings.zone  # the days of the business's calendar
     filters, problems = audit_search.read_filters(params, zone)
-    records, following = await visit.read(lambda session: audit_search.search(session, filters))
+    # A filter that cannot be read lists nothing (as the messages page): the records of
+    # the other filters alone would read as the answer to what was asked.
+    records, following = (
+        ([], None)
+        if problems
+        else await visit.read(lambda session: audit_search.search(session, filters))
+    )
     shown = {name: params.get(name, "") for name in FILTERS}
     return visit.render(
         "audit.html",
