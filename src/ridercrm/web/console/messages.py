@@ -89,9 +89,8 @@ async def message_page(visit: Visit, message_id: str) -> Response:
     row = await visit.read(lambda session: session.get(Message, int(message_id)))
     if row is None:
         raise frame.ConsoleRefusal(404, f"There is no message {message_id}.")
-    # Whoever holds a stop link may stop the rider's reminders; a viewer may not
-    # (docs/decisions.md, "Impossible session times, `--as`, stop links for viewers, stops
-    # through merges, webhook ports"), so a viewer reads the message with its token hidden.
+    # Whoever holds a stop link may stop the rider's reminders and a viewer may not, so a
+    # viewer reads the message with its token hidden, as on the audit record page.
     shown = (lambda text: text) if visit.user.may("staff") else without_stop_tokens
     return visit.render(
         "message.html",
