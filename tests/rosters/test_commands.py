@@ -47,6 +47,18 @@ def test_create_list_and_cancel_with_its_bookings(
         "/admin/audit", params={"operation": "cli.sessions_cancel"}, headers=admin_headers
     )
     assert audit.status_code == 200
+    # The create's record holds every option it was given, not only some.
+    found = client.get(
+        "/admin/audit", params={"operation": "cli.sessions_create"}, headers=admin_headers
+    ).json()
+    [record] = found["records"]
+    arguments = json.loads(record["request_body"])
+    assert {k: arguments[k] for k in ("hours", "capacity", "minimum", "instructors")} == {
+        "hours": 3.0,
+        "capacity": 6,
+        "minimum": 0,
+        "instructors": 2,
+    }
     refused = ridercrm(
         db_url,
         "sessions",

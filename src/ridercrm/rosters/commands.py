@@ -158,7 +158,10 @@ def create_command(
         assert read is not None
         return read.model_dump(mode="json")
 
-    arguments = {"product": product, "location": location, "start": start, "capacity": capacity}
+    arguments = {
+        "product": product, "location": location, "start": start, "hours": hours,
+        "capacity": capacity, "minimum": minimum, "instructors": instructors,
+    }  # fmt: skip
     console.print(json.dumps(_audited("create", arguments, action), indent=2))
 
 
@@ -229,7 +232,11 @@ def schedule_command(
                 skipped.append(start)
         return {"created": made, "skipped": skipped}
 
-    arguments = {"product": product, "location": location, "first": first, "weeks": weeks}
+    arguments = {
+        "product": product, "location": location, "first": first, "weeks": weeks,
+        "days": days, "hours": hours, "capacity": capacity, "minimum": minimum,
+        "instructors": instructors,
+    }  # fmt: skip
     result = _audited("schedule", arguments, action)
     console.print(
         f"created {len(result['created'])} session(s); skipped {len(result['skipped'])} (already there)"
