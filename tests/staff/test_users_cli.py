@@ -59,6 +59,12 @@ def test_a_password_from_the_prompt(db_url: str, make_client: Callable[..., Test
     )  # fmt: skip
     assert short.exit_code == 2
     assert "at least 12 characters" in short.output
+    spaces = ridercrm(
+        db_url, "users", "create", "--name", "jo", "--role", "viewer", "--password-prompt",
+        given=" " * 12 + "\n" + " " * 12 + "\n",
+    )  # fmt: skip
+    assert spaces.exit_code == 2
+    assert "a password is not only spaces" in spaces.output
 
 
 def test_bad_roles_names_and_unknown_users_are_one_error_line(db_url: str) -> None:
@@ -70,6 +76,11 @@ def test_bad_roles_names_and_unknown_users_are_one_error_line(db_url: str) -> No
     again = ridercrm(db_url, "users", "create", "--name", "twice", "--role", "viewer")
     assert again.exit_code == 2
     assert "exists already" in again.output
+    # A name differing only in case (or width) would pass for the other one.
+    for other in ("TWICE", "Twice", "\uff34wice"):
+        cased = ridercrm(db_url, "users", "create", "--name", other, "--role", "admin")
+        assert cased.exit_code == 2, (other, cased.output)
+        assert "a staff user named 'twice' exists already" in cased.output
 
 
 def test_disable_and_reset_end_sessions(

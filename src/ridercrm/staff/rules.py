@@ -47,4 +47,6 @@ def password_problem(password: str) -> str | None:
         return "a password has at most 1024 characters"
     if "\x00" in password:
         return "a password has no NUL characters"
+    if not password.strip():
+        return "a password is not only spaces"
     return None

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,6 +66,14 @@ def create_user(
         raise StaffProblem(problem)
     if repository.by_name(session, name) is not None:
         raise StaffProblem(f"a staff user named {name!r} exists already")
+    # "ADMIN" beside "admin" would pass for the other on the audit page and at sign-in.
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    for other in repository.all_users(session):
+        if unicodedata.normalize("NFKC", other.name).casefold() == folded:
+            raise StaffProblem(
+                f"a staff user named {other.name!r} exists already (names that differ only"
+                " in case are one name)"
+            )
     user = StaffUser(
         name=name,
         role=role,
