@@ -277,6 +277,11 @@ def test_admin_creates_and_deactivates_products(console_as: Callable[..., TestCl
     )
     assert duplicate.status_code == 400
     assert "used by another product" in duplicate.text
+    unclear = client.post(
+        f"/console/admin/products/{product_id}/active", data={"csrf": token, "active": "maybe"}
+    )
+    assert unclear.status_code == 400
+    assert "inactive" not in client.get("/console/admin/products").text
     off = client.post(
         f"/console/admin/products/{product_id}/active", data={"csrf": token, "active": "false"}
     )

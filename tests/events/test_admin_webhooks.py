@@ -361,6 +361,13 @@ def test_a_replay_time_before_the_calendar_or_a_nul_in_an_id_is_refused_not_a_50
     )
     assert replay.status_code == 400, replay.text
     assert "since" in replay.json()["detail"]
+    # A number is not read as Unix time: "-1" would replay everything since 1970.
+    for number in ("-1", "0", 1700000000, "1.5"):
+        counted = client.post(
+            f"/admin/webhooks/{endpoint}/replay", json={"since": number}, headers=admin_headers
+        )
+        assert counted.status_code == 400, (number, counted.text)
+        assert "since: must be an ISO 8601 time" in counted.json()["detail"]
     nul = client.get("/admin/webhooks/ep%00x", headers=admin_headers)
     assert nul.status_code == 404, nul.text  # no endpoint has such an id
     replay_nul = client.post(

@@ -64,6 +64,17 @@ class WebhookReplay(BaseModel):
         default=None, description="ISO 8601 time; UTC when no zone is given."
     )
 
+    @field_validator("since", mode="before")
+    @classmethod
+    def _written_as_a_time(cls, value: object) -> object:
+        # Pydantic reads a number ("-1", 0) as Unix time: a typo would replay every event
+        # since 1970. Only a time written out is taken.
+        if isinstance(value, int | float) or (
+            isinstance(value, str) and value.strip().lstrip("+-").replace(".", "", 1).isdigit()
+        ):
+            raise ValueError("must be an ISO 8601 time such as 2026-11-28T09:00:00Z")
+        return value
+
 
 class WebhookSecret(BaseModel):
     """An endpoint's id and signing secret, shown this once."""

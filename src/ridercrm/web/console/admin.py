@@ -71,7 +71,10 @@ def _activation(form: Mapping[str, str]) -> str:
 @router.form("/products/{product_id}/active", role="admin", audit=_activation)
 async def set_product_active(posted: Posted, product_id: str) -> Response:
     """Deactivate (or activate again) a product."""
-    active = posted.form.get("active") == "true"
+    answer = posted.form.get("active")
+    if answer not in ("true", "false"):  # "maybe" deactivated it
+        raise frame.ConsoleRefusal(400, "active: true or false")
+    active = answer == "true"
 
     def work(session: Session) -> dict[str, Any]:
         product = products.set_active(session, raw_id=product_id[:40], active=active)
