@@ -219,6 +219,14 @@ def parse_birth_date(value: Any) -> dt.date | None:
 COURSE_FIRST_YEAR, COURSE_LAST_YEAR = 1900, 9998
 
 
+def check_course_year(year: int) -> None:
+    """Raise ValueError unless ``year`` is one a course's date-time may fall in."""
+    if not COURSE_FIRST_YEAR <= year <= COURSE_LAST_YEAR:
+        raise ValueError(
+            f"must be in the years {COURSE_FIRST_YEAR} to {COURSE_LAST_YEAR} (received {year})"
+        )
+
+
 def parse_datetime_text(value: Any) -> str | None:
     """A date-time written YYYY-MM-DD HH:MM:SS (or a date), kept as written."""
     if value is None or value == "":
@@ -238,10 +246,7 @@ def parse_datetime_text(value: Any) -> str | None:
         raise ValueError(f"{form} (received {received(value)})") from None
     # As a session's times: a course in year 1 has no moment in UTC to remind at, and the
     # day sheet has no day after 9999-12-31 (docs/decisions.md, "Operation 1 (rider courses)").
-    if not COURSE_FIRST_YEAR <= year <= COURSE_LAST_YEAR:
-        raise ValueError(
-            f"must be in the years {COURSE_FIRST_YEAR} to {COURSE_LAST_YEAR} (received {year})"
-        )
+    check_course_year(year)
     return text
 
 

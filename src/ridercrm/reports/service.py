@@ -15,7 +15,12 @@ from sqlalchemy.orm import Session
 
 from ridercrm.courses import rules
 from ridercrm.errors import DomainError
-from ridercrm.fields import BOOKING_SOURCES, COURSE_LOCATIONS
+from ridercrm.fields import (
+    BOOKING_SOURCES,
+    COURSE_FIRST_YEAR,
+    COURSE_LAST_YEAR,
+    COURSE_LOCATIONS,
+)
 from ridercrm.reports import repository
 from ridercrm.reports.models import INSTRUCTOR, PRODUCT, SITE, SOURCE
 
@@ -48,8 +53,10 @@ def monday(day: dt.date) -> dt.date:
 def period_of(start: dt.date | None, end: dt.date | None, *, today: dt.date) -> Period:
     """The whole weeks from ``start``'s to ``end``'s; by default the 12 up to this week."""
     for name, day in (("from", start), ("to", end)):
-        if day is not None and not 1900 <= day.year <= 9998:
-            raise PeriodError(f"{name}: must be in the years 1900 to 9998")
+        if day is not None and not COURSE_FIRST_YEAR <= day.year <= COURSE_LAST_YEAR:
+            raise PeriodError(
+                f"{name}: must be in the years {COURSE_FIRST_YEAR} to {COURSE_LAST_YEAR}"
+            )
     last = monday(end or today) + dt.timedelta(days=6)
     first = monday(start) if start else last - dt.timedelta(days=7 * DEFAULT_WEEKS - 1)
     if first > last:

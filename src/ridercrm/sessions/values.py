@@ -26,10 +26,7 @@ def parse_start(value: Any) -> str | None:
         moment = dt.datetime.strptime(value.strip(), "%Y-%m-%d %H:%M:%S")
     except ValueError:
         raise ValueError(f"{form} (received {fields.received(value)})") from None
-    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
-        raise ValueError(
-            f"must be in the years {FIRST_YEAR} to {LAST_YEAR} (received {moment.year})"
-        )
+    fields.check_course_year(moment.year)
     return value.strip()
 
 
