@@ -114,11 +114,11 @@ def store_response(
     session: Session, *, claim: Claim, status: int, headers: dict[str, str], body: bytes
 ) -> None:
     """Keep the answer for repeats; a server error is not kept, so a retry runs again."""
+    if status >= 500:
+        release(session, claim)
+        return
     record = session.get(IdempotencyRecord, claim.record_id)
     if record is None:
-        return
-    if status >= 500:
-        session.delete(record)
         return
     record.response_status = status
     record.response_headers = headers
@@ -127,8 +127,8 @@ def store_response(
 
 
 def release(session: Session, claim: Claim) -> None:
-    """Free a claimed key whose request ended in a server error (as ``store_response``
-    does for a 5xx answer): a retry claims it afresh."""
+    """Free a claimed key whose request ended in a server error, answered (a 5xx,
+    ``store_response``) or raised: a retry claims it afresh."""
     record = session.get(IdempotencyRecord, claim.record_id)
     if record is not None and record.response_status is None:
         session.delete(record)
