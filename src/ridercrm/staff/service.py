@@ -64,16 +64,15 @@ def create_user(
         password = generate_password()
     elif problem := rules.password_problem(password):
         raise StaffProblem(problem)
-    if repository.by_name(session, name) is not None:
-        raise StaffProblem(f"a staff user named {name!r} exists already")
-    # "ADMIN" beside "admin" would pass for the other on the audit page and at sign-in.
+    # One name per spelling: "ADMIN" beside "admin" would pass for the other on the audit
+    # page and at sign-in.
     folded = unicodedata.normalize("NFKC", name).casefold()
     for other in repository.all_users(session):
         if unicodedata.normalize("NFKC", other.name).casefold() == folded:
-            raise StaffProblem(
-                f"a staff user named {other.name!r} exists already (names that differ only"
-                " in case are one name)"
+            differing = (
+                "" if other.name == name else " (names that differ only in case are one name)"
             )
+            raise StaffProblem(f"a staff user named {other.name!r} exists already{differing}")
     user = StaffUser(
         name=name,
         role=role,
