@@ -144,21 +144,17 @@ def test_sms_length_gsm7_and_ucs2() -> None:
 def test_a_course_end_before_its_start_is_not_written_in_a_message() -> None:
     """Operation 1 stores the times as sent; a message does not tell a rider the course
     ends a year before it starts (the invitation already lasts eight hours then)."""
-    shown = course_context(
-        product_name="Learner Approved Pre-Licence",
-        location="somerton",
-        course_datetime="2027-01-01 08:00:00",
-        course_date_end="2026-01-01 09:00:00",
-        booking_number=None,
-        status="booked",
-    )
-    assert (shown["starts"], shown["ends"]) == ("Friday 1 January 2027, 8 am", "")
-    same_day = course_context(
-        product_name="Learner Approved Pre-Licence",
-        location="somerton",
-        course_datetime="2027-01-01 08:00:00",
-        course_date_end="2027-01-01 16:30:00",
-        booking_number=None,
-        status="booked",
-    )
-    assert same_day["ends"] == "4:30 pm"
+
+    def shown(end: str) -> dict[str, object]:
+        return course_context(
+            product_name="Learner Approved Pre-Licence",
+            location="somerton",
+            course_datetime="2027-01-01 08:00:00",
+            course_date_end=end,
+            booking_number=None,
+            status="booked",
+        )
+
+    before = shown("2026-01-01 09:00:00")
+    assert (before["starts"], before["ends"]) == ("Friday 1 January 2027, 8 am", "")
+    assert shown("2027-01-01 16:30:00")["ends"] == "4:30 pm"
