@@ -381,6 +381,21 @@ def test_a_file_that_cannot_be_imported_exits_2_and_imports_nothing(
     assert people(sessions) == {}
 
 
+def test_a_device_or_a_pipe_is_refused_before_a_byte_is_read(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    """The importer reads its file three times; /dev/zero would be read without end and a
+    pipe gives its bytes once. /dev/null and a named pipe no one writes to show it: both
+    are refused by what they are, at once (opening the pipe would wait for a writer)."""
+    pipe = tmp_path / "rows.csv"
+    os.mkfifo(pipe)
+    for path in (Path(os.devnull), pipe):
+        result = cli(db_url, "import", "contacts", str(path))
+        assert result.exit_code == 2, result.output
+        assert "not a regular file (a pipe or a device)" in result.output
+    assert people(sessions) == {}
+
+
 def test_an_import_leaves_the_cycle_collector_as_it_found_it(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
 ) -> None:

@@ -113,7 +113,8 @@ def _run_import(
 ) -> None:
     """Import one file with a progress bar, print bad rows and a summary, exit with its code."""
     try:
-        total = count_lines(path)
+        # Only a regular file: a device or a pipe could be read without end, or only once.
+        total = count_lines(path) if path.is_file() else None
     except OSError:
         total = None  # the importer says what is wrong with the file
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gc
+import stat
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -166,6 +167,7 @@ def import_csv(
     page's origin). Raises ImportFailed when nothing was imported or the database refused
     a row.
     """
+    _check_regular(path)
     try:
         digest = file_digest(path)
     except OSError as exc:
@@ -233,6 +235,25 @@ def import_csv(
         except IntegrityError as exc:
             raise ImportFailed(f"the database refused a row ({exc.orig}); {run.kept()}") from None
     return result
+
+
+def _check_regular(path: Path) -> None:
+    """UnreadableFile unless ``path`` is a regular file (a link to one will do).
+
+    The importer reads its file three times (its digest, the check, the rows): a pipe
+    gives its bytes once, and a device such as /dev/zero never ends.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise UnreadableFile("cannot be read: Is a directory")
+    if not stat.S_ISREG(mode):
+        raise UnreadableFile(
+            "cannot be read: not a regular file (a pipe or a device);"
+            " save what it gives to a file and import that"
+        )
 
 
 def _check_readable(path: Path) -> None:
