@@ -74,6 +74,23 @@ def test_create_list_and_cancel_with_its_bookings(
     assert "location" in refused.output
 
 
+def test_create_with_hours_0_leaves_the_end_unset(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """`--help` says so: 0 hours is a session whose end is not known, not one that ends
+    as it starts."""
+    seats = Seats(client, admin_headers)
+    created = ridercrm(
+        db_url, "sessions", "create", "--product", seats.product, "--location", "kilsyth",
+        "--start", "2026-12-07 09:00:00", "--hours", "0", "--capacity", "4",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout)["course_date_end"] is None
+    shown = ridercrm(db_url, "sessions", "create", "--help")
+    words = " ".join(shown.stdout.replace("│", " ").split())  # rich's box, lines wrapped
+    assert "0 leaves the end unset" in words
+
+
 def test_schedule_makes_a_weekly_pattern_and_skips_what_exists(
     db_url: str, client: TestClient, admin_headers: dict[str, str]
 ) -> None:

@@ -91,7 +91,10 @@ Location = Annotated[str, typer.Option("--location", help="Site, e.g. somerton."
 Capacity = Annotated[int | None, typer.Option(help="Seats (absent: no limit).", min=0)]
 Minimum = Annotated[int, typer.Option(help="Fewest riders to run it.", min=0)]
 Instructors = Annotated[int | None, typer.Option(help="Instructors rostered.", min=0)]
-Hours = Annotated[float, typer.Option(help="Length in hours (sets course_date_end).", min=0)]
+Hours = Annotated[
+    float,
+    typer.Option(help="Length in hours (sets course_date_end; 0 leaves the end unset).", min=0),
+]
 
 
 def _end(start: str, hours: float) -> str | None:
