@@ -273,6 +273,24 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     assert {p["street"] for p in stored} == {None, "12 Long\nWinding Rd"}
 
 
+def test_a_value_under_an_empty_header_cell_is_a_bad_row_not_lost(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
+) -> None:
+    """A spreadsheet's unnamed column of notes was dropped with its values; a column left
+    empty under an empty header (the trailing commas spreadsheets write) is still fine."""
+    header = ["first_name", "", "last_name", ""]
+    rows = [["Ann", "", "Nguyen", ""], ["Bob", "call after 5", "Lee", " "], ["Cat", "x", "Ng", "y"]]
+    file = write_csv(tmp_path / "notes.csv", header, rows)
+    result = cli(db_url, "import", "contacts", str(file))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.strip().splitlines() == [
+        "line 3: column 2 has no header but holds a value; name it in the header",
+        "line 4: columns 2, 4 have no header but hold values; name them in the header",
+        "imported 1 contact, 2 bad rows",
+    ]
+    assert [p["first_name"] for p in people(sessions).values()] == ["Ann"]
+
+
 def test_dry_run_checks_everything_and_writes_nothing(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
 ) -> None:

@@ -70,6 +70,13 @@ class RowSpec:
     now: dt.datetime
 
 
+def _unnamed_cells(columns: list[str]) -> str:
+    """A row's values under header cells left empty: stored as nothing, so refused."""
+    if len(columns) == 1:
+        return f"column {columns[0]} has no header but holds a value; name it in the header"
+    return f"columns {', '.join(columns)} have no header but hold values; name them in the header"
+
+
 def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
     """Check each row on its own (field rules, ids, stray cells) and build what is stored."""
     target, plan = spec.target, spec.plan
@@ -87,6 +94,9 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
         data, problems = rules.validate(values)
         if width > plan.width and any(cells[plan.width :]):
             problems.insert(0, f"has {width} cells but the header has {plan.width}")
+        unnamed = [str(i + 1) for i in plan.blank if i < width and cells[i].strip()]
+        if unnamed:
+            problems.insert(0, _unnamed_cells(unnamed))
         record_id = link = None
         if raw_id is not None:
             record_id = canonical_id(raw_id, kind)

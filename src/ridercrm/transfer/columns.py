@@ -166,6 +166,9 @@ class ColumnPlan:
     cells: tuple[tuple[int, str], ...]
     ignored: tuple[str, ...]
     width: int
+    # Columns whose header cell is empty: nothing to store them as, so a row holding a
+    # value in one is a bad row (its value would be lost), an empty one is fine.
+    blank: tuple[int, ...] = ()
 
 
 def plan_columns(
@@ -186,9 +189,13 @@ def plan_columns(
     ignored: list[str] = []
     unknown: list[str] = []
     column_of: dict[str, str] = {}
+    blank: list[int] = []
     for index, raw in enumerate(header):
         name = raw.strip()
         found = lookup.get(name.casefold())
+        if not name:
+            blank.append(index)
+            continue
         if found is None:
             if name and name.casefold() in allowed:
                 ignored.append(name)
@@ -205,7 +212,9 @@ def plan_columns(
         if required not in column_of:
             spelled = target.salesforce.get(required, required)
             raise HeaderProblem(f"no {required} column (or {spelled})")
-    return ColumnPlan(cells=tuple(cells), ignored=tuple(ignored), width=len(header))
+    return ColumnPlan(
+        cells=tuple(cells), ignored=tuple(ignored), width=len(header), blank=tuple(blank)
+    )
 
 
 def _unknown_columns(target: Target, unknown: Sequence[str]) -> str:
