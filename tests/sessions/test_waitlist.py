@@ -132,6 +132,50 @@ def test_more_capacity_is_offered_at_once(
     assert seats.waitlist(created["id"])[0]["state"] == "offered"
 
 
+def test_capacity_cannot_drop_below_the_seats_booked_and_held(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """A held seat is promised: cutting the capacity under it was taken (200), and the
+    offer's booking then made 2 bookings of 1 seat."""
+    seats = Seats(client, admin_headers)
+    created, [booked, _] = full_session(seats, capacity=2)
+    a = seats.person()
+    seats.join(created["id"], a)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    for capacity in (1, 0):
+        cut = client.patch(
+            f"/admin/sessions/{created['id']}", json={"capacity": capacity}, headers=admin_headers
+        )
+        assert cut.status_code == 409, cut.text
+        assert "1 seats are held for the waiting list" in cut.json()["detail"]
+    assert seats.read(created["id"])["capacity"] == 2
+    assert seats.book(a)["delivery"] == "true"
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats"]) == (2, 0, 2)
+
+
+def test_a_held_seat_cut_by_fewer_instructors_is_not_booked(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Instructors may drop below the booked seats (a sick instructor is a fact); the seat
+    held for an offer is then no longer on sale, and its booking would overbook."""
+    seats = Seats(client, admin_headers, code="CBT", trainees_per_instructor=2)
+    created = seats.create(capacity=4, instructors=2)
+    booked = [seats.book() for _ in range(4)]
+    a = seats.person()
+    assert seats.join(created["id"], a).status_code == 201
+    seats.send({"asset_id": booked[0]["asset_id"], "course_status": "cancelled"})
+    assert seats.waitlist(created["id"])[0]["state"] == "offered"
+    cut = client.patch(
+        f"/admin/sessions/{created['id']}", json={"instructors": 1}, headers=admin_headers
+    )
+    assert cut.status_code == 200, cut.text
+    assert seats.book(a)["receipt"] == "Course is full."
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats"]) == (3, 1, 2)
+    assert seats.waitlist(created["id"])[0]["state"] == "offered"
+
+
 def _wait_for(check: Callable[[], bool], limit_s: float = 30.0) -> None:
     deadline = time.monotonic() + limit_s
     while not check():

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from ridercrm.db import utcnow
@@ -139,6 +139,9 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
             waiting_as,
             WAITLIST.c.state == OFFERED,
             WAITLIST.c.offered_until > now,
+            # The held seat is still within the seats on sale: instructors may have been
+            # cut since it was held (docs/decisions.md, "Course sessions").
+            _holds_fit(session_id),
         )
         .values(state=ENTRY_BOOKED, offered_until=None, updated_at=now)
     )
@@ -169,6 +172,18 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
             WAITLIST.c.state == WAITING,
         )
         .values(state=ENTRY_BOOKED, updated_at=now)
+    )
+
+
+def _holds_fit(session_id: str) -> ColumnElement[bool]:
+    """The session's booked and held seats are no more than its seats on sale."""
+    return exists(
+        select(SESSIONS.c.id).where(
+            SESSIONS.c.id == session_id,
+            or_(
+                SESSIONS.c.seats.is_(None), SESSIONS.c.booked + SESSIONS.c.held <= SESSIONS.c.seats
+            ),
+        )
     )
 
 

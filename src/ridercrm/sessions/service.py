@@ -155,12 +155,8 @@ def update_session(session: Session, row: CourseSession, *, data: SessionUpdate)
     for name in ("capacity", "minimum", "status"):
         if name in sent and sent[name] is None and name != "capacity":
             raise SessionProblem(INVALID, f"{name}: cannot be null")
-    if "capacity" in sent and sent["capacity"] is not None and sent["capacity"] < row.booked:
-        raise SessionProblem(
-            CONFLICT,
-            f"capacity: {row.booked} courses are booked in session {row.id}; move or cancel"
-            " some first",
-        )
+    if "capacity" in sent and sent["capacity"] is not None:
+        _check_capacity(row, sent["capacity"])
     if sent.get("course_date_end") is not None:
         _check_order(row.course_datetime, sent["course_date_end"])
     if "minimum" in sent or "capacity" in sent:
@@ -184,6 +180,25 @@ def update_session(session: Session, row: CourseSession, *, data: SessionUpdate)
         seats.offer_free_seats(session, row.id)
         session.refresh(row)
     return changed
+
+
+def _check_capacity(row: CourseSession, capacity: int) -> None:
+    """SessionProblem (409) when ``capacity`` is below the seats already given: the booked
+    courses and the seats held for waiting-list offers (a held seat is promised)."""
+    if capacity >= row.booked + row.held:
+        return
+    if not row.held:
+        raise SessionProblem(
+            CONFLICT,
+            f"capacity: {row.booked} courses are booked in session {row.id}; move or cancel"
+            " some first",
+        )
+    raise SessionProblem(
+        CONFLICT,
+        f"capacity: {row.booked} courses are booked and {row.held} seats are held for the"
+        f" waiting list in session {row.id}; move or cancel some, or take the offers back,"
+        " first",
+    )
 
 
 def mark_cancelled(session: Session, row: CourseSession) -> None:
