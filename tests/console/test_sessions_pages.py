@@ -59,6 +59,34 @@ def test_staff_move_a_roster_in_one_step_with_seats_checked(
     assert two["delivery"] == "true"
 
 
+def test_a_move_takes_only_courses_booked_in_the_session_it_is_posted_to(
+    client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
+) -> None:
+    """The form's ticked ids are checked against the roster: a course of another session,
+    or one cancelled or completed since the page was read, was moved (a passed course
+    moved to tomorrow, holding a seat there; a cancelled one moved without a seat)."""
+    seats = Seats(client, admin_headers)
+    here = seats.create(capacity=3)
+    elsewhere = seats.create(capacity=3, course_datetime="2026-12-13 08:30:00")
+    there = seats.create(capacity=3, course_datetime="2026-12-12 08:30:00")
+    stranger = seats.book(course_datetime="2026-12-13 08:30:00")
+    gone = seats.book()
+    done = seats.send({"asset_id": gone["asset_id"], "course_status": "cancelled"})
+    assert done[0]["delivery"] == "true", done
+    staff = console_as("staff")
+    token = csrf(staff)
+    for asset in (stranger["asset_id"], gone["asset_id"]):
+        refused = staff.post(
+            f"/console/sessions/{here['id']}/move",
+            data={"csrf": token, "target": there["id"], "asset": asset},
+        )
+        assert f"course {asset} is not booked in session {here['id']}" in refused.text
+    assert seats.read(there["id"])["booked"] == 0
+    assert seats.read(elsewhere["id"])["booked"] == 1
+    moved = client.get(f"/admin/assets/{gone['asset_id']}", headers=admin_headers).json()
+    assert (moved["course_datetime"], moved["course_status"]) == (START, "cancelled")
+
+
 def test_staff_reorder_offer_and_remove_on_the_waiting_list(
     client: TestClient, admin_headers: dict[str, str], console_as: Callable[..., TestClient]
 ) -> None:

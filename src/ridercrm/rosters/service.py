@@ -116,17 +116,25 @@ class Moved:
 
 
 def move_riders(
-    session: Session, *, asset_ids: Sequence[str], target: CourseSession, audit_id: str
+    session: Session,
+    *,
+    asset_ids: Sequence[str],
+    source: CourseSession,
+    target: CourseSession,
+    audit_id: str,
 ) -> Moved:
-    """Move courses to another session of the same product in one step: all of them or
-    none (the seats there are checked, as operation 1 checks them)."""
+    """Move booked courses of ``source`` to another session of the same product in one
+    step: all of them or none (the seats there are checked, as operation 1 checks them).
+    A course not booked in ``source`` (another session's, or one cancelled or completed
+    since the page was read) is refused by name."""
     if target.status == CANCELLED:
         return Moved([], f"session {target.id} is cancelled")
+    booked_here = {a.id: a for a in roster(session, source) if a.course_status == "booked"}
     items = []
     for asset_id in asset_ids:
-        asset = courses.get_asset(session, asset_id)
+        asset = booked_here.get(asset_id)
         if asset is None:
-            return Moved([], f"no course with id {asset_id}")
+            return Moved([], f"course {asset_id} is not booked in session {source.id}")
         if asset.product_id != target.product_id:
             return Moved([], f"course {asset.id} is of another product than session {target.id}")
         items.append(

@@ -133,7 +133,11 @@ async def move(posted: Posted, session_id: str) -> Response:
         if not assets:
             raise frame.ConsoleProblem("nobody is booked in this session")
         moved = rosters.move_riders(
-            session, asset_ids=assets, target=target, audit_id=frame.change_audit_id()
+            session,
+            asset_ids=assets,
+            source=source,
+            target=target,
+            audit_id=frame.change_audit_id(),
         )
         if moved.refusal:
             raise frame.ConsoleProblem(f"nobody was moved: {moved.refusal}")
