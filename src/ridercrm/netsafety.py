@@ -106,7 +106,7 @@ def _split_port(item: str, raw: str) -> tuple[str, int | None]:
         text, port = item.split(":", 1)
     if not port:
         return text, None
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise ValueError(f"{raw!r}: the port must be a number from 1 to 65535")
     return text, int(port)
 

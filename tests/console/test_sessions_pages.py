@@ -99,6 +99,11 @@ def test_staff_reorder_offer_and_remove_on_the_waiting_list(
     staff = console_as("staff")
     token = csrf(staff)
     url = f"/console/sessions/{session['id']}/waitlist"
+    # "²" is a digit to str.isdigit() that int() refuses: Python's own words were shown.
+    odd = staff.post(url, data={"csrf": token, "action": "move", "person": b, "position": "²"})
+    assert odd.status_code == 400
+    assert "position: a whole number from 1" in odd.text
+    assert "invalid literal" not in odd.text
     staff.post(url, data={"csrf": token, "action": "move", "person": b, "position": "1"})
     assert [e["person_id"] for e in seats.waitlist(session["id"])] == [b, a]
     full = staff.post(url, data={"csrf": token, "action": "offer", "person": a})

@@ -285,6 +285,17 @@ def test_instructor_cover_limits_the_seats_on_sale(
     assert more.json()["seats_left"] == 12
 
 
+def test_trainees_per_instructor_of_superscript_digits_is_refused_in_plain_words(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """ "²" passed str.isdigit() and int() refused it: the answer quoted Python."""
+    body = {"name": "CBT", "code": "CBT-2", "price": "10.00", "trainees_per_instructor": "²"}
+    refused = client.post("/admin/products", json=body, headers=admin_headers)
+    assert refused.status_code in (400, 422), refused.text
+    assert "whole number from 1 to 100" in refused.text
+    assert "invalid literal" not in refused.text
+
+
 def test_a_session_created_after_its_bookings_counts_them(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:

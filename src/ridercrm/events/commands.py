@@ -118,7 +118,7 @@ class _Listener(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length_text = (self.headers.get("content-length") or "0").strip()
-        if not length_text.isdigit() or len(length_text) > 12:
+        if not (length_text.isascii() and length_text.isdigit()) or len(length_text) > 12:
             # int() of "-1" would read until the client closes; "abc" would drop the connection.
             self.send_error(400, "Content-Length must be a whole number of bytes")
             return

@@ -14,7 +14,7 @@ def parse_per_instructor(value: Any) -> int | None:
     form = f"must be a whole number from 1 to 100 (received {fields.received(value)})"
     if isinstance(value, bool):
         raise ValueError(form)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal():  # "²" is a digit int() refuses
         value = int(value.strip())
     if not isinstance(value, int) or not 1 <= value <= 100:
         raise ValueError(form)

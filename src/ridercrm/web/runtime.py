@@ -168,7 +168,7 @@ CLIENT_CLOSED = 499  # nginx's status for a client that went away before the ans
 async def _read_body(request: Request, settings: Settings) -> bytes:
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"body is larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0

@@ -159,7 +159,7 @@ async def line(posted: Posted, session_id: str) -> Response:
         seats.use_policy(session, policy)
         row = _locked(session, session_id)
         if action == "move":
-            if not position.isdigit() or int(position) < 1:
+            if not position.isdecimal() or int(position) < 1:  # "²" is a digit int() refuses
                 raise frame.ConsoleProblem("position: a whole number from 1")
             waitlist.move_to(session, row, raw_person_id=person, position=int(position))
         elif action == "offer":
