@@ -56,7 +56,8 @@ def test_audit_and_person_times_are_the_business_zones(
     assert record_id is not None
     record = client.get(f"/console/audit/{record_id.group(1)}").text
     assert "2026-12-01 00:30:05 AEDT" in record
-    assert "13:30:05 UTC" in record  # the stored time beside it
+    # The stored time beside it, with its own date: a UTC time alone read as 1 December.
+    assert "(2026-11-30 13:30:05 UTC)" in record
 
 
 def test_another_business_zone_is_a_setting(
