@@ -44,6 +44,8 @@ def test_person_page_lists_messages_and_shows_what_was_sent(
     shown = client.get(f"/console/messages/{confirmation.id}")
     assert shown.status_code == 200
     assert "Hi Ann," in shown.text
+    assert 'class="preview"' in shown.text
+    assert ' style="' not in shown.text  # the CSP allows no inline style: the preview was cramped
     assert "You&#39;re booked" in shown.text or "You're booked" in shown.text
     assert client.get("/console/messages/999999").status_code == 404
     assert client.get("/console/messages/abc").status_code == 404
@@ -168,6 +170,7 @@ def test_templates_are_previewed_with_real_data_and_validated(
     page = client.get("/console/admin/templates/confirmation/email")
     assert page.status_code == 200
     assert "Hi Priya," in page.text  # the preview uses a real person
+    assert ' style="' not in page.text
     token = csrf(client)
     broken = client.post(
         "/console/admin/templates/confirmation/email",
