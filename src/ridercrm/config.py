@@ -602,6 +602,9 @@ _OFFSET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+_LONGEST_REMINDER = dt.timedelta(days=366)
+
+
 def parse_reminders(text: str) -> tuple[tuple[str, dt.timedelta], ...]:
     """Read RIDERCRM_REMINDERS ("48h,2h", "1d,90m", "" for none): each offset before the
     course, with its label; raise ValueError naming a bad entry."""
@@ -614,9 +617,11 @@ def parse_reminders(text: str) -> tuple[tuple[str, dt.timedelta], ...]:
             raise ValueError(
                 f"{raw.strip()!r} is not a time before the course (e.g. 48h, 90m, 1d, 30s)"
             )
-        amount = float(found.group(1))
-        delta = dt.timedelta(seconds=amount * _UNIT_SECONDS[found.group(2).lower()])
-        offsets.append((raw.strip().lower(), delta))
+        seconds = float(found.group(1)) * _UNIT_SECONDS[found.group(2).lower()]
+        if seconds > _LONGEST_REMINDER.total_seconds():
+            # A reminder years ahead is a typo, and one before year 1 could not be stored.
+            raise ValueError(f"{raw.strip()!r} is more than a year before the course")
+        offsets.append((raw.strip().lower(), dt.timedelta(seconds=seconds)))
     return tuple(offsets)
 
 

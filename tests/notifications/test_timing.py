@@ -91,6 +91,15 @@ def test_parse_reminders_refuses(bad: str) -> None:
         parse_reminders(bad)
 
 
+@pytest.mark.parametrize("far", ["367d", "999999999d", "1000000000d", "99999999999999999999999s"])
+def test_a_reminder_more_than_a_year_ahead_is_refused_by_name(far: str) -> None:
+    """999999999d started the service and made every booking a 500 (OverflowError);
+    1000000000d stopped it with Python's words, not the setting's."""
+    with pytest.raises(ValueError, match="is more than a year before the course"):
+        parse_reminders(f"48h,{far}")
+    assert parse_reminders("366d")[0][1] == dt.timedelta(days=366)
+
+
 def test_quiet_hours_overnight() -> None:
     quiet = QuietHours.parse("21:00-08:00")
     assert quiet is not None
