@@ -138,6 +138,12 @@ def test_reminder_carries_a_stop_link(
     reminder = mails["Reminder"]
     link = reminder["List-Unsubscribe"].strip("<>")
     assert link.startswith("https://crm.rideright.example/console/stop-reminders/")
+    # On the wire as written, one line: folded into RFC 2047 encoded words (=?utf-8?q?...)
+    # the link was unreadable to mail programs, which do not decode this header.
+    raw = next(content for _f, _t, content in mailbox.envelopes if b"Subject: Reminder" in content)
+    assert f"\r\nList-Unsubscribe: <{link}>\r\n".encode() in raw.replace(b"\r\n", b"\n").replace(
+        b"\n", b"\r\n"
+    )
     assert reminder["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     body = reminder.get_body(preferencelist=("plain",))
     assert body is not None

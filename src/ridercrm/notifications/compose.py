@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.policy
 import email.utils
 import secrets
 from email.headerregistry import Address
@@ -277,12 +278,17 @@ def invitation(message: Message, settings: Settings, *, summary: str, attendee: 
     return bytes(calendar.to_ical())
 
 
+# The default policy, but a header given as written (``set_raw``) is sent as written, not
+# refolded when longer than 78 characters (up to SMTP's 998 still).
+_POLICY = email.policy.default.clone(refold_source="none")
+
+
 def build_email(
     message: Message, rendered: Template, settings: Settings, *, to: str, stop: str = ""
 ) -> EmailMessage:
     """The e-mail: plain text and HTML alternatives, the invitation for bookings, moves and
     cancellations, and the headers (Message-ID, Date, List-Unsubscribe on reminders)."""
-    mail = EmailMessage()
+    mail = EmailMessage(policy=_POLICY)
     name, address = sender_address(settings)
     mail["From"] = Address(display_name=name, addr_spec=address) if name else address
     mail["To"] = to
@@ -290,7 +296,12 @@ def build_email(
     mail["Message-ID"] = message_id(message, settings)
     mail["Date"] = email.utils.format_datetime(dt.datetime.now(dt.UTC))
     if message.kind == REMINDER and stop:
-        mail["List-Unsubscribe"] = f"<{stop}>"
+        if stop.isascii() and stop.isprintable():
+            # As written: folded, the long link became RFC 2047 encoded words, which
+            # RFC 2369 does not allow there and mail programs do not read.
+            mail.set_raw("List-Unsubscribe", f"<{stop}>")
+        else:
+            mail["List-Unsubscribe"] = f"<{stop}>"
         mail["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     mail.set_content(rendered.text)
     if rendered.html:
