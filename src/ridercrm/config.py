@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ridercrm.fields import SITE_ZONES
+from ridercrm.fields import ALIASES, SITE_ZONES
 from ridercrm.netsafety import AllowList
 from ridercrm.ratelimit import check_storage, parse_limits
 
@@ -631,6 +631,8 @@ def parse_digest_to(text: str) -> dict[str, str]:
     ``*=address``, which the named sites override). Return {site: address} with the
     interface's spelling of each site; raise ValueError naming a bad entry."""
     sites = {site.lower(): site for site in SITE_ZONES}
+    # "ipswich" names the site the interface spells "ipswitch", as everywhere else.
+    sites.update({alias: site for alias, site in ALIASES.items() if site in SITE_ZONES})
     everywhere = ""
     named: dict[str, str] = {}
     for raw in text.split(","):

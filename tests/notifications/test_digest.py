@@ -63,6 +63,8 @@ def test_the_digest_addresses_setting() -> None:
         "somerton": "desk@example.com",
         "Toowoomba": "qld@example.com",
     }
+    # The interface's alias, as operation 1 and /admin/sessions take it (was "no site").
+    assert parse_digest_to("Ipswich=qld@example.com") == {"ipswitch": "qld@example.com"}
     everywhere = parse_digest_to("ops@example.com,kilsyth=kil@example.com")
     assert everywhere["kilsyth"] == "kil@example.com"
     assert everywhere["st ives"] == "ops@example.com"

@@ -125,6 +125,22 @@ def test_move_and_cancellation_update_the_same_invitation(
     assert cancelled["Subject"].startswith("Cancelled:")
 
 
+def test_ipswich_riders_read_ipswich_not_the_interfaces_spelling(
+    settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
+) -> None:
+    """The interface spells the site "ipswitch"; the e-mail, its invitation's LOCATION
+    and (through the same context) the SMS told riders "Ipswitch"."""
+    book(sessions, starts_in=5 * DAYS, site="ipswitch", person={"mobile_phone": None})
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    [mail] = mailbox.wait_for(1)
+    body = mail.get_body(preferencelist=("plain",))
+    assert body is not None
+    assert "Ipswich" in body.get_content()
+    assert "Ipswitch" not in body.get_content()
+    _calendar_of, event = _calendar(mail)
+    assert str(event["LOCATION"]) == "Ipswich"
+
+
 def test_reminder_carries_a_stop_link(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:

@@ -15,6 +15,7 @@ import icalendar
 from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.orm import Session
 
+from ridercrm import fields
 from ridercrm.config import Settings
 from ridercrm.notifications import timing
 from ridercrm.notifications.models import (
@@ -63,7 +64,8 @@ def course_context(
     same_day = start is not None and end is not None and end.date() == start.date()
     return {
         "name": product_name,
-        "site": (location or "our training ground").title(),
+        # The site as people read it: Ipswich, not the interface's "ipswitch".
+        "site": fields.display_name(location) if location else "Our Training Ground",
         "starts": _starts(start) if start else "to be confirmed",
         "ends": (_when(end) if same_day else _starts(end)) if end else "",
         "day": f"{start.strftime('%a')} {start.day} {start.strftime('%b')}" if start else "",
@@ -266,7 +268,7 @@ def invitation(message: Message, settings: Settings, *, summary: str, attendee: 
             "dtend", end if end is not None and end > start else start + dt.timedelta(hours=8)
         )
     event.add("summary", summary)
-    event.add("location", (message.location or "").title())
+    event.add("location", fields.display_name(message.location))
     event.add("status", "CANCELLED" if cancel else "CONFIRMED")
     name, address = sender_address(settings)
     organizer = icalendar.vCalAddress(f"mailto:{address}")

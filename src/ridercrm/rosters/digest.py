@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm import periodic
+from ridercrm import fields, periodic
 from ridercrm.config import Settings, parse_digest_at, parse_digest_to
 from ridercrm.courses.models import Asset
 from ridercrm.db import build_engine, session_factory, session_scope
@@ -98,7 +98,7 @@ def listing(session: Session, site: str, day: dt.date) -> dict[str, Any]:
             for (start, name), names in groups.items()
         ]
     return {
-        "site": site.title(),
+        "site": fields.display_name(site),
         "date": day.isoformat(),
         "day": compose.day_text(day),
         "sessions": sessions,
