@@ -228,6 +228,16 @@ def test_a_lapsed_offer_passes_to_the_next_without_anyone_acting(
         ("waitlist.lapsed", a),
         ("session.seat_offered", b),
     ]
+    from ridercrm.notifications.models import Message
+
+    with sessions() as session:
+        stale = {
+            (m.status, m.reason)
+            for m in session.scalars(
+                select(Message).where(Message.kind == "waitlist_offer", Message.person_id == a)
+            )
+        }
+    assert stale == {("superseded", "the offer lapsed")}  # no deliverer ran: none went
 
 
 def test_session_and_waitlist_events_are_delivered_with_their_schemas(
@@ -304,6 +314,48 @@ def test_the_first_in_line_is_sent_the_offer_in_the_transaction_that_holds_the_s
         created["product_id"],
         created["course_datetime"],
     )
+
+
+def test_an_offer_that_ended_is_not_sent_later(
+    client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    """An offer's messages still queued (an SMS kept back by the quiet hours) are
+    superseded when the offer ends: a rider taken off the line was later sent "a place
+    is held for you"."""
+    from ridercrm.notifications.models import Message
+
+    def offer_messages(person: str) -> set[tuple[str, str | None]]:
+        with sessions() as session:
+            found = session.scalars(
+                select(Message).where(Message.kind == "waitlist_offer", Message.person_id == person)
+            )
+            return {(m.status, m.reason) for m in found}
+
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    a, b = seats.person(), seats.person()
+    seats.join(created["id"], a)
+    seats.join(created["id"], b)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert offer_messages(a) == {("pending", None)}
+    removed = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
+    assert removed.status_code == 200
+    assert offer_messages(a) == {("superseded", "taken off the waiting list")}
+    assert offer_messages(b) == {("pending", None)}  # the seat passed on
+    assert seats.book(b)["delivery"] == "true"
+    assert offer_messages(b) == {("superseded", "the seat was booked")}
+    # A cancelled session's offers go with it.
+    other = seats.create(capacity=1, course_datetime="2026-12-19 08:30:00")
+    [held] = [seats.book(course_datetime="2026-12-19 08:30:00")]
+    c = seats.person()
+    seats.join(other["id"], c)
+    seats.send({"asset_id": held["asset_id"], "course_status": "cancelled"})
+    assert offer_messages(c) == {("pending", None)}
+    cancelled = client.patch(
+        f"/admin/sessions/{other['id']}", json={"status": "cancelled"}, headers=admin_headers
+    )
+    assert cancelled.status_code == 200, cancelled.text
+    assert offer_messages(c) == {("superseded", "the session was cancelled")}
 
 
 @pytest.mark.parametrize("books_with", ["lead", "contact"])

@@ -435,6 +435,35 @@ def queue_seat_offer(
     return offers
 
 
+def withdraw_seat_offers(
+    session: Session,
+    *,
+    person_ids: Any,
+    product_id: str,
+    location: str,
+    course_datetime: str,
+    reason: str,
+) -> None:
+    """Supersede the queued seat-offer messages of these people (ids, or a select of them)
+    for this session: their offer ended (taken, lapsed, withdrawn, the session cancelled)
+    and "a place is held for you" would be stale, as an SMS kept back by quiet hours was.
+    For the sessions feature to call in the transaction that ends the offer."""
+    session.flush()  # this transaction's own offers too
+    session.execute(
+        update(Message)
+        .where(
+            Message.person_id.in_(person_ids),
+            Message.status == PENDING,
+            Message.kind == WAITLIST_OFFER,
+            Message.product_id == product_id,
+            Message.location == location,
+            Message.course_datetime == course_datetime,
+        )
+        .values(status=SUPERSEDED, reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
 def digest_key(site: str, day: dt.date) -> str:
     """A staff digest's key: one per site and day, so a second writer (another deliverer,
     a restart) cannot add another (the key is unique) and its Message-ID is stable."""

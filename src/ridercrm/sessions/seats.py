@@ -146,8 +146,12 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
         .values(state=ENTRY_BOOKED, offered_until=None, updated_at=now)
     )
     if _count(offer):
-        # Their held seat becomes a booked one.
+        # Their held seat becomes a booked one; a message of the offer not sent yet is stale.
         _counts(session, session_id, booked=1, held=-1)
+        booked_entries = select(WAITLIST.c.person_id).where(
+            WAITLIST.c.session_id == session_id, WAITLIST.c.state == ENTRY_BOOKED
+        )
+        offers_ended(session, session_id, booked_entries, "the seat was booked")
         return
     taken = session.execute(
         update(SESSIONS)
@@ -400,6 +404,24 @@ def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.d
     )
 
 
+def offers_ended(session: Session, session_id: str, person_ids: Any, reason: str) -> None:
+    """The offers of these people (ids, or a select of them) in a session ended: their
+    queued "a place is held for you" messages are superseded with ``reason``."""
+    row = session.execute(
+        select(SESSIONS.c.product_id, SESSIONS.c.location, SESSIONS.c.course_datetime).where(
+            SESSIONS.c.id == session_id
+        )
+    ).one()
+    notifications.withdraw_seat_offers(
+        session,
+        person_ids=person_ids,
+        product_id=row.product_id,
+        location=row.location,
+        course_datetime=row.course_datetime,
+        reason=reason,
+    )
+
+
 def subject_of(session_id: str) -> str:
     """The subject a session's events are delivered in order under."""
     return f"session:{session_id}"
@@ -431,6 +453,7 @@ def lapse_offers(session: Session, *, now: dt.datetime | None = None) -> list[tu
         if not _count(ended):
             continue  # taken or withdrawn meanwhile
         _counts(session, entry.session_id, held=-1)
+        offers_ended(session, entry.session_id, [entry.person_id], "the offer lapsed")
         events.record(
             session,
             event_type=events.WAITLIST_LAPSED,

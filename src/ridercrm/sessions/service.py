@@ -18,7 +18,7 @@ from ridercrm.events import service as events
 from ridercrm.ids import RecordKind, canonical_id, new_id
 from ridercrm.products.models import Product
 from ridercrm.sessions import seats, values
-from ridercrm.sessions.models import CANCELLED, IN_LINE, CourseSession, WaitlistEntry
+from ridercrm.sessions.models import CANCELLED, IN_LINE, OFFERED, CourseSession, WaitlistEntry
 from ridercrm.sessions.schemas import SessionCreate, SessionRead, SessionUpdate
 
 STATE_FIELDS = (
@@ -206,6 +206,10 @@ def mark_cancelled(session: Session, row: CourseSession) -> None:
     people waiting leave the line."""
     row.status = CANCELLED
     row.held = 0
+    offered = select(seats.WAITLIST.c.person_id).where(
+        seats.WAITLIST.c.session_id == row.id, seats.WAITLIST.c.state == OFFERED
+    )
+    seats.offers_ended(session, row.id, offered, "the session was cancelled")
     session.execute(
         update(seats.WAITLIST)
         .where(seats.WAITLIST.c.session_id == row.id, seats.WAITLIST.c.state.in_(IN_LINE))

@@ -157,6 +157,7 @@ def remove(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitl
             .values(held=CourseSession.held - 1)
             .execution_options(synchronize_session=False)
         )
+        seats.offers_ended(session, row.id, [entry.person_id], "taken off the waiting list")
         seats.offer_free_seats(session, row.id)
     session.flush()
     session.refresh(entry)
