@@ -6,6 +6,7 @@ RIDERCRM_BROWSER_SHOTS (a temporary folder by default) to be looked at."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Iterator
@@ -24,7 +25,9 @@ from ridercrm.events import manage
 from ridercrm.events import service as events
 from ridercrm.events.delivery import Deliverer
 from ridercrm.netsafety import AllowList
+from ridercrm.rosters.demo import FULL_SESSION, load_demo_sessions
 from tests.browser.conftest import PASSWORD, USERS
+from tests.notifications.helpers import book
 
 pytestmark = pytest.mark.browser
 WIDTHS = {"phone": (390, 844), "desktop": (1280, 900)}
@@ -126,6 +129,34 @@ def test_a_persons_page_fits_the_screen(sized: tuple[Any, int, Any], console_url
             assert box["height"] >= 44, control.evaluate("e => e.outerHTML")
             assert box["x"] + box["width"] <= width
     shot("person")
+
+
+def test_finding_moving_and_messages_fit_a_phone(
+    sized: tuple[Any, int, Any], console_url: str, sessions: sessionmaker[Session]
+) -> None:
+    """What staff use on the range: a person's page with their messages and a long
+    address, the search results, a session's roster and waiting list, the week's
+    sessions, the messages. Each scrolled sideways on a phone (messages, roster and
+    results were plain tables, up to 1,283 px wide at 390)."""
+    page, _width, shot = sized
+    load_demo_sessions(sessions)  # what `serve --demo` adds: a full session, its line
+    long = "a.very.long.address.for.the.range@subdomain.example-training.com.au"
+    person, _course = book(sessions, starts_in=dt.timedelta(days=5), person={"email": long})
+    for name, path in (
+        ("person-messages", f"/people/{person}"),
+        ("found", "/people?q=smith"),
+        ("roster", f"/sessions/{FULL_SESSION}"),
+        ("week", "/sessions?site=somerton"),
+        ("messages", "/messages"),
+    ):
+        page.goto(console_url + path)
+        expect(page.locator("h1")).to_be_visible()
+        no_sideways_scroll(page)
+        shot(name)
+    page.goto(f"{console_url}/sessions/{FULL_SESSION}")
+    # Riders by name (the roster showed person ids), times said to be the site's.
+    expect(page.get_by_text("Course times are Somerton's local time")).to_be_visible()
+    assert not page.locator("main a", has_text=re.compile(r"^00[3Q]")).count()
 
 
 def test_the_dashboard_is_readable(sized: tuple[Any, int, Any], console_url: str) -> None:

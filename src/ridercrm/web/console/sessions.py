@@ -7,9 +7,13 @@ import datetime as dt
 from typing import Any
 
 from fastapi.responses import Response
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ridercrm import fields
 from ridercrm.courses import daysheet
+from ridercrm.people.models import Person
+from ridercrm.reports.repository import product_names
 from ridercrm.rosters import service as rosters
 from ridercrm.sessions import seats, waitlist
 from ridercrm.sessions import service as sessions
@@ -55,12 +59,15 @@ async def week_of_sessions(visit: Visit) -> Response:
         end=f"{monday + dt.timedelta(days=7)} 00:00:00",
     )
 
-    def read(session: Session) -> tuple[list[rosters.Flagged], list[rosters.Flagged]]:
+    def read(
+        session: Session,
+    ) -> tuple[list[rosters.Flagged], list[rosters.Flagged], dict[str, str]]:
         week = [rosters.flag(row) for row in sessions.list_sessions(session, window)]
         ahead = rosters.flagged(session, today=today, days=settings.sessions_flag_days)
-        return week, ahead
+        named = product_names(session, (f.session.product_id for f in week))
+        return week, ahead, named
 
-    week, ahead = await visit.read(read)
+    week, ahead, named = await visit.read(read)
     return visit.render(
         "sessions.html",
         {
@@ -72,6 +79,8 @@ async def week_of_sessions(visit: Visit) -> Response:
             "week": week,
             "ahead": ahead,
             "days": settings.sessions_flag_days,
+            "products": named,
+            "site_zone": fields.SITE_ZONES.get(site, ""),
         },
     )
 
@@ -90,11 +99,17 @@ async def _session_page(visit: Visit, session_id: str, *, done: Done | None = No
             limit=200,
         )
         others = [s for s in sessions.list_sessions(session, window) if s.id != row.id]
+        roster = list(rosters.roster(session, row))
+        line = waitlist.entries(session, row.id)
         return {
             "flagged": rosters.flag(found),
-            "roster": list(rosters.roster(session, row)),
-            "line": waitlist.entries(session, row.id),
+            "roster": roster,
+            "line": line,
             "others": others,
+            # Staff move riders by name, not by id.
+            "names": _names(session, [a.person_id for a in roster] + [e.person_id for e in line]),
+            "product": product_names(session, [row.product_id]).get(row.product_id, row.product_id),
+            "site_zone": fields.SITE_ZONES.get(row.location, ""),
         }
 
     page = await visit.read(read)
@@ -105,6 +120,16 @@ async def _session_page(visit: Visit, session_id: str, *, done: Done | None = No
 async def one_session(visit: Visit, session_id: str) -> Response:
     """A session's roster (its day sheet), waiting list and seats."""
     return await _session_page(visit, session_id)
+
+
+def _names(session: Session, person_ids: list[str]) -> dict[str, str]:
+    """Each person's name as staff read it, by id."""
+    if not person_ids:
+        return {}
+    found = session.execute(
+        select(Person.id, Person.first_name, Person.last_name).where(Person.id.in_(person_ids))
+    )
+    return {pid: " ".join(filter(None, (first, last))) for pid, first, last in found}
 
 
 def _locked(session: Session, session_id: str) -> CourseSession:
