@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -130,6 +131,32 @@ def test_the_signed_link_stops_reminders_without_sign_in(
     assert client.get(f"/console/stop-reminders/{forged}").status_code == 404
     assert client.post(f"/console/stop-reminders/{forged}").status_code == 404
     assert client.get("/console/stop-reminders/garbage").status_code == 404
+
+
+@pytest.mark.parametrize("form", ["multipart", "urlencoded"])
+def test_one_click_stops_reminders_as_mail_providers_post_it(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    make_client: Callable[..., TestClient],
+    form: str,
+) -> None:
+    """RFC 8058: the one-click POST carries List-Unsubscribe=One-Click, which SHOULD be
+    multipart/form-data (it was refused, 415) and MAY be urlencoded."""
+    person_id, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    with session_scope(sessions, write=True) as session:
+        token = compose.stop_token(compose.link_secret(session, settings), person_id)
+    client = make_client()
+    url = f"/console/stop-reminders/{token}"
+    if form == "multipart":
+        done = client.post(url, files={"List-Unsubscribe": (None, "One-Click")})
+    else:
+        done = client.post(url, data={"List-Unsubscribe": "One-Click"})
+    assert done.status_code == 200, done.text
+    assert {m.status for m in messages(sessions, asset_id=asset_id, kind="reminder")} == {SKIPPED}
+    broken = client.post(
+        url, content=b"not multipart", headers={"Content-Type": "multipart/form-data; boundary=x"}
+    )
+    assert broken.status_code == 400
 
 
 def test_a_viewer_sees_no_stop_link_token_in_the_audit(

@@ -35,6 +35,8 @@ each route's role). The lower-level pieces (``require``, ``checked_form``, ``cha
 from __future__ import annotations
 
 import datetime as dt
+import email.parser
+import email.policy
 import hmac
 import inspect
 import json
@@ -207,22 +209,49 @@ async def form_lists(request: Request) -> dict[str, list[str]]:
         body += chunk
         if len(body) > limit:
             raise ConsoleRefusal(413, f"The form is larger than {limit} bytes.")
-    if body and media != "application/x-www-form-urlencoded":
+    if body and media == "multipart/form-data":
+        # RFC 8058's one-click stop is sent so by mail providers (it SHOULD be).
+        pairs = _multipart_pairs(request.headers.get("content-type", ""), body)
+    elif body and media != "application/x-www-form-urlencoded":
         raise ConsoleRefusal(415, "The console takes forms sent by its own pages only.")
-    try:
-        pairs = parse_qsl(
-            body.decode("utf-8", errors="replace"),
-            keep_blank_values=True,
-            max_num_fields=2000,
-        )
-    except ValueError:
-        raise ConsoleRefusal(413, "The form has too many fields.") from None
+    else:
+        try:
+            pairs = parse_qsl(
+                body.decode("utf-8", errors="replace"),
+                keep_blank_values=True,
+                max_num_fields=_MOST_FIELDS,
+            )
+        except ValueError:
+            raise ConsoleRefusal(413, "The form has too many fields.") from None
     fields: dict[str, list[str]] = {}
     for name, value in pairs:
         # No database stores NUL in text; it is never part of a real entry.
         fields.setdefault(name.replace("\x00", ""), []).append(value.replace("\x00", ""))
     request.state.console_form = fields
     return dict(fields)
+
+
+_MOST_FIELDS = 2000
+
+
+def _multipart_pairs(content_type: str, body: bytes) -> list[tuple[str, str]]:
+    """The text fields of a multipart/form-data body, in order (a file's bytes read as
+    text); 400 when it is not one."""
+    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace") + body
+    )
+    if not parsed.is_multipart() or parsed.defects:
+        raise ConsoleRefusal(400, "The form could not be read (multipart/form-data).")
+    pairs: list[tuple[str, str]] = []
+    for part in parsed.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if not isinstance(name, str) or not isinstance(payload, bytes | None):
+            continue
+        pairs.append((name, (payload or b"").decode("utf-8", errors="replace")))
+        if len(pairs) > _MOST_FIELDS:
+            raise ConsoleRefusal(413, "The form has too many fields.")
+    return pairs
 
 
 def csrf_failed() -> ConsoleRefusal:
