@@ -16,7 +16,7 @@ from ridercrm.audit.models import AuditRecord
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.notifications import compose
-from ridercrm.notifications.models import PENDING, SKIPPED, Message, MessageTemplate
+from ridercrm.notifications.models import FAILED, PENDING, SKIPPED, Message, MessageTemplate
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import queue_digest
 from ridercrm.people.models import Person
@@ -65,6 +65,15 @@ def test_messages_page_filters(
     assert "No message matches." in failed.text
     pending = client.get("/console/messages?status=pending&kind=reminder")
     assert pending.text.count('<span class="badge">pending</span>') == 2
+    # A reminder written days ago that failed today is among today's failures (the
+    # period read the time it was written).
+    with session_scope(sessions, write=True) as session:
+        [reminder] = [m for m in session.scalars(select(Message)) if m.detail == "2h"]
+        reminder.created_at = dt.datetime.now(dt.UTC) - 3 * DAYS
+        reminder.status, reminder.reason = FAILED, "550 no such user"
+    failed = client.get("/console/messages?status=failed&period=today")
+    assert "550 no such user" in failed.text
+    assert "today and the 6 days before" in failed.text
     bad = client.get("/console/messages?status=lost")
     assert bad.status_code == 400
     assert "status: no such value &#39;lost&#39;" in bad.text

@@ -570,7 +570,8 @@ def find_messages(
     since: dt.datetime | None = None,
     limit: int = 200,
 ) -> list[Message]:
-    """Messages, newest first, filtered by status, channel, kind and creation time."""
+    """Messages, newest first, filtered by status, channel, kind and the time of their
+    last change (``since``: sent, failed, deferred or written since then)."""
     query = select(Message).order_by(Message.id.desc()).limit(limit)
     if status:
         query = query.where(Message.status == status)
@@ -579,5 +580,7 @@ def find_messages(
     if kind:
         query = query.where(Message.kind == kind)
     if since is not None:
-        query = query.where(Message.created_at >= since)
+        # "Failed today" is what failed today: a reminder written weeks before it failed
+        # was left out when this read the time it was written.
+        query = query.where(Message.updated_at >= since)
     return list(session.scalars(query))
