@@ -104,6 +104,14 @@ def test_a_result_is_announced(sessions: sessionmaker[Session]) -> None:
     assert [(m.detail, m.status) for m in results] == [("completed - pass", PENDING)]
     reminders = messages(sessions, asset_id=asset_id, kind="reminder")
     assert all(m.status == SUPERSEDED for m in reminders)
+    # Corrected to a fail before the pass went: the pass is superseded as corrected, not
+    # as "completed before it went" (the course had been completed all along).
+    change(sessions, asset_id, course_status="completed - fail", course_feedback="fail 2")
+    results = messages(sessions, asset_id=asset_id, kind="result")
+    assert [(m.detail, m.status, m.reason) for m in results] == [
+        ("completed - pass", SUPERSEDED, "a corrected result replaced it"),
+        ("completed - fail", PENDING, None),
+    ]
 
 
 def test_a_refused_item_writes_no_message(sessions: sessionmaker[Session]) -> None:

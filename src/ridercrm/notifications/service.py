@@ -382,7 +382,15 @@ def course_changed(
             supersede(session, asset.id, "the course was cancelled before it went")
             _announce(session, asset, CANCELLED, sequence=_next_sequence(session, asset.id))
         elif to_status in COMPLETED:
-            supersede(session, asset.id, "the course was completed before it went")
+            # From pass to fail (or back) the result was corrected; from booked it ran.
+            corrected = from_status in COMPLETED
+            supersede(
+                session,
+                asset.id,
+                "a corrected result replaced it"
+                if corrected
+                else "the course was completed before it went",
+            )
             _announce(session, asset, RESULT)
         return
     if moved and to_status == BOOKED:
