@@ -141,6 +141,38 @@ def test_ipswich_riders_read_ipswich_not_the_interfaces_spelling(
     assert str(event["LOCATION"]) == "Ipswich"
 
 
+def test_a_course_written_as_a_day_alone_is_told_by_its_day(
+    settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
+) -> None:
+    """Operation 1 takes "2026-12-19" for a course's start. Its messages said "on" with
+    nothing after, "When: to be confirmed", the invitation had no DTSTART, and the staff
+    digest and the day sheet did not list it."""
+    from ridercrm.courses.daysheet import day_sheet
+    from ridercrm.rosters.digest import listing
+
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    mailbox.wait_for(1)
+    change(sessions, asset_id, course_datetime="2026-12-19", course_date_end="2026-12-19")
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    moved = mailbox.wait_for(2)[-1]
+    assert moved["Subject"].endswith(" on Sat 19 Dec"), moved["Subject"]
+    body = moved.get_body(preferencelist=("plain",))
+    assert body is not None
+    assert "Saturday 19 December 2026, time to be confirmed" in body.get_content()
+    _calendar_of, event = _calendar(moved)
+    assert event.decoded("DTSTART") == dt.date(2026, 12, 19)  # an all-day event
+    assert event.decoded("DTEND") == dt.date(2026, 12, 20)
+    with session_scope(sessions) as session:
+        listed = listing(session, "somerton", dt.date(2026, 12, 19))
+        assert [(c["time"], c["riders"]) for c in listed["courses"]] == [
+            ("time to be confirmed", 1)
+        ], listed
+        assert listing(session, "somerton", dt.date(2026, 12, 18))["courses"] == []
+        sheet = day_sheet(session, site="somerton", day=dt.date(2026, 12, 19))
+        assert [r.asset_id for g in sheet.groups for r in g.riders] == [asset_id]
+
+
 def test_reminder_carries_a_stop_link(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:

@@ -123,8 +123,9 @@ def site_of(value: str | None) -> str:
 
 
 def _day_bounds(day: dt.date) -> tuple[str, str]:
-    # course_datetime is text "YYYY-MM-DD HH:MM:SS": a day is a range of the index.
-    return f"{day.isoformat()} 00:00:00", f"{day.isoformat()} 23:59:59"
+    # course_datetime is text "YYYY-MM-DD HH:MM:SS", or the date alone (operation 1 takes
+    # it; it sorts before the day's times): a day is a range of the index.
+    return day.isoformat(), f"{day.isoformat()} 23:59:59"
 
 
 def day_sheet(session: Session, *, site: str, day: dt.date) -> DaySheet:

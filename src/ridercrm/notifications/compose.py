@@ -62,14 +62,23 @@ def course_context(
     if start is not None and end is not None and end <= start:
         end = None  # an end before the start (operation 1 takes it as sent) is not shown
     same_day = start is not None and end is not None and end.date() == start.date()
+    # A course written as a day alone: its day is known, its time is not.
+    day = start.date() if start is not None else timing.course_day(course_datetime)
+    if start is not None:
+        starts, time = _starts(start), _when(start)
+    elif day is not None:
+        starts = f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}, time to be confirmed"
+        time = "(time to be confirmed)"
+    else:
+        starts, time = "to be confirmed", ""
     return {
         "name": product_name,
         # The site as people read it: Ipswich, not the interface's "ipswitch".
         "site": fields.display_name(location) if location else "Our Training Ground",
-        "starts": _starts(start) if start else "to be confirmed",
+        "starts": starts,
         "ends": (_when(end) if same_day else _starts(end)) if end else "",
-        "day": f"{start.strftime('%a')} {start.day} {start.strftime('%b')}" if start else "",
-        "time": _when(start) if start else "",
+        "day": f"{day.strftime('%a')} {day.day} {day.strftime('%b')}" if day else "",
+        "time": time,
         "booking_number": booking_number or "",
         "passed": status == "completed - pass",
     }
@@ -171,7 +180,7 @@ def digest_course(
     """One course start of a staff digest (a site without sessions): who is booked."""
     start = timing.course_start(course_datetime, location)
     return {
-        "time": _when(start) if start else "",
+        "time": _when(start) if start else "time to be confirmed",
         "name": product_name,
         "riders": len(names),
         "names": names,
@@ -262,11 +271,16 @@ def invitation(message: Message, settings: Settings, *, summary: str, attendee: 
     event.add("dtstamp", dt.datetime.now(dt.UTC))
     start = timing.course_start(message.course_datetime, message.location)
     end = timing.course_start(message.course_date_end, message.location)
+    day = timing.course_day(message.course_datetime)
     if start is not None:
         event.add("dtstart", start)
         event.add(
             "dtend", end if end is not None and end > start else start + dt.timedelta(hours=8)
         )
+    elif day is not None:
+        # A day alone: an all-day event (a REQUEST needs a DTSTART; it had none).
+        event.add("dtstart", day)
+        event.add("dtend", day + dt.timedelta(days=1))
     event.add("summary", summary)
     event.add("location", fields.display_name(message.location))
     event.add("status", "CANCELLED" if cancel else "CONFIRMED")

@@ -42,6 +42,18 @@ def course_start(course_datetime: str | None, location: str | None) -> dt.dateti
     return wall.replace(tzinfo=site_zone(location))
 
 
+def course_day(course_datetime: str | None) -> dt.date | None:
+    """The day of a course written as a date alone ("2026-12-19": operation 1 takes it),
+    or None: its time is not known, its day is."""
+    if not course_datetime or len(course_datetime) != 10:
+        return None
+    try:
+        day = dt.date.fromisoformat(course_datetime)
+    except ValueError:
+        return None
+    return day if COURSE_FIRST_YEAR <= day.year <= COURSE_LAST_YEAR else None
+
+
 def to_utc(local: dt.datetime) -> dt.datetime:
     """An aware local time in UTC. A wall time that does not exist (the hour skipped when
     clocks go forward) is read as the zone's rules read it (fold=0: the offset before)."""

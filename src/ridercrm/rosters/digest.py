@@ -35,9 +35,10 @@ BOOKED = "booked"
 
 
 def _day_bounds(day: dt.date) -> tuple[str, str]:
-    """The wall-time text range of a day, as course times are written."""
+    """The wall-time text range of a day, as course times are written: from the day's
+    date (a course written as the date alone sorts first) to the next day's."""
     following = day + dt.timedelta(days=1)
-    return f"{day.isoformat()} 00:00:00", f"{following.isoformat()} 00:00:00"
+    return day.isoformat(), following.isoformat()
 
 
 def listing(session: Session, site: str, day: dt.date) -> dict[str, Any]:
