@@ -173,6 +173,30 @@ def test_a_course_written_as_a_day_alone_is_told_by_its_day(
         assert [r.asset_id for g in sheet.groups for r in g.riders] == [asset_id]
 
 
+def test_a_course_that_has_begun_is_not_announced(
+    settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
+) -> None:
+    """A booking recorded after the fact (a course of last June) sent the rider "You're
+    booked" with an invitation, then "Cancelled" when it was tidied away."""
+    _person, asset_id = book(sessions, starts_in=-150 * DAYS)
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    change(sessions, asset_id, course_status="cancelled")
+    _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    told = {
+        (m.kind, m.channel): (m.status, m.reason)
+        for m in messages(sessions, asset_id=asset_id)
+        if m.kind != "reminder"
+    }
+    begun = (SKIPPED, "the course had begun")
+    assert told == {
+        ("confirmation", "email"): begun,
+        ("confirmation", "sms"): begun,
+        ("cancelled", "email"): begun,
+        ("cancelled", "sms"): begun,
+    }
+    assert mailbox.envelopes == []
+
+
 def test_reminder_carries_a_stop_link(
     settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
 ) -> None:

@@ -189,13 +189,15 @@ class MessageSender:
 
     def _claim_one(self, session: Session, message: Message, now: dt.datetime) -> Job | None:
         start = timing.course_start(message.course_datetime, message.location)
-        if message.kind == REMINDER:
-            if session.get(ReminderStop, message.person_id) is not None:
-                self._close(session, message, SKIPPED, "the person stopped reminders")
-                return None
-            if start is not None and timing.to_utc(start) <= now:
-                self._close(session, message, SKIPPED, "the course had begun")
-                return None
+        if message.kind == REMINDER and session.get(ReminderStop, message.person_id) is not None:
+            self._close(session, message, SKIPPED, "the person stopped reminders")
+            return None
+        if message.kind in BEFORE_THE_COURSE and start is not None and timing.to_utc(start) <= now:
+            # A reminder, a confirmation, a move or a cancellation of a course that has
+            # begun (a booking recorded after the fact) is moot, as the quiet hours' rule
+            # below already says.
+            self._close(session, message, SKIPPED, "the course had begun")
+            return None
         if message.channel == SMS and self.quiet is not None:
             allowed = self.quiet.next_allowed(now, timing.site_zone(message.location))
             if allowed > now:
