@@ -371,14 +371,7 @@ def offer_to(session: Session, entry_id: int) -> bool:
 
 
 def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.datetime) -> None:
-    row = session.execute(
-        select(
-            SESSIONS.c.product_id,
-            SESSIONS.c.location,
-            SESSIONS.c.course_datetime,
-            SESSIONS.c.course_date_end,
-        ).where(SESSIONS.c.id == session_id)
-    ).one()
+    row = _course_of(session, session_id)
     # The rider hears of the held seat in the same transaction that holds it (docs/decisions.md, "Notifications (issue 27)").
     notifications.queue_seat_offer(
         session,
@@ -404,14 +397,22 @@ def _seat_offered(session: Session, session_id: str, person_id: str, until: dt.d
     )
 
 
+def _course_of(session: Session, session_id: str) -> Any:
+    """The course a session is, as its messages name it: product, site, start and end."""
+    return session.execute(
+        select(
+            SESSIONS.c.product_id,
+            SESSIONS.c.location,
+            SESSIONS.c.course_datetime,
+            SESSIONS.c.course_date_end,
+        ).where(SESSIONS.c.id == session_id)
+    ).one()
+
+
 def offers_ended(session: Session, session_id: str, person_ids: Any, reason: str) -> None:
     """The offers of these people (ids, or a select of them) in a session ended: their
     queued "a place is held for you" messages are superseded with ``reason``."""
-    row = session.execute(
-        select(SESSIONS.c.product_id, SESSIONS.c.location, SESSIONS.c.course_datetime).where(
-            SESSIONS.c.id == session_id
-        )
-    ).one()
+    row = _course_of(session, session_id)
     notifications.withdraw_seat_offers(
         session,
         person_ids=person_ids,
