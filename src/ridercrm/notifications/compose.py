@@ -44,7 +44,7 @@ def _when(local: dt.datetime) -> str:
 
 
 def _starts(local: dt.datetime) -> str:
-    return f"{local.strftime('%A')} {local.day} {local.strftime('%B %Y')}, {_when(local)}"
+    return f"{day_text(local.date())}, {_when(local)}"
 
 
 def course_context(
@@ -67,7 +67,7 @@ def course_context(
     if start is not None:
         starts, time = _starts(start), _when(start)
     elif day is not None:
-        starts = f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}, time to be confirmed"
+        starts = f"{day_text(day)}, time to be confirmed"
         time = "(time to be confirmed)"
     else:
         starts, time = "to be confirmed", ""
