@@ -233,6 +233,39 @@ def test_a_father_and_son_of_one_name_are_never_merged(
     assert matcher.ask(PEOPLE, query(**smith, date_of_birth="1968-05-02"))["ID"] == father
 
 
+def test_a_birth_date_and_a_neighbours_street_do_not_give_away_an_id(
+    matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Other names and e-mail, Ann's birth date and postcode, and a house of her street
+    (14 and 18 Main St look like 12 Main St as strings): no answer. Her own street with
+    her birth date still finds her under other names (docs/decisions.md, "Matching on
+    real CRM traffic")."""
+    ann = create_person(client, admin_headers, street="12 Main St")
+    stranger = {"first_name": "Sarah", "last_name": "Jones", "email": "sj@example.org"}
+    for street in ("14 Main St", "18 Main St"):
+        body = matcher.ask(PEOPLE, query(**stranger, mobile_phone=None, street=street))
+        assert (body["delivery"], body["ID"]) == ("false", ""), street
+    renamed = query(**stranger, mobile_phone=None, street="12 Main St")
+    assert matcher.ask(PEOPLE, renamed)["ID"] == ann
+
+
+def test_a_suffix_tells_a_father_from_his_son_without_contact_details(
+    matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Russo Sr. is stored without a birth date, e-mail or phone; Russo Jr. books with
+    his own birth date and e-mail: nothing to compare but the names and the address,
+    and the suffixes say another person."""
+    create_person(
+        client, admin_headers, first_name="Luca", last_name="Russo Sr", date_of_birth=None,
+        email=None, mobile_phone=None, drivers_license=None,
+    )  # fmt: skip
+    son = query(
+        first_name="Luca", last_name="Russo Jr", email="luca.russo.jr@example.org",
+        mobile_phone=None, date_of_birth="2004-02-17", street="12 Main St",
+    )  # fmt: skip
+    assert matcher.ask(PEOPLE, son)["delivery"] == "false"
+
+
 def test_explain_returns_candidates_and_the_audit_keeps_them(
     matcher: Matcher, client: TestClient, admin_headers: dict[str, str]
 ) -> None:

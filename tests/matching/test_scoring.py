@@ -144,6 +144,18 @@ def test_street_lines_swapped_or_one_replaced() -> None:
     assert street("7 Bay Road Sweet Waters", "3 Corona Place Sweet Waters") == "different"
 
 
+def test_a_neighbours_house_number_is_another_street_address() -> None:
+    """12 and 18 Main St are as alike as strings as a typo, but they are two houses: the
+    numbers are compared before the strings are."""
+    assert compare.street(normalize.street("14 Main St"), normalize.street("12 Main St")) == (
+        "different"
+    )
+    assert compare.street("18 main street", "12 main street") == "different"
+    assert compare.street("unit 3 12 main street", "unit 4 12 main street") == "different"
+    # the number missing on one side is still the same street
+    assert compare.street("main street", "12 main street") == "close"
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [("bill", "william"), ("davo", "david"), ("shazza", "sharon"), ("gazza", "gary"),

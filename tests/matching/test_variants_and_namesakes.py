@@ -189,6 +189,20 @@ def test_the_person_under_other_names_is_still_found_at_the_same_street() -> Non
     assert found.rule != score.GUARD_OUTRIGHT
 
 
+def test_other_names_born_the_same_day_at_a_neighbours_house_are_another_person() -> None:
+    """Knowing a person's birth date and street is not enough to be them: other names, the
+    same birth date and postcode, and a house number of the same street (12 and 18 look
+    alike as strings) is a stranger, refused by the household guard."""
+    stored = Identity.of(**{**LEE, "street": "12 Main St"})
+    query = Identity.of(
+        **{**LEE, "first_name": "Sarah", "last_name": "Jones", "street": "18 Main St"}
+    )
+    found = verdict(query, stored)
+    assert found.levels["street"] == "different"
+    assert not found.accepted
+    assert found.rule == score.GUARD_OUTRIGHT
+
+
 def test_surnames_one_slip_apart() -> None:
     assert compare.one_slip_apart(("lse",), ("lee",))
     assert compare.one_slip_apart(("gn",), ("ng",))
@@ -210,3 +224,36 @@ def test_a_member_of_one_name_a_decade_apart_under_the_households_phone() -> Non
     assert found.levels["phone"] == "exact"
     assert not found.accepted
     assert found.rule == score.GUARD_GENERATION
+
+
+RUSSO = {**LEE, "first_name": "Luca", "last_name": "Russo", "email": None, "phones": ()}
+
+
+@pytest.mark.parametrize(
+    ("query", "stored"),
+    [
+        # Jr. and Sr. at one address: another generation, whatever else agrees
+        ({"last_name": "Russo Jr"}, {"last_name": "Russo Sr", "date_of_birth": None}),
+        ({"last_name": "Russo Jr"}, {"last_name": "Russo Snr", "date_of_birth": dt.date(1971, 6, 9)}),
+        ({"last_name": "Russo III"}, {"last_name": "Russo II"}),
+        # a suffix on one side only, and no birth date to tell the two apart
+        ({"first_name": "Luca Jr"}, {"date_of_birth": None}),
+        ({"last_name": "Russo Jr", "email": "lr@example.com"}, {"email": "lr@example.com", "date_of_birth": None}),
+    ],
+)  # fmt: skip
+def test_a_generational_suffix_tells_a_father_from_his_son(
+    query: dict[str, Any], stored: dict[str, Any]
+) -> None:
+    found = verdict(Identity.of(**{**RUSSO, **query}), Identity.of(**{**RUSSO, **stored}))
+    assert not found.accepted
+    assert found.rule == score.GUARD_SUFFIX
+
+
+def test_a_suffix_with_the_same_birth_date_or_licence_is_the_same_person() -> None:
+    """The suffix written this time and not the last: the birth date (or the licence)
+    says which generation it is."""
+    stored = Identity.of(**RUSSO)
+    assert verdict(Identity.of(**{**RUSSO, "last_name": "Russo Jr"}), stored).accepted
+    licensed = {**RUSSO, "drivers_license": "L7654321"}
+    query = Identity.of(**{**licensed, "last_name": "Russo Jr", "date_of_birth": None})
+    assert verdict(query, Identity.of(**{**licensed, "last_name": "Russo Sr"})).accepted

@@ -290,6 +290,24 @@ def generation_apart(query: dt.date | None, stored: dt.date | None) -> bool:
     return sum(map(operator.ne, _digits(query), _digits(stored))) > 1
 
 
+# Generational suffixes (Jr., Sr., III) as name words, each with the generation it names:
+# written in either name field, last. docs/decisions.md, "Matching on real CRM traffic"
+_SUFFIXES = {
+    "jr": "junior", "jnr": "junior", "junior": "junior",
+    "sr": "senior", "snr": "senior", "senior": "senior",
+    "ii": "ii", "iii": "iii", "iv": "iv",
+}  # fmt: skip
+
+
+def generation_suffix(first: tuple[str, ...], last: tuple[str, ...]) -> str | None:
+    """The generation a name's suffix names (``junior`` for Russo Jr), or None: the last
+    word of the family name, or of the given name when it has more than one word."""
+    for words in (last, first):
+        if len(words) > 1 and words[-1] in _SUFFIXES:
+            return _SUFFIXES[words[-1]]
+    return None
+
+
 def _year_digits_swapped(query: dt.date, stored: dt.date) -> bool:
     """The same day and month, the year's last two digits in the other order (1975/1957)."""
     if (query.month, query.day) != (stored.month, stored.day) or query.year == stored.year:
@@ -362,19 +380,21 @@ def locality(
 def street(query: str | None, stored: str | None) -> str:
     """Street addresses: exact; close (typos, a split word, a missing number, the two
     address lines in the other order); partial (a street or place name in common, the
-    number the same or absent: one line replaced or dropped); different."""
+    number the same or absent: one line replaced or dropped); different.
+
+    House numbers are compared first: on both sides and not the same, they are another
+    house (12 and 18 Main St are neighbours, however alike the strings)."""
     if not query or not stored:
         return MISSING
     if query == stored:
         return "exact"
+    q_numbers, q_words = _address_parts(query)
+    s_numbers, s_words = _address_parts(stored)
+    if q_numbers and s_numbers and q_numbers != s_numbers:
+        return DIFFERENT
     q, s = query.replace(" ", ""), stored.replace(" ", "")
     if q == s or JaroWinkler.similarity(q, s) >= 0.9:
         return "close"
-    q_numbers, q_words = _address_parts(query)
-    s_numbers, s_words = _address_parts(stored)
-    numbers_agree = q_numbers == s_numbers or not q_numbers or not s_numbers
-    if not numbers_agree:
-        return DIFFERENT
     if q_words and s_words and _all_found(q_words, s_words) and _all_found(s_words, q_words):
         return "close"  # the same words, maybe in another order (lines swapped)
     q_names = [w for w in q_words if w not in _ADDRESS_WORDS and len(w) >= 4]

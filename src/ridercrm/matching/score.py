@@ -12,6 +12,8 @@ name, date of birth and licence, so
   differing licence is another person (twins share everything else);
 - birth dates a generation apart under the household's e-mail or phone need an
   agreeing licence (a father and son of one name: Jr. and Sr.);
+- generational suffixes that differ (Jr. and Sr.), or one on one side only without an
+  agreeing birth date, need an agreeing licence;
 - the personal fields (given name, date of birth, licence) must themselves carry
   some evidence: the shared household fields alone never make a match.
 """
@@ -59,12 +61,18 @@ GUARD_RELATIVE = (
     "the given name only nearly agrees and the birth date differs in the household, and no"
     " licence agrees (household guard)"
 )
+GUARD_SUFFIX = (
+    "the names' generational suffixes differ (Jr., Sr.), or one has a suffix and the birth"
+    " dates do not agree, and no licence agrees (household guard)"
+)
 TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
 UNDER_THRESHOLD = "the total weight is under the match threshold"
 REACHES_THRESHOLD = "the total weight reaches the match threshold"
 # A licence with one slip agrees: a mistyped digit is the commonest error in one.
 _LICENCE_AGREES = ("exact", "one_digit")
 _GIVEN_AGREES = ("exact", "nickname", "close")
+# Birth-date levels that do not tell one generation of a name from another.
+_BIRTH_UNSETTLED = (compare.MISSING, "two_digits", compare.DIFFERENT)
 # A given name of the other's name family, or sounding alike: what twins are often named.
 _GIVEN_VARIANT = ("nickname", "phonetic", "near")
 
@@ -155,6 +163,14 @@ def evaluate(
         asset=asset,
         generation=apart,
         surnames=(query.last, stored.last),
+        suffixes=_suffixes(query, stored),
+    )
+
+
+def _suffixes(query: Personal, stored: Personal) -> tuple[str | None, str | None]:
+    return (
+        compare.generation_suffix(query.first, query.last),
+        compare.generation_suffix(stored.first, stored.last),
     )
 
 
@@ -221,6 +237,7 @@ class Scorer:
             asset=asset,
             generation=apart,
             surnames=(self.query.last, stored.last),
+            suffixes=_suffixes(self.query, stored),
         )
 
     def ceiling(self, unshared: Collection[str]) -> float:
@@ -294,7 +311,12 @@ class Scorer:
             },
         )
         generation = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
-        rule = _guard(found, generation=generation, surnames=(query.last, stored.last))
+        rule = _guard(
+            found,
+            generation=generation,
+            surnames=(query.last, stored.last),
+            suffixes=_suffixes(query, stored),
+        )
         if rule is not None:
             return rule
         personal = (
@@ -351,14 +373,16 @@ def _verdict(
     asset: bool,
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
+    suffixes: tuple[str | None, str | None],
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
     accepted, rule = _decide(
-        found, weights, total, thresholds, generation=generation, surnames=surnames
-    )
+        found, weights, total, thresholds, generation=generation, surnames=surnames,
+        suffixes=suffixes,
+    )  # fmt: skip
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
 
@@ -370,13 +394,14 @@ def _decide(
     *,
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
+    suffixes: tuple[str | None, str | None],
 ) -> tuple[bool, str]:
     """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
 
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/matching/test_scoring.py compares them).
     """
-    rule = _guard(found, generation=generation, surnames=surnames)
+    rule = _guard(found, generation=generation, surnames=surnames, suffixes=suffixes)
     if rule is not None:
         return False, rule
     personal = (
@@ -394,6 +419,7 @@ def _guard(
     *,
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    suffixes: tuple[str | None, str | None] = (None, None),
 ) -> str | None:
     """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
     that refuses the pair whatever its total, or None. ``found`` is read lazily by
@@ -431,6 +457,11 @@ def _guard(
        ``different``), the query's e-mail and phone do not agree (nor the e-mail nearly,
        unless the date differs outright), the street
        does not agree and no licence agrees: only the names and the suburb are shared.
+    4c. Generational suffixes (``suffixes``: the query's and the stored one's, from
+       ``compare.generation_suffix``) that differ (Jr. and Sr.), or one on one side only
+       while the birth dates do not agree (missing, or beyond a slip), with no agreeing
+       licence: the name is carried by two generations, and only a birth date or a
+       licence tells which one this is.
     5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
        with no agreeing licence: another person under the household's e-mail or phone;
        birth dates that differ beyond a slip at the household's address, when the query
@@ -492,6 +523,10 @@ def _guard(
         return GUARD_LICENCE
     if licence_agrees:
         return None
+    if suffixes[0] != suffixes[1] and (
+        (suffixes[0] and suffixes[1]) or found["date_of_birth"] in _BIRTH_UNSETTLED
+    ):
+        return GUARD_SUFFIX
     # A namesake: a common name in one suburb, born another day, with a mailbox, mobile and
     # street of their own. The names and the postcode alone never make a match.
     if (
