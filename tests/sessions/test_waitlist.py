@@ -402,6 +402,57 @@ def test_a_seat_offered_to_a_record_since_merged_is_taken_by_the_survivor(
     assert seats.read(created["id"])["held"] == 0
 
 
+def test_two_offers_merged_into_one_person_free_the_second_seat_when_booked(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Both records of one person were offered a seat before they were merged: booking
+    takes one of the held seats and passes the other to the next in line, rather than
+    holding it for no one for good."""
+    seats = Seats(client, admin_headers)
+    created, booked = full_session(seats, capacity=2)
+    waiting, survivor, next_in_line = seats.person(), seats.person(), seats.person()
+    for person in (waiting, survivor, next_in_line):
+        assert seats.join(created["id"], person).status_code == 201
+    for course in booked:
+        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered", "offered", "waiting"]
+    merged = client.post(
+        "/admin/people/merge",
+        json={"people": [waiting, survivor], "survivor": survivor},
+        headers=admin_headers,
+    )
+    assert merged.status_code == 200, merged.text
+    taken = seats.book(survivor)
+    assert taken["delivery"] == "true", taken
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats_left"]) == (1, 1, 0)
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line == {waiting: "booked", survivor: "booked", next_in_line: "offered"}
+
+
+def test_a_merged_record_still_waiting_leaves_the_line_when_its_survivor_takes_an_offer(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """One record was offered the seat, the other still waited, and they were merged:
+    the person booked leaves the line under both, so no second seat is ever held for them."""
+    seats = Seats(client, admin_headers)
+    created, booked = full_session(seats, capacity=2)
+    survivor, waiting, next_in_line = seats.person(), seats.person(), seats.person()
+    for person in (survivor, waiting, next_in_line):
+        assert seats.join(created["id"], person).status_code == 201
+    seats.send({"asset_id": booked[0]["asset_id"], "course_status": "cancelled"})
+    merged = client.post(
+        "/admin/people/merge",
+        json={"people": [waiting, survivor], "survivor": survivor},
+        headers=admin_headers,
+    )
+    assert merged.status_code == 200, merged.text
+    assert seats.book(survivor)["delivery"] == "true"
+    seats.send({"asset_id": booked[1]["asset_id"], "course_status": "cancelled"})
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line == {survivor: "booked", waiting: "booked", next_in_line: "offered"}
+
+
 def test_someone_with_a_seat_in_the_session_cannot_join_its_line(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:

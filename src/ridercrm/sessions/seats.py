@@ -145,13 +145,18 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
         )
         .values(state=ENTRY_BOOKED, offered_until=None, updated_at=now)
     )
-    if _count(offer):
+    offers = _count(offer)
+    if offers:
         # Their held seat becomes a booked one; a message of the offer not sent yet is stale.
-        _counts(session, session_id, booked=1, held=-1)
+        # Records merged into one person may each have held a seat: the others pass on.
+        _counts(session, session_id, booked=1, held=-offers)
         booked_entries = select(WAITLIST.c.person_id).where(
             WAITLIST.c.session_id == session_id, WAITLIST.c.state == ENTRY_BOOKED
         )
         offers_ended(session, session_id, booked_entries, "the seat was booked")
+        _leave_line(session, session_id, waiting_as, now)
+        if offers > 1:
+            offer_free_seats(session, session_id)
         return
     taken = session.execute(
         update(SESSIONS)
@@ -167,7 +172,14 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
     )
     if not _count(taken):
         raise NoSeat(FULL)
-    # Someone waiting who books a free seat themselves leaves the line.
+    _leave_line(session, session_id, waiting_as, now)
+
+
+def _leave_line(
+    session: Session, session_id: str, waiting_as: ColumnElement[bool], now: dt.datetime
+) -> None:
+    """Someone waiting who books a seat leaves the line, under every record that stands
+    for them (a record merged into them may still be waiting)."""
     session.execute(
         update(WAITLIST)
         .where(
