@@ -237,6 +237,27 @@ def test_the_merge_answers_the_fields_it_changed_as_its_dry_run_does(
     assert done["fields"] == preview["fields"]
 
 
+def test_a_newer_postcode_alone_keeps_the_street_at_that_postcode(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """The newest member gave only a postcode (a web form): at the same postcode the
+    older member's street, suburb, state and country stay; at another postcode (moved)
+    the old street is not paired with the new postcode."""
+    no_address = {"street": None, "city": None, "state": None, "country": None}
+    full = create_person(client, admin_headers)
+    same = create_person(client, admin_headers, email="ann.web@example.com", **no_address)
+    done = merge(client, admin_headers, people=[full, same], survivor=full)
+    assert {name: done["fields"][name] for name in ("street", "city", "state", "postcode", "country")} == {
+        "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "postcode": "3064",
+        "country": "Australia",
+    }  # fmt: skip
+    assert done["sources"]["street"] == full
+    older = create_person(client, admin_headers, first_name="Bea")
+    moved = create_person(client, admin_headers, first_name="Bea", postcode="2000", **no_address)
+    done = merge(client, admin_headers, people=[older, moved], survivor=older)
+    assert (done["fields"]["street"], done["fields"]["postcode"]) == (None, "2000")
+
+
 @pytest.mark.parametrize(
     ("body", "status", "reason"),
     [

@@ -38,7 +38,9 @@ from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
 MIN_MEMBERS = 2
 MAX_MEMBERS = 20
 # Newest wins for these (people move and change numbers); the address moves as one
-# block so a street is never paired with another member's postcode.
+# block so a street is never paired with another member's postcode. A block that lacks
+# parts (a postcode alone, from a web form) takes them from a member at that very
+# postcode: the same place, described more fully.
 CONTACT_DETAILS = ("email", "mobile_phone", "home_phone")
 ADDRESS = ("street", "city", "state", "postcode", "country")
 
@@ -492,9 +494,12 @@ def _field_values(
     address_from = next(
         (p for p in newest_first if any(_present(getattr(p, n)) for n in ADDRESS)), survivor
     )
+    same_place = [address_from] + [
+        p for p in newest_first if p is not address_from and _same_postcode(p, address_from)
+    ]
     for name in PERSON_FIELDS:
         if name in ADDRESS:
-            source = address_from
+            source = next((p for p in same_place if _present(getattr(p, name))), address_from)
         elif name in CONTACT_DETAILS or name == "opt_in":
             # Newest non-empty value; for opt_in the newest answer the person gave, so
             # an opt-out given after an opt-in stands and silence never becomes consent.
@@ -511,6 +516,12 @@ def _field_values(
     if not values["last_name"]:
         raise MergeError(INVALID, "fields.last_name: the survivor needs a last name")
     return values, sources
+
+
+def _same_postcode(one: Person, other: Person) -> bool:
+    """Both members give a postcode, and the same one."""
+    first, second = (str(p.postcode or "").replace(" ", "") for p in (one, other))
+    return bool(first) and first.casefold() == second.casefold()
 
 
 def _present(value: object) -> bool:
