@@ -450,6 +450,8 @@ FAMILY = [
     "Schmidt",
     "Oconnor",
     "O'Connor",
+    "Nguyen Jr",
+    "Nguyen Snr",
 ]
 STREETS = [
     "12 Main St",
@@ -575,7 +577,7 @@ def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
 EARLY = (
     score.GUARD_OUTRIGHT, score.GUARD_NEAR, score.GUARD_GENERATION, score.TOO_LITTLE,
     score.GUARD_TYPO, score.GUARD_LICENCE, score.GUARD_BIRTH_ADDRESS, score.GUARD_RELATIVE,
-    score.GUARD_VARIANT, score.GUARD_NAMESAKE,
+    score.GUARD_VARIANT, score.GUARD_NAMESAKE, score.GUARD_SUFFIX,
 )  # fmt: skip
 
 
