@@ -238,8 +238,9 @@ def test_a_birth_date_and_a_neighbours_street_do_not_give_away_an_id(
 ) -> None:
     """Other names and e-mail, Ann's birth date and postcode, and a house of her street
     (14 and 18 Main St look like 12 Main St as strings): no answer. Her own street with
-    her birth date still finds her under other names (docs/decisions.md, "Matching on
-    real CRM traffic")."""
+    her birth date still finds her under other names.
+    docs/decisions.md, "Matching on real CRM traffic"
+    """
     ann = create_person(client, admin_headers, street="12 Main St")
     stranger = {"first_name": "Sarah", "last_name": "Jones", "email": "sj@example.org"}
     for street in ("14 Main St", "18 Main St"):
