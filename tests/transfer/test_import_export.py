@@ -414,6 +414,23 @@ def test_a_device_or_a_pipe_is_refused_before_a_byte_is_read(
     assert people(sessions) == {}
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["import", "dry-run"])
+def test_a_quote_never_closed_refuses_the_file(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session], dry_run: list[str]
+) -> None:
+    """A quote opened and never closed made the rest of the file one cell: Ann stored
+    with every later row in her street, those people lost, exit 0. Now the file is no
+    CSV, with the line, and nothing is stored."""
+    file = tmp_path / "open-quote.csv"
+    file.write_text(
+        'first_name,last_name,street\nAnn,Alpha,"1 A St\nBob,Beta,2 B St\nCat,Gamma,3 C St\n'
+    )
+    result = cli(db_url, "import", "contacts", *dry_run, str(file))
+    assert result.exit_code == 2, result.output
+    assert "unexpected end of data" in result.output
+    assert people(sessions) == {}
+
+
 def test_an_import_leaves_the_cycle_collector_as_it_found_it(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
 ) -> None:

@@ -173,7 +173,7 @@ def import_csv(
     except OSError as exc:
         raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from None
     with _open(path) as handle, _no_cycle_collection():
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, strict=True)  # a quote never closed is no CSV
         try:
             plan = plan_columns(target, read_header(reader), ignore=ignore_columns)
         except HeaderProblem as exc:
@@ -259,7 +259,7 @@ def _check_regular(path: Path) -> None:
 def _check_readable(path: Path) -> None:
     """Read the whole file as CSV text (UnreadableFile if it is not), storing nothing."""
     with _open(path) as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, strict=True)  # a quote never closed is no CSV
         read_header(reader)
         read_through(reader)
 
