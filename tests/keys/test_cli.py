@@ -198,6 +198,20 @@ def test_keys_revoke_refuses_unknown_or_ambiguous_keys(db_url: str, client: Test
         assert client.get("/admin/audit", headers={"X-API-Key": key}).status_code == 200
 
 
+def test_an_id_revokes_its_key_though_another_key_is_named_like_it(
+    db_url: str, client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """The refusal says "use the id": a key named "2" must not make key 2 unrevocable."""
+    first = create_key(db_url, "first", "admin")
+    with session_scope(sessions) as session:
+        ident = str(session.scalar(select(ApiKey.id).where(ApiKey.name == "first")))
+    named = create_key(db_url, ident, "admin")
+    revoked = ridercrm(db_url, "keys", "revoke", ident)
+    assert revoked.exit_code == 0, revoked.stderr
+    assert client.get("/admin/audit", headers={"X-API-Key": first}).status_code == 401
+    assert client.get("/admin/audit", headers={"X-API-Key": named}).status_code == 200
+
+
 def test_keys_list_never_cuts_a_name_in_a_narrow_or_piped_output(db_url: str) -> None:
     name = "the booking website of Kilsyth, Somerton and Toowoomba"
     create_key(db_url, name, "courses", "match")

@@ -58,7 +58,8 @@ def list_keys(session: Session) -> Sequence[ApiKey]:
 
 
 def revoke_key(session: Session, *, ident: str) -> ApiKey:
-    """Revoke a key named by its id, its name or its displayed prefix (``…`` or ``...`` included)."""
+    """Revoke a key named by its id, its name or its displayed prefix (``…`` or ``...`` included).
+    An id wins over a name or prefix spelled the same."""
     # `keys list` shows the prefix followed by an ellipsis; whoever copies it copies both.
     prefix = ident.strip().removesuffix("…").removesuffix("...")
     candidates = [
@@ -68,9 +69,11 @@ def revoke_key(session: Session, *, ident: str) -> ApiKey:
     ]
     if not candidates:
         raise KeyProblem(f"no active key {ident!r}")
-    if len(candidates) > 1:
+    by_id = [key for key in candidates if str(key.id) == ident]
+    if len(candidates) > 1 and not by_id:
         raise KeyProblem(f"{ident!r} names {len(candidates)} keys; use the id")
-    key = candidates[0]
+    # An id names one key, whatever another key is called: the way out of the refusal above.
+    key = (by_id or candidates)[0]
     key.revoked_at = utcnow()
     session.flush()
     return key
