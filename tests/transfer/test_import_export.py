@@ -487,6 +487,34 @@ def test_leads_keep_their_converted_contact(
     assert f"line 2: converted_contact_id: {other} is already another lead's" in result.output
 
 
+@pytest.mark.parametrize("on_match", [[], ["--on-match", "update"]], ids=["skip", "update"])
+def test_a_leads_export_read_back_into_its_own_store_changes_nothing(
+    db_url: str, tmp_path: Path, sessions: sessionmaker[Session], on_match: list[str]
+) -> None:
+    """A lead converted into a contact (or merged into one): its row was a bad row
+    ("already exists", "already another lead's", exit 1). It is that stored lead,
+    skipped, and never written to the contact."""
+    load_demo(sessions)
+    with session_scope(sessions, write=True) as session:
+        lead = session.scalar(select(Person).where(Person.kind == "lead").limit(1))
+        contact = session.scalar(
+            select(Person).where(Person.kind == CONTACT, Person.first_name == lead.first_name)
+        ) or session.scalar(select(Person).where(Person.kind == CONTACT).limit(1))
+        lead.converted_contact_id = contact.id  # as a booking converts a lead
+    before = people(sessions)
+    file = tmp_path / "leads.csv"
+    assert cli(db_url, "export", "leads", "-o", str(file)).exit_code == 0
+    result = cli(db_url, "import", "leads", *on_match, str(file))
+    assert result.exit_code == 0, result.output
+    assert "0 bad rows" in result.output
+    after = people(sessions)
+    changed = {
+        i for i in before if {**before[i], "updated_at": None} != {**after[i], "updated_at": None}
+    }
+    assert not {i for i in changed if before[i]["kind"] == "contact"}
+    assert after.keys() == before.keys()
+
+
 @pytest.mark.parametrize("form", ["ours", "salesforce"])
 def test_export_then_import_into_an_empty_database_gives_the_same_records(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session], form: str

@@ -641,7 +641,8 @@ class _Run:
         self, row: Checked, stored: tuple[Any, ...], person: Person, *, by_id: bool = False
     ) -> MatchedRow:
         """Skip the row or write it to the person it describes, as --on-match says."""
-        update = self.matcher.on_match is OnMatch.update
+        # A lead converted or merged into a contact is that contact's now: not updated.
+        update = self.matcher.on_match is OnMatch.update and not _stands_for_another(person)
         if update:
             if not self.result.dry_run:
                 self.matcher.update(person, dict(zip(self.columns, stored, strict=True)))
@@ -652,6 +653,9 @@ class _Run:
 
     def _known_people(self, rows: list[Checked]) -> dict[int, Person]:
         """Rows whose own id names a stored person of the import's kind: that person (live).
+        A lead since converted, or merged into a contact, is the stored lead itself: its
+        row is skipped (a leads export read back into its own store), never written to
+        the contact.
 
         Not with --on-match add, which stores every row as a new person: there a stored
         id is refused as before.
@@ -676,6 +680,8 @@ class _Run:
             live = survivor_of(self.session, person) if person is not None else None
             if live is not None and live.kind == self.target.person_kind:
                 known[row.line] = live
+            elif person is not None:
+                known[row.line] = person  # now another kind's: skipped by _apply_match
         return known
 
     def _repeats(self, row: Checked) -> list[str]:
@@ -750,3 +756,8 @@ __all__ = [
     "count_lines",
     "import_csv",
 ]
+
+
+def _stands_for_another(person: Person) -> bool:
+    """A record converted into, or merged into, another person."""
+    return bool(person.converted_contact_id or person.merged_into)
