@@ -519,9 +519,8 @@ def _field_values(
 
 
 def _same_postcode(one: Person, other: Person) -> bool:
-    """Both members give a postcode, and the same one."""
-    first, second = (str(p.postcode or "").replace(" ", "") for p in (one, other))
-    return bool(first) and first.casefold() == second.casefold()
+    """Both members give a postcode, and the same one (stored as 4 digits: fields.Postcode)."""
+    return bool(one.postcode) and one.postcode == other.postcode
 
 
 def _present(value: object) -> bool:

@@ -212,6 +212,7 @@ class Scorer:
         self.model = model or default_model()
         self.thresholds = thresholds or Thresholds()
         self._values = _tf_values(query)
+        self._suffix = compare.generation_suffix(query.first, query.last)
         self._weights: dict[str, dict[str, float]] = {name: {} for name in compare.LEVELS}
 
     def _weight(self, name: str, level: str) -> float:
@@ -237,8 +238,12 @@ class Scorer:
             asset=asset,
             generation=apart,
             surnames=(self.query.last, stored.last),
-            suffixes=_suffixes(self.query, stored),
+            suffixes=self._suffixes(stored),
         )
+
+    def _suffixes(self, stored: Personal) -> tuple[str | None, str | None]:
+        """``_suffixes(query, stored)``, the query's computed once."""
+        return self._suffix, compare.generation_suffix(stored.first, stored.last)
 
     def ceiling(self, unshared: Collection[str]) -> float:
         """The highest total a stored person can score whose ``unshared`` fields do not
@@ -315,7 +320,7 @@ class Scorer:
             found,
             generation=generation,
             surnames=(query.last, stored.last),
-            suffixes=_suffixes(query, stored),
+            suffixes=self._suffixes(stored),
         )
         if rule is not None:
             return rule

@@ -173,7 +173,7 @@ def import_csv(
     except OSError as exc:
         raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from None
     with _open(path) as handle, _no_cycle_collection():
-        reader = csv.reader(handle, strict=True)  # a quote never closed is no CSV
+        reader = _csv_rows(handle)
         try:
             plan = plan_columns(target, read_header(reader), ignore=ignore_columns)
         except HeaderProblem as exc:
@@ -256,10 +256,16 @@ def _check_regular(path: Path) -> None:
         )
 
 
+def _csv_rows(handle: IO[str]) -> Any:
+    """The file's rows, read strictly: a quote never closed is no CSV (the lenient reader
+    ran it to the end of the file as one cell)."""
+    return csv.reader(handle, strict=True)
+
+
 def _check_readable(path: Path) -> None:
     """Read the whole file as CSV text (UnreadableFile if it is not), storing nothing."""
     with _open(path) as handle:
-        reader = csv.reader(handle, strict=True)  # a quote never closed is no CSV
+        reader = _csv_rows(handle)
         read_header(reader)
         read_through(reader)
 
@@ -745,6 +751,11 @@ def _existing(session: Session, column: Any, values: Sequence[Any], *where: Any)
     return found
 
 
+def _stands_for_another(person: Person) -> bool:
+    """A record converted into, or merged into, another person."""
+    return bool(person.converted_contact_id or person.merged_into)
+
+
 __all__ = [
     "BATCH_SIZE",
     "BadRow",
@@ -756,8 +767,3 @@ __all__ = [
     "count_lines",
     "import_csv",
 ]
-
-
-def _stands_for_another(person: Person) -> bool:
-    """A record converted into, or merged into, another person."""
-    return bool(person.converted_contact_id or person.merged_into)
