@@ -405,8 +405,8 @@ def test_a_seat_offered_to_a_record_since_merged_is_taken_by_the_survivor(
 def test_two_offers_merged_into_one_person_free_the_second_seat_when_booked(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
-    """Both records of one person were offered a seat before they were merged: booking
-    takes one of the held seats and passes the other to the next in line, rather than
+    """Both records of one person were offered a seat before they were merged: the merge
+    keeps one offer and passes the other seat to the next in line at once, rather than
     holding it for no one for good."""
     seats = Seats(client, admin_headers)
     created, booked = full_session(seats, capacity=2)
@@ -422,19 +422,22 @@ def test_two_offers_merged_into_one_person_free_the_second_seat_when_booked(
         headers=admin_headers,
     )
     assert merged.status_code == 200, merged.text
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line == {waiting: "offered", survivor: "removed", next_in_line: "offered"}
     taken = seats.book(survivor)
     assert taken["delivery"] == "true", taken
     read = seats.read(created["id"])
     assert (read["booked"], read["held"], read["seats_left"]) == (1, 1, 0)
     line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
-    assert line == {waiting: "booked", survivor: "booked", next_in_line: "offered"}
+    assert line == {waiting: "booked", survivor: "removed", next_in_line: "offered"}
 
 
 def test_a_merged_record_still_waiting_leaves_the_line_when_its_survivor_takes_an_offer(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
     """One record was offered the seat, the other still waited, and they were merged:
-    the person booked leaves the line under both, so no second seat is ever held for them."""
+    the merge keeps the offer and takes the other place out of line, so no second seat
+    is ever held for them."""
     seats = Seats(client, admin_headers)
     created, booked = full_session(seats, capacity=2)
     survivor, waiting, next_in_line = seats.person(), seats.person(), seats.person()
@@ -450,7 +453,7 @@ def test_a_merged_record_still_waiting_leaves_the_line_when_its_survivor_takes_a
     assert seats.book(survivor)["delivery"] == "true"
     seats.send({"asset_id": booked[1]["asset_id"], "course_status": "cancelled"})
     line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
-    assert line == {survivor: "booked", waiting: "booked", next_in_line: "offered"}
+    assert line == {survivor: "booked", waiting: "removed", next_in_line: "offered"}
 
 
 def test_someone_with_a_seat_in_the_session_cannot_join_its_line(
@@ -472,3 +475,104 @@ def test_someone_with_a_seat_in_the_session_cannot_join_its_line(
     assert seats.book()["delivery"] == "true"  # the freed seat, to someone else
     joined = seats.join(created["id"], seated)
     assert joined.status_code == 201, joined.text
+
+
+def _merge(client: TestClient, headers: dict[str, str], people: list[str], survivor: str) -> int:
+    merged = client.post(
+        "/admin/people/merge", json={"people": people, "survivor": survivor}, headers=headers
+    )
+    assert merged.status_code == 200, merged.text
+    return int(merged.json()["merge_id"])
+
+
+def test_a_merge_ends_the_waiting_of_a_record_whose_survivor_has_a_seat(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """The survivor is booked in the session and the merged record was waiting for it:
+    the merge takes the record out of the line, so a freed seat goes to someone else
+    rather than being held for a person who already has one. The undo puts it back."""
+    seats = Seats(client, admin_headers)
+    created, [seated, other] = full_session(seats, capacity=2)
+    survivor = seated["contact_id"]
+    waiting, next_in_line = seats.person(), seats.person()
+    for person in (waiting, next_in_line):
+        assert seats.join(created["id"], person).status_code == 201
+    merge_id = _merge(client, admin_headers, [waiting, survivor], survivor)
+    line = {e["person_id"]: (e["state"], e["position"]) for e in seats.waitlist(created["id"])}
+    assert line == {next_in_line: ("waiting", 1), waiting: ("booked", None)}
+    seats.send({"asset_id": other["asset_id"], "course_status": "cancelled"})
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line == {next_in_line: "offered", waiting: "booked"}
+    assert seats.book(next_in_line)["delivery"] == "true"
+
+    undone = client.post(f"/admin/people/merge/{merge_id}/undo", headers=admin_headers)
+    assert undone.status_code == 200, undone.text
+    line = {e["person_id"]: (e["state"], e["position"]) for e in seats.waitlist(created["id"])}
+    assert line == {waiting: ("waiting", 1), next_in_line: ("booked", None)}
+
+
+def test_a_merge_keeps_one_place_in_line_for_its_person(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Both records waited in one line: the earlier place stays, the later one leaves,
+    and the survivor cannot join again beside the merged record's place."""
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    first, between, survivor = seats.person(), seats.person(), seats.person()
+    for person in (first, between, survivor):
+        assert seats.join(created["id"], person).status_code == 201
+    _merge(client, admin_headers, [first, survivor], survivor)
+    line = [(e["person_id"], e["position"], e["state"]) for e in seats.waitlist(created["id"])]
+    assert line == [(first, 1, "waiting"), (between, 2, "waiting"), (survivor, None, "removed")]
+    again = seats.join(created["id"], survivor)
+    assert again.status_code == 409, again.text
+    assert "already on the waiting list at position 1" in again.json()["detail"]
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert seats.book(survivor)["delivery"] == "true"
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"]) == (1, 0)
+
+
+def test_a_merged_record_offered_a_seat_leaves_the_line_by_its_own_id(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """The survivor had left the line earlier (a removed entry of its own); leaving by
+    the merged record's id ends the merged record's offer, not the survivor's old entry."""
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    survivor, waiting, next_in_line = seats.person(), seats.person(), seats.person()
+    assert seats.join(created["id"], survivor).status_code == 201
+    path = f"/crm/sessions/{created['id']}/waitlist"
+    assert client.delete(f"{path}/{survivor}", headers=admin_headers).status_code == 200
+    for person in (waiting, next_in_line):
+        assert seats.join(created["id"], person).status_code == 201
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    _merge(client, admin_headers, [waiting, survivor], survivor)
+    left = client.delete(f"{path}/{waiting}", headers=admin_headers)
+    assert left.status_code == 200, left.text
+    assert left.json()["state"] == "removed"
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line == {next_in_line: "offered", waiting: "removed", survivor: "removed"}
+
+
+def test_a_seat_offered_three_hops_back_is_taken_by_the_live_record(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """A lead merged into a lead, that lead converted, its contact merged into another:
+    the seat offered to the first lead is the live contact's."""
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    first = create_person(client, admin_headers, kind="leads", email="hop.one@example.com")
+    second = create_person(client, admin_headers, kind="leads", email="hop.two@example.com")
+    assert seats.join(created["id"], first).status_code == 201
+    _merge(client, admin_headers, [first, second], second)
+    converted = seats.book(second, course_datetime="2027-02-06 08:30:00")
+    contact = converted["contact_id"]
+    live = seats.person()
+    _merge(client, admin_headers, [contact, live], live)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered"]
+    taken = seats.book(live)
+    assert taken["delivery"] == "true", taken
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"]) == (1, 0)

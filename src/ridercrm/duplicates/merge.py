@@ -34,6 +34,7 @@ from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import Message, ReminderStop
 from ridercrm.people import service as people
 from ridercrm.people.models import CONTACT, PERSON_FIELDS, Person
+from ridercrm.sessions import seats
 
 MIN_MEMBERS = 2
 MAX_MEMBERS = 20
@@ -179,6 +180,10 @@ def merge_people(
             .values(person_id=survivor.id, updated_at=Asset.updated_at),
             execution_options={"synchronize_session": False},
         )
+    session.flush()  # the waiting lists below follow merged_into in the database
+    ended_entries = seats.lines_merged(session, survivor.id, _seated(session, survivor.id))
+    if ended_entries:
+        before[survivor.id][ENDED_ENTRIES] = ended_entries  # the undo puts them back in line
     moved_messages = _move_messages(session, [person.id for person in plan.merged], survivor.id)
     carried = _carry_reminder_stop(session, survivor.id, [person.id for person in plan.merged])
     if carried is not None:
@@ -226,6 +231,21 @@ def _move_messages(session: Session, from_ids: Sequence[str], to_id: str) -> dic
             execution_options={"synchronize_session": False},
         )
     return owners
+
+
+# In a merge's ``before`` of the survivor: the waiting-list entries the merge ended
+# (``seats.lines_merged``).
+ENDED_ENTRIES = "waitlist_entries_ended"
+
+
+def _seated(session: Session, person_id: str) -> list[seats.Place]:
+    """Where the person's courses hold a seat."""
+    rows = session.execute(
+        select(Asset.product_id, Asset.course_location, Asset.course_datetime).where(
+            Asset.person_id == person_id, Asset.course_status.in_(seats.SEAT_STATUSES)
+        )
+    )
+    return [seats.Place(*row) for row in rows]
 
 
 # In a merge's ``before`` of the survivor: the merge stopped its reminders, as a member's
@@ -346,6 +366,7 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
             execution_options={"synchronize_session": False},
         )
     _messages_back(session, record)
+    seats.lines_unmerged(session, own.get(ENDED_ENTRIES, []))
     stop = notifications.reminders_stopped(session, survivor.id)
     if stop is not None and own.get(CARRIED_STOP) == stop.stopped_by:
         notifications.resume_reminders(session, person_id=survivor.id)

@@ -27,7 +27,9 @@ from ridercrm.people.models import Person
 from ridercrm.sessions.models import BOOKED as ENTRY_BOOKED
 from ridercrm.sessions.models import (
     CANCELLED,
+    IN_LINE,
     OFFERED,
+    REMOVED,
     WAITING,
     CourseSession,
     WaitlistEntry,
@@ -205,23 +207,29 @@ def _holds_fit(session_id: str) -> ColumnElement[bool]:
 
 def _entry_of(person_ids: Collection[str]) -> ColumnElement[bool]:
     """A waiting-list entry of these people under any id that stands for them: their
-    own, a lead's converted into them, a record's merged into them, or a lead's whose
-    contact was merged into them (docs/decisions.md, "Course sessions"). Evaluated by
-    the database only for the session's entries in the state asked for: usually none."""
-    ids = list(person_ids)
+    own, or that of any record converted or merged into them, however long the chain
+    (a lead merged into a lead, converted, its contact merged into another: docs/
+    decisions.md, "Course sessions"). Evaluated by the database only for the session's
+    entries in the state asked for: usually none."""
+    return WAITLIST.c.person_id.in_(standing_for(person_ids))
+
+
+def standing_for(person_ids: Collection[str]) -> Any:
+    """A select of the ids that stand for these people: their own and every record
+    converted or merged into them, through any number of hops (a recursive query)."""
     people = cast(Table, Person.__table__)
-
-    def standing_for(named: Any) -> Any:
-        return select(people.c.id).where(
-            or_(people.c.converted_contact_id.in_(named), people.c.merged_into.in_(named))
-        )
-
-    once = standing_for(ids)
-    return or_(
-        WAITLIST.c.person_id.in_(ids),
-        WAITLIST.c.person_id.in_(once),
-        WAITLIST.c.person_id.in_(standing_for(once)),
+    chain = (
+        select(people.c.id)
+        .where(people.c.id.in_(list(person_ids)))
+        .cte(recursive=True, nesting=True)
     )
+    chain = chain.union(
+        select(people.c.id).join(
+            chain,
+            or_(people.c.converted_contact_id == chain.c.id, people.c.merged_into == chain.c.id),
+        )
+    )
+    return select(chain.c.id)
 
 
 def release(session: Session, place: Place) -> None:
@@ -476,6 +484,59 @@ def lapse_offers(session: Session, *, now: dt.datetime | None = None) -> list[tu
         lapsed.append((entry.session_id, entry.person_id))
         offer_free_seats(session, entry.session_id)
     return lapsed
+
+
+def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) -> list[list[Any]]:
+    """After a merge, one person has one place in each line: the merged records' entries
+    leave the lines of sessions where the survivor holds a seat (``seated``), and where
+    several records of the person wait in one line only the best place stays (an offer,
+    else the earliest). Seats held for an entry that left pass on. Returns
+    ``[entry id, state set]`` for each entry ended, for the undo (:func:`lines_unmerged`)."""
+    seated_ids = {found[0] for place in seated if (found := _session_id(session, place))}
+    rows = session.execute(
+        select(WAITLIST.c.id, WAITLIST.c.session_id, WAITLIST.c.person_id, WAITLIST.c.state)
+        .where(WAITLIST.c.person_id.in_(standing_for([survivor_id])))
+        .where(WAITLIST.c.state.in_(IN_LINE))
+        .order_by(
+            WAITLIST.c.session_id, WAITLIST.c.state != OFFERED, WAITLIST.c.rank, WAITLIST.c.id
+        )
+    ).all()
+    ended: list[list[Any]] = []
+    kept: set[str] = set()
+    now = utcnow()
+    for row in rows:
+        if row.session_id not in seated_ids and row.session_id not in kept:
+            kept.add(row.session_id)
+            continue
+        state = ENTRY_BOOKED if row.session_id in seated_ids else REMOVED
+        session.execute(
+            update(WAITLIST)
+            .where(WAITLIST.c.id == row.id)
+            .values(state=state, offered_until=None, updated_at=now)
+        )
+        ended.append([row.id, state])
+        if row.state == OFFERED:
+            _counts(session, row.session_id, held=-1)
+            offers_ended(
+                session, row.session_id, [row.person_id], "merged with a record that has a place"
+            )
+            offer_free_seats(session, row.session_id)
+    return ended
+
+
+def lines_unmerged(session: Session, ended: Collection[list[Any]]) -> None:
+    """Undo :func:`lines_merged`: each entry it ended, still as it left it, waits again
+    at its place in line (a seat it held was passed on and is not taken back)."""
+    now = utcnow()
+    for entry_id, state in ended:
+        back = session.execute(
+            update(WAITLIST)
+            .where(WAITLIST.c.id == entry_id, WAITLIST.c.state == state)
+            .values(state=WAITING, updated_at=now)
+            .returning(WAITLIST.c.session_id)
+        ).first()
+        if back is not None:
+            offer_free_seats(session, back.session_id)
 
 
 def seats_left(row: Any) -> int | None:

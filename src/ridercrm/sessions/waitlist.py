@@ -64,18 +64,20 @@ def join(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitlis
             f"seats_left: {shown}; session {current.id} has seats, book one instead of"
             " joining the waiting list",
         )
+    line = _line(session, current.id)
+    # In line under any record that stands for them (one merged into them waits too).
+    standing = set(session.scalars(seats.standing_for([person.id])))
+    waiting = [n for n, e in enumerate(line, 1) if e.person_id in standing]
+    if waiting:
+        raise SessionProblem(
+            CONFLICT,
+            f"person_id: {person.id} is already on the waiting list at position {waiting[0]}",
+        )
     entry = session.scalar(
         select(WaitlistEntry).where(
             WaitlistEntry.session_id == current.id, WaitlistEntry.person_id == person.id
         )
     )
-    line = _line(session, current.id)
-    if entry is not None and entry.state in IN_LINE:
-        position = line.index(entry) + 1
-        raise SessionProblem(
-            CONFLICT,
-            f"person_id: {person.id} is already on the waiting list at position {position}",
-        )
     rank = max((e.rank for e in line), default=0) + 1
     last = session.scalar(
         select(func.max(WaitlistEntry.rank)).where(WaitlistEntry.session_id == current.id)
@@ -127,11 +129,17 @@ def _entry(session: Session, session_id: str, raw_person_id: str) -> WaitlistEnt
     # The id as given only in its canonical form: one with NUL reached PostgreSQL (a 500).
     given = canonical_id(raw_person_id)
     ids = {*([given] if given else []), *([person.id] if person else [])}
-    entry = session.scalar(
+    # Every record standing for the person may have an entry (merged ones); the one in
+    # line comes first, else the latest.
+    entry = session.scalars(
         select(WaitlistEntry)
-        .where(WaitlistEntry.session_id == session_id, WaitlistEntry.person_id.in_(ids))
+        .where(
+            WaitlistEntry.session_id == session_id,
+            WaitlistEntry.person_id.in_(seats.standing_for(ids)),
+        )
+        .order_by(WaitlistEntry.state.not_in(IN_LINE), WaitlistEntry.id.desc())
         .execution_options(populate_existing=True)
-    )
+    ).first()
     if entry is None:
         raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     return entry
