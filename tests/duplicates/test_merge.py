@@ -259,6 +259,32 @@ def test_a_newer_postcode_alone_keeps_the_street_at_that_postcode(
 
 
 @pytest.mark.parametrize(
+    "newest",
+    [
+        {"state": "NSW", "country": "Australia"},
+        {"city": "Geelong"},
+        {"country": "New Zealand"},
+    ],
+)
+def test_a_newer_address_without_street_or_postcode_keeps_the_fuller_one(
+    client: TestClient, admin_headers: dict[str, str], newest: dict[str, str]
+) -> None:
+    """A state, country or suburb alone locates no one: the older member's whole block
+    stays rather than being blanked around it."""
+    blank = {"street": None, "city": None, "state": None, "postcode": None, "country": None}
+    full = create_person(client, admin_headers)
+    partial = create_person(
+        client, admin_headers, email="ann.partial@example.com", **{**blank, **newest}
+    )
+    done = merge(client, admin_headers, people=[full, partial], survivor=full)
+    assert {name: done["fields"][name] for name in ("street", "city", "state", "postcode", "country")} == {
+        "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "postcode": "3064",
+        "country": "Australia",
+    }  # fmt: skip
+    assert done["sources"]["street"] == full
+
+
+@pytest.mark.parametrize(
     ("body", "status", "reason"),
     [
         ({"people": ["003000000000001AAA"]}, 400, "people"),

@@ -512,8 +512,11 @@ def _field_values(
         raise MergeError(INVALID, f"fields: {', '.join(unknown)} not a person field")
     newest_first = sorted(members, key=lambda p: (p.updated_at, p.id), reverse=True)
     sources: dict[str, str] = {}
+    # The block comes from the newest member whose address locates someone (a street or
+    # a postcode); a state, country or suburb alone does not replace a fuller block.
     address_from = next(
-        (p for p in newest_first if any(_present(getattr(p, n)) for n in ADDRESS)), survivor
+        (p for p in newest_first if _present(p.street) or _present(p.postcode)),
+        next((p for p in newest_first if any(_present(getattr(p, n)) for n in ADDRESS)), survivor),
     )
     same_place = [address_from] + [
         p for p in newest_first if p is not address_from and _same_postcode(p, address_from)
