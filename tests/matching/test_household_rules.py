@@ -244,3 +244,67 @@ def test_training_on_households_keeps_the_disagreement_weights_floored() -> None
     )  # fmt: skip
     verdict = evaluate(son, father, model=trained)
     assert not verdict.accepted
+
+
+# --- twins named as two forms of one name, and strangers who share a suburb -----------
+
+
+@pytest.mark.parametrize(
+    ("query_name", "stored_name"),
+    [
+        ("Daniela", "Daniel"),
+        ("Antonia", "Antonio"),
+        ("Francesca", "Francesco"),
+        ("Christina", "Christos"),
+        ("Giorgia", "Giorgos"),
+        ("Harpreet", "Gurpreet"),
+        ("Manjeet", "Manpreet"),
+        ("John Mark", "John Paul"),
+        ("Thi Hoa", "Thi Lan"),
+    ],
+)
+def test_a_twin_named_from_the_same_name_is_another_person(
+    query_name: str, stored_name: str
+) -> None:
+    """Twins share the household's e-mail, phone, address and birth date, and often one
+    name in two forms: no licence agreeing, the twin is not the stored one,
+    whichever level the names reach (close, near, phonetic, different)."""
+    stored = member(first_name=stored_name, drivers_license=None)
+    twin = member(first_name=query_name, drivers_license=None)
+    assert compare.two_names(name_tokens(query_name), name_tokens(stored_name))
+    verdict = evaluate(twin, stored)
+    assert not verdict.accepted, verdict
+    assert verdict.rule in (score.GUARD_TWIN_NAMES, score.GUARD_OUTRIGHT)
+    # the twin's own licence beside the stored one's agrees: the stored person after all
+    assert evaluate(member(first_name=query_name), member(first_name=stored_name)).accepted
+
+
+@pytest.mark.parametrize(
+    ("typed", "name"), [("Danial", "Daniel"), ("Antonoi", "Antonio"), ("Jessic", "Jessica")]
+)
+def test_a_slip_in_a_name_under_the_households_details_is_still_the_person(
+    typed: str, name: str
+) -> None:
+    """A letter mistyped, swapped or lost at the end makes no second name."""
+    assert not compare.two_names(name_tokens(typed), name_tokens(name))
+    stored = member(first_name=name, drivers_license=None)
+    assert evaluate(member(first_name=typed, drivers_license=None), stored).accepted
+
+
+def test_a_stranger_with_a_given_name_birth_date_and_suburb_in_common_is_not_found() -> None:
+    """James Brown, born the day James Smith was, in his suburb, with his own street,
+    e-mail and phone: only the given name, the birth date and the locality agree."""
+    smith = member(first_name="James", last_name="Smith", drivers_license=None)
+    brown = member(
+        first_name="James", last_name="Brown", email="jbrown@example.org",
+        phones=("0499 888 777",), street="3 Elm Close", drivers_license=None,
+    )  # fmt: skip
+    verdict = evaluate(brown, smith)
+    assert not verdict.accepted
+    assert verdict.rule == score.GUARD_STRANGER
+    # a woman who married keeps her phone (or her street): the stored person
+    married = member(
+        first_name="James", last_name="Brown", email="jbrown@example.org",
+        street="3 Elm Close", drivers_license=None,
+    )  # fmt: skip
+    assert evaluate(married, smith).accepted

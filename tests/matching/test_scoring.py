@@ -436,6 +436,12 @@ GIVEN = [
     "Tim",
     "Elizabeth",
     "Liz",
+    "Christina",
+    "Christos",
+    "Gurpreet",
+    "Harpreet",
+    "Ann Maree",
+    "Ann Louise",
     "",
 ]
 FAMILY = [
@@ -577,7 +583,8 @@ def test_no_stored_person_whose_unshared_fields_differ_scores_above_the_ceiling(
 EARLY = (
     score.GUARD_OUTRIGHT, score.GUARD_NEAR, score.GUARD_GENERATION, score.TOO_LITTLE,
     score.GUARD_TYPO, score.GUARD_LICENCE, score.GUARD_BIRTH_ADDRESS, score.GUARD_RELATIVE,
-    score.GUARD_VARIANT, score.GUARD_NAMESAKE, score.GUARD_SUFFIX,
+    score.GUARD_VARIANT, score.GUARD_NAMESAKE, score.GUARD_SUFFIX, score.GUARD_TWIN_NAMES,
+    score.GUARD_STRANGER,
 )  # fmt: skip
 
 
@@ -597,7 +604,7 @@ def test_a_refusal_is_the_one_evaluate_makes(model: Any, personal: float) -> Non
     thresholds = Thresholds(personal=personal)
     seen: dict[str | None, int] = {}
     not_relatives = 0  # given name and licence refuse, _not_a_relative lets through
-    for _query in range(300):
+    for _query in range(400):
         query = _random_identity(rng)
         scorer = score.Scorer(query, model=model, thresholds=thresholds)
         for _stored in range(40):

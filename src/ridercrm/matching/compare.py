@@ -82,7 +82,10 @@ def _name_level(query: tuple[str, ...], stored: tuple[str, ...], *, given: bool)
     q, s = "".join(query), "".join(stored)
     if q == s:
         return "exact"
-    if given and (same_name_family(query[0], stored[0]) or same_name_family(q, s)):
+    if given and (
+        same_name_family(q, s)
+        or (same_name_family(query[0], stored[0]) and not _other_second_names(query, stored))
+    ):
         return "nickname"
     if given and len(query) == len(stored) and len(query) > 1 and sorted(query) == sorted(stored):
         return "close"  # a compound given name in the other order (Paul John / John Paul)
@@ -297,6 +300,70 @@ _SUFFIXES = {
     "sr": "senior", "snr": "senior", "senior": "senior",
     "ii": "ii", "iii": "iii", "iv": "iv",
 }  # fmt: skip
+
+
+# Name endings that make a masculine name feminine in the communities the business
+# serves (Antonio/Antonia, Christos/Christina, Daniel/Daniela, Giorgos/Giorgia), and the
+# elements Punjabi given names end in (Gurpreet/Harpreet, Manpreet/Mandeep).
+_FEMININE = ("ina", "ella", "ela", "ia", "a")
+_MASCULINE = ("ios", "os", "us", "io", "el", "o")
+_PUNJABI = ("preet", "deep", "jeet", "jit", "inder", "want", "veer", "vir", "meet", "pal",
+            "bir", "jot", "leen", "neet")  # fmt: skip
+
+
+def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
+    """Given names that are evidently two names, not one mistyped: the masculine and the
+    feminine form of one name, two Punjabi names sharing an element (Gurpreet/Harpreet)
+    or a prefix (Manpreet/Manjeet), or compound names whose second names differ (John
+    Paul/John Mark, Thi Lan/Thi Hoa). What twins are named; a typo rarely makes one."""
+    if not query or not stored:
+        return False
+    q, s = "".join(query), "".join(stored)
+    if q == s or same_name_family(q, s):
+        return False
+    return (
+        _gendered(q, s) or _gendered(s, q) or _punjabi(q, s) or _other_second_names(query, stored)
+    )
+
+
+def _gendered(feminine: str, masculine: str) -> bool:
+    for ending in _FEMININE:
+        stem = feminine[: -len(ending)]
+        if feminine.endswith(ending) and len(stem) >= 3 and masculine.startswith(stem):
+            rest = masculine[len(stem) :]
+            # no ending at all only after l, n or r (Daniel, Julian, Gabriel): a name that
+            # lost its last letter (Jessic) is a slip
+            if rest in _MASCULINE or (rest == "" and stem[-1] in "lnr" and ending != "ia"):
+                return True
+    return False
+
+
+def _punjabi(first: str, second: str) -> bool:
+    split = [_element(name) for name in (first, second)]
+    if None in split:
+        return False
+    (p1, e1), (p2, e2) = split  # type: ignore[misc]
+    if e1 != e2:
+        return p1 == p2
+    return _slips(p1, p2, 2) >= 2
+
+
+def _element(name: str) -> tuple[str, str] | None:
+    for element in _PUNJABI:
+        prefix = name[: -len(element)]
+        if name.endswith(element) and len(prefix) >= 2:
+            return prefix, element
+    return None
+
+
+def _other_second_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
+    """Compound given names, the first the same name, the rest another name outright."""
+    if len(query) < 2 or len(stored) < 2 or not same_name_family(query[0], stored[0]):
+        return False
+    rest_q, rest_s = query[1:], stored[1:]
+    if set(rest_q) & set(rest_s):
+        return False
+    return _name_level(rest_q, rest_s, given=True) in (DIFFERENT, "short_slip")
 
 
 def generation_suffix(first: tuple[str, ...], last: tuple[str, ...]) -> str | None:

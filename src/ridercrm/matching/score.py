@@ -65,6 +65,14 @@ GUARD_SUFFIX = (
     "the names' generational suffixes differ (Jr., Sr.), or one has a suffix and the birth"
     " dates do not agree, and no licence agrees (household guard)"
 )
+GUARD_TWIN_NAMES = (
+    "the given names are two names (Daniel/Daniela, Gurpreet/Harpreet), not one mistyped,"
+    " in the household, and no licence agrees (household guard)"
+)
+GUARD_STRANGER = (
+    "only the given name, the birth date and the locality agree: the family name, street,"
+    " e-mail and phone all differ, and no licence agrees (stranger guard)"
+)
 TOO_LITTLE = "given name, date of birth and licence carry too little evidence"
 UNDER_THRESHOLD = "the total weight is under the match threshold"
 REACHES_THRESHOLD = "the total weight reaches the match threshold"
@@ -164,6 +172,7 @@ def evaluate(
         generation=apart,
         surnames=(query.last, stored.last),
         suffixes=_suffixes(query, stored),
+        givens=(query.first, stored.first),
     )
 
 
@@ -239,6 +248,7 @@ class Scorer:
             generation=apart,
             surnames=(self.query.last, stored.last),
             suffixes=self._suffixes(stored),
+            givens=(self.query.first, stored.first),
         )
 
     def _suffixes(self, stored: Personal) -> tuple[str | None, str | None]:
@@ -321,6 +331,7 @@ class Scorer:
             generation=generation,
             surnames=(query.last, stored.last),
             suffixes=self._suffixes(stored),
+            givens=(query.first, stored.first),
         )
         if rule is not None:
             return rule
@@ -379,6 +390,7 @@ def _verdict(
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
     suffixes: tuple[str | None, str | None],
+    givens: tuple[Sequence[str], Sequence[str]],
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
@@ -386,7 +398,7 @@ def _verdict(
     total = round(sum(weights.values()), 2)
     accepted, rule = _decide(
         found, weights, total, thresholds, generation=generation, surnames=surnames,
-        suffixes=suffixes,
+        suffixes=suffixes, givens=givens,
     )  # fmt: skip
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
@@ -400,13 +412,14 @@ def _decide(
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
     suffixes: tuple[str | None, str | None],
+    givens: tuple[Sequence[str], Sequence[str]],
 ) -> tuple[bool, str]:
     """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
 
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/matching/test_scoring.py compares them).
     """
-    rule = _guard(found, generation=generation, surnames=surnames, suffixes=suffixes)
+    rule = _guard(found, generation=generation, surnames=surnames, suffixes=suffixes, givens=givens)
     if rule is not None:
         return False, rule
     personal = (
@@ -425,6 +438,7 @@ def _guard(
     generation: bool,
     surnames: tuple[Sequence[str], Sequence[str]] = ((), ()),
     suffixes: tuple[str | None, str | None] = (None, None),
+    givens: tuple[Sequence[str], Sequence[str]] = ((), ()),
 ) -> str | None:
     """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
     that refuses the pair whatever its total, or None. ``found`` is read lazily by
@@ -448,6 +462,10 @@ def _guard(
        household's address, while the query's own e-mail or phone does not agree (nor the
        e-mail nearly) and no
        licence agrees: a twin or sibling named from one name family.
+    3d. Given names that are evidently two names (``compare.two_names``: Daniel/Daniela,
+       Gurpreet/Harpreet, John Paul/John Mark; ``givens``: the query's and the stored
+       given names, read only there) under the household's e-mail or phone, no licence
+       agreeing: twins, who share everything else.
 
     Rules 3-5 read the query's e-mail and phones: a query and a stored person with
     neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
@@ -467,6 +485,9 @@ def _guard(
        while the birth dates do not agree (missing, or beyond a slip), with no agreeing
        licence: the name is carried by two generations, and only a birth date or a
        licence tells which one this is.
+    4d. A stranger: the family name differs outright, the e-mail and phones were
+       compared and differ (the e-mail not nearly), the street does not agree and no
+       licence agrees: only the given name, the birth date and the locality are shared.
     5. Birth dates a generation apart (``compare.generation_apart``: not a keying slip)
        with no agreeing licence: another person under the household's e-mail or phone;
        birth dates that differ beyond a slip at the household's address, when the query
@@ -517,6 +538,15 @@ def _guard(
     ):
         return GUARD_RELATIVE
     if (
+        given != "exact"
+        and not licence_agrees
+        and _contact(found) == "agrees"
+        and compare.two_names(tuple(givens[0]), tuple(givens[1]))
+    ):
+        # twins are named as two forms of one name (Daniel/Daniela, Gurpreet/Harpreet,
+        # John Paul/John Mark) and share the household's e-mail, phone and address
+        return GUARD_TWIN_NAMES
+    if (
         licence == compare.DIFFERENT
         and not (
             (given in ("exact", "close") or names_agree_crosswise)
@@ -543,6 +573,16 @@ def _guard(
         and found["street"] not in ("exact", "close", "partial")
     ):
         return GUARD_NAMESAKE
+    # A stranger who shares a given name, a birth date and a suburb: the family name,
+    # the street, the e-mail and the phone all differ (a woman who married keeps her
+    # phone or her street; one who also moved is not found by the suburb either).
+    if (
+        found["family_name"] == compare.DIFFERENT
+        and _contact(found) == "differs"
+        and found["email"] != "close"
+        and found["street"] not in ("exact", "close", "partial")
+    ):
+        return GUARD_STRANGER
     # A parent and a child of one name share the household's e-mail and phone, and the
     # birth date alone tells them apart: a date a generation off is not a slip.
     if generation and (found["email"] == "exact" or found["phone"] == "exact"):
@@ -594,13 +634,18 @@ def _not_a_relative(
 
     A short family name one slip from the other (Lee/Lse, Ng/Gn, Ho/To: ``different`` as
     a level, since one letter of two or three is as likely another name) is the shared
-    surname mistyped: the twin, born the same day at the same street, not a stranger."""
+    surname mistyped: the twin, born the same day at the same street, not a stranger.
+
+    The query's own e-mail and phones must not differ from the stored ones (they agree,
+    or there is none to compare, as in FEBRL): someone else at the street, born that day,
+    brings a mailbox and mobile of their own."""
     # the birth date first: the cheapest to compare, and it settles most pairs of a
     # whole-store scan (Scorer.refusal reads the levels lazily, in this order)
     return (
         found["date_of_birth"] == "exact"
         and found["family_name"] not in _SHARED_SURNAME
         and found["street"] in ("exact", "close")
+        and _contact(found) != "differs"
         and not compare.one_slip_apart(*surnames)
     )
 
