@@ -136,7 +136,9 @@ def test_a_shared_short_form_does_not_make_two_formal_names_one() -> None:
 @pytest.mark.parametrize(
     ("query", "stored", "family"),
     [("Robbie", "Robert", True), ("Vaso", "Vasiliki", True), ("Tassos", "Anastasios", True),
-     ("Jazz", "Jasmine", True), ("Anastasios", "Athanasios", False)],
+     ("Jazz", "Jasmine", True), ("Anastasios", "Athanasios", False),
+     ("Dino", "Konstantinos", True), ("Yianni", "Ioannis", True), ("Babis", "Haralambos", True),
+     ("Tony", "Antoine", True), ("Jojo", "Jose", True), ("Ma", "Maria", True)],
 )  # fmt: skip
 def test_short_forms_of_the_communities_served(query: str, stored: str, family: bool) -> None:
     assert same_name_family(query.lower(), stored.lower()) is family
