@@ -433,6 +433,9 @@ def _claim(
                     api_key_id=call.caller.key_id,
                     key=key,
                     fingerprint=fingerprint,
+                    as_sent=idempotency.request_hash(
+                        request.method, request.url.path, body, as_sent=True
+                    ),
                     audit_id=call.audit_id,
                     ttl=dt.timedelta(hours=settings.idempotency_ttl_hours),
                     lock=dt.timedelta(seconds=settings.idempotency_lock_seconds),

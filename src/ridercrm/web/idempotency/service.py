@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -39,12 +40,28 @@ class Replay:
     audit_id: str
 
 
-def request_hash(method: str, path: str, body: bytes) -> str:
+def request_hash(method: str, path: str, body: bytes, *, as_sent: bool = False) -> str:
+    """The request's fingerprint: its method, path and body, a JSON body as the data it
+    holds (members in any order, any spacing: a client library may serialise the same
+    request either way on a retry). ``as_sent``: the body's bytes as they came, the
+    fingerprint of keys claimed before 2026-11-29 (accepted too until they expire)."""
     digest = hashlib.sha256()
-    for part in (method.encode(), path.encode(), body):
+    for part in (method.encode(), path.encode(), body if as_sent else _canonical(body)):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
+
+
+def _canonical(body: bytes) -> bytes:
+    """A JSON body written one way (keys sorted, no spaces); any other body as it is."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON (or too deep, or a huge number)
+        return body
+    try:
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    except (ValueError, RecursionError):
+        return body
 
 
 def check_key(key: str) -> str:
@@ -63,8 +80,11 @@ def claim(
     audit_id: str,
     ttl: dt.timedelta,
     lock: dt.timedelta,
+    as_sent: str | None = None,
 ) -> Claim | Replay:
-    """Claim ``key`` for this request, or return the stored answer, or refuse."""
+    """Claim ``key`` for this request, or return the stored answer, or refuse.
+    ``as_sent``: the body's fingerprint as sent, which a key claimed by an earlier
+    version holds (``request_hash``)."""
     now = utcnow()
     record = session.scalar(
         select(IdempotencyRecord).where(
@@ -88,7 +108,7 @@ def claim(
         session.add(record)
         session.flush()
         return Claim(record.id)
-    if record.request_hash != fingerprint:
+    if record.request_hash not in (fingerprint, as_sent):
         raise ApiError(422, "Idempotency-Key was already used with a different request")
     if record.response_status is not None and record.response_body is not None:
         return Replay(
