@@ -313,6 +313,38 @@ def test_refused_transition_names_it_and_reports_the_course(courses: Courses) ->
 
 
 @pytest.mark.parametrize(
+    "change",
+    [
+        {"course_status": "foo"},
+        {"course_status": "cancelled", "postcode": "12"},
+        {"course_status": "completed - pass", "course_feedback": "fail 1"},
+    ],
+    ids=["bad-status", "bad-postcode", "feedback-unfit"],
+)
+@pytest.mark.parametrize("named_by", ["asset_id", "booking_number"])
+def test_a_refused_change_of_a_stored_course_reports_the_course(
+    courses: Courses, change: dict[str, str], named_by: str
+) -> None:
+    """However the item fails (a value the interface refuses, or a rule), it reports the
+    course it named: its product, contact and times, as EXAMPLES.md's refusal does. A
+    person_id of someone else gets nothing of the course."""
+    booked = courses.book(booking_number=f"RC-{named_by}-{len(change)}-{change['course_status']}")
+    stored = courses.asset(booked["asset_id"])
+    naming = {named_by: stored["id"] if named_by == "asset_id" else stored["booking_number"]}
+    entry = courses.one({**naming, **change})
+    assert entry["delivery"] == "false", entry
+    assert (entry["contact_id"], entry["product_id"], entry["asset_id"]) == (
+        courses.contact, courses.product, booked["asset_id"]
+    )  # fmt: skip
+    assert (entry["course_datetime"], entry["course_date_end"]) == (
+        booked["course_datetime"], booked["course_date_end"]
+    )  # fmt: skip
+    stranger = courses.one({**naming, **change, "person_id": courses.lead})
+    assert (stranger["contact_id"], stranger["course_datetime"]) == ("", "")
+    assert courses.asset(booked["asset_id"])["course_status"] == "booked"
+
+
+@pytest.mark.parametrize(
     ("status", "feedback", "ok"),
     [
         ("completed - pass", "pass B", True),

@@ -315,16 +315,40 @@ def book_one(session: Session, *, raw: Any, audit_id: str, batch: Batch) -> Item
         item = CourseItem.model_validate(raw)
     except ValidationError as exc:
         result.receipt = _refusal("; ".join(error_messages(exc)), raw)
+        _named_course(result, raw, batch)
         return result
     try:
         return _carry_out(session, item, result, audit_id, batch)
     except ItemRejected as rejected:
         result.receipt = _refusal(str(rejected), raw)
+        _named_course(result, raw, batch)
         return result
     except seats.NoSeat as no_seat:
         # The fixed receipts ("Course is full.") go out exactly as written.
         result.receipt = str(no_seat)
         return result
+
+
+def _named_course(result: ItemResult, raw: dict[str, Any], batch: Batch) -> None:
+    """A refused item that names a stored course (its id or booking number) reports the
+    course, its product and contact, as a refused status change does (EXAMPLES.md);
+    never one the item's person_id says belongs to someone else."""
+    if result.product_id and result.contact_id and result.course_datetime:
+        return
+    if raw_asset := _echo(raw, "asset_id"):
+        asset_id = canonical_id(raw_asset, RecordKind.ASSET)
+        asset = batch.by_id.get(asset_id) if asset_id else None
+    else:
+        asset = batch.by_number.get(_booking_number(raw.get("booking_number")) or "")
+    if asset is None:
+        return
+    owner = _quietly_resolved(batch.people, asset.person_id)
+    named = _echo(raw, "person_id")
+    if owner is None or (named and _quietly_resolved(batch.people, named) is not owner):
+        return
+    if owner.kind == LEAD:
+        return
+    _fill(result, asset, owner)
 
 
 def _refusal(reason: str, raw: dict[str, Any]) -> str:
