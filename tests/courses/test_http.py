@@ -46,6 +46,8 @@ def test_interface_sample_books_a_lead_and_converts_it(courses: Courses) -> None
     assert contact["mobile_phone"] == "0412 345 678"
     assert contact["drivers_license"] == "L1234567"
     assert contact["opt_in"] is True
+    # an updated_since sync never misses the new contact: changed no earlier than created
+    assert contact["updated_at"] >= contact["created_at"], contact
     asset = courses.asset(entry["asset_id"])
     assert asset["person_id"] == entry["contact_id"]
     assert asset["course_status"] == "booked"

@@ -26,7 +26,10 @@ def create_person(session: Session, *, kind: str, data: PersonCreate) -> Person:
     """Store a new contact or lead and return it."""
     record_kind = RecordKind.CONTACT if kind == CONTACT else RecordKind.LEAD
     assert kind in (CONTACT, LEAD)
-    person = Person(id=new_id(record_kind), kind=kind, **data.model_dump())
+    now = utcnow()
+    person = Person(
+        id=new_id(record_kind), kind=kind, created_at=now, updated_at=now, **data.model_dump()
+    )
     session.add(person)
     session.flush()
     note_new_person(session, person)
@@ -322,7 +325,12 @@ def new_contact_of(session: Session, lead: Person) -> Person:
         )
     assert not lead.converted_contact_id
     values = {name: getattr(lead, name) for name in PERSON_FIELDS}
-    contact = Person(id=new_id(RecordKind.CONTACT), kind=CONTACT, **values)
+    # Both times set here: a change applied before the flush (the booking's own fields)
+    # must not leave updated_at earlier than a created_at the flush would stamp later.
+    now = utcnow()
+    contact = Person(
+        id=new_id(RecordKind.CONTACT), kind=CONTACT, created_at=now, updated_at=now, **values
+    )
     session.add(contact)
     note_new_person(session, contact)
     events.person_created(session, contact)
