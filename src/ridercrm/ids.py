@@ -110,6 +110,18 @@ def canonical_id(value: object, kind: RecordKind | None = None) -> str | None:
     return id15 + checksum(id15)
 
 
+def id_problem(value: str, kind: RecordKind) -> str:
+    """Why ``value`` is not an id of ``kind`` (for a value ``canonical_id`` refused)."""
+    value = value.strip()
+    if len(value) not in (15, 18):
+        return f"an id has 15 or 18 characters, this one {len(value)}"
+    if not _ALPHANUMERIC.issuperset(value):
+        return "an id has letters and digits only"
+    if len(value) == 18 and _restore_case(value[:15], value[15:]) is None:
+        return "its last 3 characters are not the checksum of the first 15 (mistyped?)"
+    return f"it should start {kind.prefix}"
+
+
 def kind_of(value: str) -> RecordKind | None:
     """Return the kind named by a canonical id's prefix, if it is one of ours."""
     for kind in RecordKind:

@@ -244,6 +244,8 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     db_url: str, tmp_path: Path, sessions: sessionmaker[Session]
 ) -> None:
     lead_id = new_id(RecordKind.LEAD)
+    contact_id = new_id(RecordKind.CONTACT)
+    mistyped = contact_id[:15] + "999"  # 9 is no checksum character
     rows = [
         ["", "Ann", "Nguyen", "", "", "3064"],  # line 2
         ["", "Bob", "Lee", "", "", "12"],  # line 3: bad postcode
@@ -252,7 +254,8 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
         [lead_id, "Eve", "Ho", "", "", ""],  # line 7: a lead's id in a contacts file
         ["003xyz", "Fay", "Yu", "2999-01-01", "", ""],  # line 8: malformed id, future dob
         ["", "Gus", "Ma", "", "", "", "", "extra"],  # line 9: more cells than the header
-        ["", "Hal", "Oh", "", "", ""],  # line 10
+        [mistyped, "Ida", "Lu", "", "", ""],  # line 10: the checksum does not fit
+        ["", "Hal", "Oh", "", "", ""],  # line 11
     ]
     header = ["id", "first_name", "last_name", "date_of_birth", "email", "postcode", "street"]
     file = write_csv(tmp_path / "mixed.csv", header, rows)
@@ -262,11 +265,13 @@ def test_bad_rows_are_reported_by_line_and_good_rows_are_kept(
     assert lines == [
         'line 3: postcode: must be 4 digits, or 3 (800 is "0800"), as text or a whole number (received text of 2 characters)',
         "line 6: last_name: is required; email: must be an e-mail address such as ann@example.com (received text of 12 characters)",
-        f"line 7: id: {lead_id} is not a contact id (15 or 18 characters starting 003)",
-        "line 8: id: 003xyz is not a contact id (15 or 18 characters starting 003); "
+        f"line 7: id: {lead_id} is not a contact id (it should start 003)",
+        "line 8: id: 003xyz is not a contact id (an id has 15 or 18 characters, this one 6); "
         "date_of_birth: must be a date up to today (received a date in the future)",
         "line 9: has 8 cells but the header has 7",
-        "imported 3 contacts, 5 bad rows",
+        f"line 10: id: {mistyped} is not a contact id (its last 3 characters are not the"
+        " checksum of the first 15 (mistyped?))",
+        "imported 3 contacts, 6 bad rows",
     ]
     stored = people(sessions).values()
     assert sorted(p["first_name"] for p in stored) == ["Ann", "Cat", "Hal"]
