@@ -97,6 +97,17 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+# Python's own limit on turning digits into an int (sys.get_int_max_str_digits()).
+_MAX_DIGITS = 4300
+
+
+def _whole_number(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
+        raise ValueError(f"a number has {digits} digits, at most {_MAX_DIGITS} are read")
+    return int(text)
+
+
 def parse_json(text: str) -> Any:
     """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting."""
     try:
@@ -104,6 +115,7 @@ def parse_json(text: str) -> Any:
             text,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
+            parse_int=_whole_number,
             object_pairs_hook=_no_duplicates,
         )
     except RecursionError:

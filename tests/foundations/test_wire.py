@@ -184,6 +184,22 @@ def test_duplicate_keys_are_refused_at_any_level() -> None:
     assert refused(b'{"x": [{"a": 1, "b": 2, "a": 3}]}', "text/json").status == 400
 
 
+@pytest.mark.parametrize("digits", [4_301, 5_000, 100_000])
+def test_a_number_of_thousands_of_digits_is_refused_in_plain_words(digits: int) -> None:
+    """Python refuses to read it (its int limit): the reason says so in the body's terms,
+    never with the interpreter's own advice."""
+    for sign in ("", "-"):
+        error = refused(b'{"capacity": ' + sign.encode() + b"9" * digits + b"}", "application/json")
+        assert error.status == 400
+        assert error.reason == (
+            f"body is not usable JSON (a number has {digits} digits, at most 4300 are read)"
+        )
+        assert "sys." not in error.reason
+    assert decode_body(b'{"capacity": ' + b"9" * 4_300 + b"}", "application/json") == {
+        "capacity": int("9" * 4_300)
+    }
+
+
 @pytest.mark.parametrize("depth", [33, 100, 990, 5_000, 200_000])
 @pytest.mark.parametrize("opening", ["[", '{"a":'])
 def test_deep_nesting_is_400_without_recursion_error(depth: int, opening: str) -> None:
