@@ -38,6 +38,12 @@ def test_create_list_and_cancel_with_its_bookings(
     listed = ridercrm(db_url, "sessions", "list", "--location", "kilsyth")
     assert listed.exit_code == 0
     assert made["id"] in listed.stdout
+    # piped, the header stays one line of tab-separated names over the session's line
+    header, line = [row.split("\t") for row in listed.stdout.splitlines() if "\t" in row]
+    assert header == [
+        "id", "product", "site", "start", "status", "capacity", "seats", "booked", "left", "waiting"
+    ]  # fmt: skip
+    assert line[0] == made["id"] and len(line) == len(header)
     cancelled = ridercrm(db_url, "sessions", "cancel", made["id"])
     assert cancelled.exit_code == 0, cancelled.output
     assert "1 booking(s)" in cancelled.stdout

@@ -77,13 +77,14 @@ def _audited(command: str, arguments: dict[str, Any], action: Callable[[Session,
 
 
 def _show(rows: list[SessionRead]) -> None:
-    """One line a session (tab-separated; "-": no limit), so it reads and greps alike."""
-    console.print("id\tproduct\tsite\tstart\tstatus\tcapacity\tseats\tbooked\tleft\twaiting")
+    """One line a session (tab-separated; "-": no limit), so it reads and greps alike:
+    plain text, tabs kept, never wrapped to a terminal's width."""
+    typer.echo("id\tproduct\tsite\tstart\tstatus\tcapacity\tseats\tbooked\tleft\twaiting")
     for row in rows:
         shown = [row.capacity, row.seats, row.booked, row.seats_left, row.waitlist]
         values = [row.id, row.product_id, row.location, row.course_datetime, row.status]
         values += ["-" if value is None else str(value) for value in shown]
-        console.print("\t".join(values), soft_wrap=True)
+        typer.echo("\t".join(values))
 
 
 Product = Annotated[str, typer.Option("--product", help="Product id (01t...).")]
