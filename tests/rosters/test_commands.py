@@ -43,7 +43,8 @@ def test_create_list_and_cancel_with_its_bookings(
     assert header == [
         "id", "product", "site", "start", "status", "capacity", "seats", "booked", "left", "waiting"
     ]  # fmt: skip
-    assert line[0] == made["id"] and len(line) == len(header)
+    assert line[0] == made["id"]
+    assert len(line) == len(header)
     cancelled = ridercrm(db_url, "sessions", "cancel", made["id"])
     assert cancelled.exit_code == 0, cancelled.output
     assert "1 booking(s)" in cancelled.stdout
