@@ -576,3 +576,40 @@ def test_a_seat_offered_three_hops_back_is_taken_by_the_live_record(
     assert taken["delivery"] == "true", taken
     read = seats.read(created["id"])
     assert (read["booked"], read["held"]) == (1, 0)
+
+
+def test_a_merge_of_three_passes_a_freed_seat_to_someone_else_and_undoes_cleanly(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Two records of one person were offered the two free seats and a third waited
+    behind them: the merge keeps one offer and passes the other seat to the next person
+    waiting, not to the person's own third record about to leave the line. Held seats
+    always equal the offers standing, through the undo and a second merge."""
+    seats = Seats(client, admin_headers)
+    created, booked = full_session(seats, capacity=2)
+    first, second, third, other = (seats.person() for _ in range(4))
+    for person in (first, second, third, other):
+        assert seats.join(created["id"], person).status_code == 201
+    for course in booked:
+        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+
+    def held_and_line() -> tuple[int, dict[str, str]]:
+        line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+        held = seats.read(created["id"])["held"]
+        assert held == sum(state == "offered" for state in line.values()), line
+        return held, line
+
+    merge_id = _merge(client, admin_headers, [first, second, third], third)
+    assert held_and_line() == (
+        2, {first: "offered", second: "removed", third: "removed", other: "offered"}
+    )  # fmt: skip
+    undone = client.post(f"/admin/people/merge/{merge_id}/undo", headers=admin_headers)
+    assert undone.status_code == 200, undone.text
+    assert held_and_line() == (
+        2, {first: "offered", second: "waiting", third: "waiting", other: "offered"}
+    )  # fmt: skip
+    _merge(client, admin_headers, [first, second, third], first)
+    assert seats.book(second)["delivery"] == "true"
+    assert held_and_line() == (
+        1, {first: "booked", second: "removed", third: "removed", other: "offered"}
+    )  # fmt: skip

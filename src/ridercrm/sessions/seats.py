@@ -503,6 +503,7 @@ def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) 
     ).all()
     ended: list[list[Any]] = []
     kept: set[str] = set()
+    offers: dict[str, list[str]] = {}  # session -> the people whose offer ended
     now = utcnow()
     for row in rows:
         if row.session_id not in seated_ids and row.session_id not in kept:
@@ -516,11 +517,13 @@ def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) 
         )
         ended.append([row.id, state])
         if row.state == OFFERED:
-            _counts(session, row.session_id, held=-1)
-            offers_ended(
-                session, row.session_id, [row.person_id], "merged with a record that has a place"
-            )
-            offer_free_seats(session, row.session_id)
+            offers.setdefault(row.session_id, []).append(row.person_id)
+    # Seats pass on only once every entry that leaves has left: passed on in the loop,
+    # a seat went to a record of this very person still waiting further down the line.
+    for session_id, person_ids in offers.items():
+        _counts(session, session_id, held=-len(person_ids))
+        offers_ended(session, session_id, person_ids, "merged with a record that has a place")
+        offer_free_seats(session, session_id)
     return ended
 
 
