@@ -63,11 +63,11 @@ def test_scan_proposes_the_duplicate_and_never_a_household_member(
 def test_twins_named_from_one_name_and_a_stranger_in_the_suburb_are_not_proposed(
     client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
 ) -> None:
-    """Twins under the household's e-mail, phone and address, named Daniel and Daniela or
+    """Twins under the household's e-mail, phone and address, named Antonio and Antonia or
     John Paul and John Mark, and a James Brown born the day James Smith was, in his
     suburb: none is a duplicate (docs/decisions.md, "Matching: twins named from one name, strangers in one suburb"). A typo in a name still is."""
     no_licence = {"drivers_license": None}
-    for first in ("Daniel", "Daniela", "John Paul", "John Mark"):
+    for first in ("Antonio", "Antonia", "John Paul", "John Mark"):
         create_person(client, admin_headers, first_name=first, **no_licence)
     create_person(client, admin_headers, first_name="James", last_name="Smith", email="james.smith@example.org",
                   mobile_phone="0400 111 222", **no_licence)  # fmt: skip
@@ -75,7 +75,7 @@ def test_twins_named_from_one_name_and_a_stranger_in_the_suburb_are_not_proposed
                   mobile_phone="0400 333 444", street="3 Elm Close", **no_licence)  # fmt: skip
     run_scan(sessions)
     assert queue(client, admin_headers)["clusters"] == []
-    typo = create_person(client, admin_headers, first_name="Danial", **no_licence)
+    typo = create_person(client, admin_headers, first_name="Antonoi", **no_licence)
     run_scan(sessions)
     clusters = queue(client, admin_headers)["clusters"]
     assert [typo in c["people"] for c in clusters] == [True]

@@ -302,18 +302,20 @@ _SUFFIXES = {
 }  # fmt: skip
 
 
-# Name endings that make a masculine name feminine in the communities the business
-# serves (Antonio/Antonia, Christos/Christina, Daniel/Daniela, Giorgos/Giorgia), and the
-# elements Punjabi given names end in (Gurpreet/Harpreet, Manpreet/Mandeep).
+# Name endings that mark a masculine and a feminine form of one name in the communities
+# the business serves (Antonio/Antonia, Christos/Christina, Giorgos/Giorgia), and the
+# elements Punjabi given names end in (Gurpreet/Harpreet, Manpreet/Mandeep). A name with
+# no such ending is not read as masculine: Daniel/Daniela, but also Helen/Helena and
+# Isabel/Isabella, variants of one woman's name (docs/decisions.md, "Matching: twins named from one name, strangers in one suburb").
 _FEMININE = ("ina", "ella", "ela", "ia", "a")
-_MASCULINE = ("ios", "os", "us", "io", "el", "o")
+_MASCULINE = ("ios", "os", "us", "io", "o")
 _PUNJABI = ("preet", "deep", "jeet", "jit", "inder", "want", "veer", "vir", "meet", "pal",
             "bir", "jot", "leen", "neet")  # fmt: skip
 
 
 def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
     """Given names that are evidently two names, not one mistyped: the masculine and the
-    feminine form of one name, two Punjabi names sharing an element (Gurpreet/Harpreet)
+    feminine form of one name (each with its ending), two Punjabi names sharing an element (Gurpreet/Harpreet)
     or a prefix (Manpreet/Manjeet), or compound names whose second names differ (John
     Paul/John Mark, Thi Lan/Thi Hoa). What twins are named; a typo rarely makes one."""
     if not query or not stored:
@@ -329,12 +331,13 @@ def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
 def _gendered(feminine: str, masculine: str) -> bool:
     for ending in _FEMININE:
         stem = feminine[: -len(ending)]
-        if feminine.endswith(ending) and len(stem) >= 3 and masculine.startswith(stem):
-            rest = masculine[len(stem) :]
-            # no ending at all only after l, n or r (Daniel, Julian, Gabriel): a name that
-            # lost its last letter (Jessic) is a slip
-            if rest in _MASCULINE or (rest == "" and stem[-1] in "lnr" and ending != "ia"):
-                return True
+        if (
+            feminine.endswith(ending)
+            and len(stem) >= 3
+            and masculine.startswith(stem)
+            and masculine[len(stem) :] in _MASCULINE
+        ):
+            return True
     return False
 
 

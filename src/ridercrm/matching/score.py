@@ -66,7 +66,7 @@ GUARD_SUFFIX = (
     " dates do not agree, and no licence agrees (household guard)"
 )
 GUARD_TWIN_NAMES = (
-    "the given names are two names (Daniel/Daniela, Gurpreet/Harpreet), not one mistyped,"
+    "the given names are two names (Antonio/Antonia, Gurpreet/Harpreet), not one mistyped,"
     " in the household, and no licence agrees (household guard)"
 )
 GUARD_STRANGER = (
@@ -462,7 +462,7 @@ def _guard(
        household's address, while the query's own e-mail or phone does not agree (nor the
        e-mail nearly) and no
        licence agrees: a twin or sibling named from one name family.
-    3d. Given names that are evidently two names (``compare.two_names``: Daniel/Daniela,
+    3d. Given names that are evidently two names (``compare.two_names``: Antonio/Antonia,
        Gurpreet/Harpreet, John Paul/John Mark; ``givens``: the query's and the stored
        given names, read only there) under the household's e-mail or phone, no licence
        agreeing: twins, who share everything else.
@@ -543,7 +543,7 @@ def _guard(
         and _contact(found) == "agrees"
         and compare.two_names(tuple(givens[0]), tuple(givens[1]))
     ):
-        # twins are named as two forms of one name (Daniel/Daniela, Gurpreet/Harpreet,
+        # twins are named as two forms of one name (Antonio/Antonia, Gurpreet/Harpreet,
         # John Paul/John Mark) and share the household's e-mail, phone and address
         return GUARD_TWIN_NAMES
     if (
