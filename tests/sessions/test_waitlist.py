@@ -613,3 +613,31 @@ def test_a_merge_of_three_passes_a_freed_seat_to_someone_else_and_undoes_cleanly
     assert held_and_line() == (
         1, {first: "booked", second: "removed", third: "removed", other: "offered"}
     )  # fmt: skip
+
+
+def test_the_undo_puts_no_one_back_in_a_line_where_they_have_a_seat(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Both records waited; after the merge the survivor booked the seat offered to the
+    merged record's place. Undone, the survivor holds that seat: its old place does not
+    wait again, so no second seat is ever held for it."""
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    merged_record, survivor = seats.person(), seats.person()
+    for person in (merged_record, survivor):
+        assert seats.join(created["id"], person).status_code == 201
+    merge_id = _merge(client, admin_headers, [merged_record, survivor], survivor)
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    stored = client.get(f"/admin/people/{survivor}", headers=admin_headers).json()
+    same = {name: stored[name] for name in ("opt_in", "mobile_phone", "drivers_license")}
+    assert seats.book(survivor, **same)["delivery"] == "true"  # the person left as merged
+    undone = client.post(f"/admin/people/merge/{merge_id}/undo", headers=admin_headers)
+    assert undone.status_code == 200, undone.text
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line[survivor] != "waiting", line
+    changed = client.patch(
+        f"/admin/sessions/{created['id']}", json={"capacity": 2}, headers=admin_headers
+    )
+    assert changed.status_code == 200, changed.text
+    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    assert line[survivor] not in ("waiting", "offered"), line

@@ -366,7 +366,10 @@ def undo_merge(session: Session, merge_id: int, *, audit_id: str | None = None) 
             execution_options={"synchronize_session": False},
         )
     _messages_back(session, record)
-    seats.lines_unmerged(session, own.get(ENDED_ENTRIES, []))
+    session.flush()  # the courses are back with their owners: seats are read below
+    seats.lines_unmerged(
+        session, own.get(ENDED_ENTRIES, []), lambda person_id: _seated(session, person_id)
+    )
     stop = notifications.reminders_stopped(session, survivor.id)
     if stop is not None and own.get(CARRIED_STOP) == stop.stopped_by:
         notifications.resume_reminders(session, person_id=survivor.id)

@@ -11,7 +11,7 @@ different rows. A seat held for a waiting-list offer is taken only by that perso
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -486,18 +486,37 @@ def lapse_offers(session: Session, *, now: dt.datetime | None = None) -> list[tu
     return lapsed
 
 
+def lock_sessions(session: Session, session_ids: Collection[str]) -> None:
+    """Lock these sessions' rows (PostgreSQL; SQLite writes one at a time), in id order:
+    who joins, leaves or is merged in a session's line queues here."""
+    if session_ids and session.get_bind().dialect.name != "sqlite":
+        session.execute(
+            select(SESSIONS.c.id)
+            .where(SESSIONS.c.id.in_(sorted(session_ids)))
+            .order_by(SESSIONS.c.id)
+            .with_for_update()
+        ).all()
+
+
 def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) -> list[list[Any]]:
     """After a merge, one person has one place in each line: the merged records' entries
     leave the lines of sessions where the survivor holds a seat (``seated``), and where
     several records of the person wait in one line only the best place stays (an offer,
     else the earliest). Seats held for an entry that left pass on. Returns
-    ``[entry id, state set]`` for each entry ended, for the undo (:func:`lines_unmerged`)."""
-    seated_ids = {found[0] for place in seated if (found := _session_id(session, place))}
-    rows = session.execute(
+    ``[entry id, state set]`` for each entry ended, for the undo (:func:`lines_unmerged`).
+
+    The sessions' rows are locked before the entries are read (a join, a leave or
+    another merge of the same line waits), and each entry ends only from the state it
+    was read in (a lapse may end an offer meanwhile): a held seat passes on once."""
+    in_line = (
         select(WAITLIST.c.id, WAITLIST.c.session_id, WAITLIST.c.person_id, WAITLIST.c.state)
         .where(WAITLIST.c.person_id.in_(standing_for([survivor_id])))
         .where(WAITLIST.c.state.in_(IN_LINE))
-        .order_by(
+    )
+    lock_sessions(session, {row.session_id for row in session.execute(in_line)})
+    seated_ids = {found[0] for place in seated if (found := _session_id(session, place))}
+    rows = session.execute(
+        in_line.order_by(
             WAITLIST.c.session_id, WAITLIST.c.state != OFFERED, WAITLIST.c.rank, WAITLIST.c.id
         )
     ).all()
@@ -510,11 +529,13 @@ def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) 
             kept.add(row.session_id)
             continue
         state = ENTRY_BOOKED if row.session_id in seated_ids else REMOVED
-        session.execute(
+        changed = session.execute(
             update(WAITLIST)
-            .where(WAITLIST.c.id == row.id)
+            .where(WAITLIST.c.id == row.id, WAITLIST.c.state == row.state)
             .values(state=state, offered_until=None, updated_at=now)
         )
+        if not _count(changed):
+            continue  # lapsed or taken meanwhile
         ended.append([row.id, state])
         if row.state == OFFERED:
             offers.setdefault(row.session_id, []).append(row.person_id)
@@ -527,19 +548,36 @@ def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) 
     return ended
 
 
-def lines_unmerged(session: Session, ended: Collection[list[Any]]) -> None:
+def lines_unmerged(
+    session: Session, ended: Collection[list[Any]], seated: Callable[[str], Collection[Place]]
+) -> None:
     """Undo :func:`lines_merged`: each entry it ended, still as it left it, waits again
-    at its place in line (a seat it held was passed on and is not taken back)."""
+    at its place in line (a seat it held was passed on and is not taken back), unless
+    its record now holds a seat in that session (``seated``: a record's seat places)."""
+    rows = session.execute(
+        select(WAITLIST.c.id, WAITLIST.c.session_id, WAITLIST.c.person_id).where(
+            WAITLIST.c.id.in_([entry_id for entry_id, _state in ended])
+        )
+    ).all()
+    lock_sessions(session, {row.session_id for row in rows})
+    where = {row.id: row for row in rows}
     now = utcnow()
     for entry_id, state in ended:
+        row = where.get(entry_id)
+        if row is None:
+            continue
+        places = {
+            found[0] for place in seated(row.person_id) if (found := _session_id(session, place))
+        }
+        if row.session_id in places:
+            continue  # booked in that session since: no place in its line
         back = session.execute(
             update(WAITLIST)
             .where(WAITLIST.c.id == entry_id, WAITLIST.c.state == state)
             .values(state=WAITING, updated_at=now)
-            .returning(WAITLIST.c.session_id)
-        ).first()
-        if back is not None:
-            offer_free_seats(session, back.session_id)
+        )
+        if _count(back):
+            offer_free_seats(session, row.session_id)
 
 
 def seats_left(row: Any) -> int | None:

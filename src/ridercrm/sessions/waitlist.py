@@ -147,17 +147,22 @@ def _entry(session: Session, session_id: str, raw_person_id: str) -> WaitlistEnt
 
 def remove(session: Session, row: CourseSession, *, raw_person_id: str) -> WaitlistRead:
     """Take a person off the line; a seat held for them goes to the next in line."""
+    # The session's row first, as join and a merge's lines take it: the entry read
+    # below is then what a concurrent merge or lapse left, not what it is changing.
+    seats.lock_sessions(session, [row.id])
     entry = _entry(session, row.id, raw_person_id)
     if entry.state not in IN_LINE:
         raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     was_offered = entry.state == OFFERED
     now = utcnow()
-    session.execute(
+    ended = session.execute(
         update(WaitlistEntry)
-        .where(WaitlistEntry.id == entry.id)
+        .where(WaitlistEntry.id == entry.id, WaitlistEntry.state == entry.state)
         .values(state=REMOVED, offered_until=None, updated_at=now)
         .execution_options(synchronize_session="fetch")
     )
+    if not ended.rowcount:  # type: ignore[attr-defined]
+        raise SessionProblem(NOT_FOUND, f"person {raw_person_id} is not on the waiting list")
     if was_offered:
         session.execute(
             update(CourseSession)
