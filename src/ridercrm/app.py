@@ -17,6 +17,7 @@ from ridercrm.events import metrics as events_metrics
 from ridercrm.logs import configure_logging
 from ridercrm.notifications import metrics as message_metrics
 from ridercrm.ratelimit import build_rate_limiter
+from ridercrm.sessions import seats, timer
 from ridercrm.web import docs_pages, handlers, metrics, openapi
 from ridercrm.web.audit_batch import AuditBatcher
 from ridercrm.web.loop_db import LoopConnections
@@ -124,10 +125,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # Every limiter counts where RIDERCRM_RATE_LIMIT_STORAGE says, each in its namespace.
     shared = {"storage": settings.rate_limit_storage, "key_prefix": settings.rate_limit_key_prefix}
+    sessions = session_factory(engine)
+    # Seats a merge or a review decision frees are held as RIDERCRM_WAITLIST_HOLD_HOURS says.
+    seats.use_policy_by_default(sessions, timer.policy_of(settings))
     app.state.context = AppContext(
         settings=settings,
         engine=engine,
-        sessions=session_factory(engine),
+        sessions=sessions,
         rate_limiter=build_rate_limiter(settings.rate_limit, **shared),
         refused_limiter=build_rate_limiter(
             settings.refused_rate_limit,

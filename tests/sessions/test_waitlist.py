@@ -641,3 +641,26 @@ def test_the_undo_puts_no_one_back_in_a_line_where_they_have_a_seat(
     assert changed.status_code == 200, changed.text
     line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
     assert line[survivor] not in ("waiting", "offered"), line
+
+
+def test_a_seat_a_merge_passes_on_is_held_as_the_setting_says(
+    make_client: Callable[..., TestClient], admin_headers: dict[str, str]
+) -> None:
+    """RIDERCRM_WAITLIST_HOLD_HOURS holds the seats a merge and its undo pass on too,
+    not the built-in 24 hours."""
+    import datetime as dt
+
+    client = make_client(waitlist_hold_hours=2)
+    seats = Seats(client, admin_headers)
+    created, booked = full_session(seats, capacity=2)
+    first, second, other = seats.person(), seats.person(), seats.person()
+    for person in (first, second, other):
+        assert seats.join(created["id"], person).status_code == 201
+    for course in booked:
+        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    _merge(client, admin_headers, [first, second], first)
+    [offer] = [e for e in seats.waitlist(created["id"]) if e["person_id"] == other]
+    assert offer["state"] == "offered"
+    until = dt.datetime.fromisoformat(offer["offered_until"])
+    left = until - dt.datetime.now(dt.UTC)
+    assert dt.timedelta(hours=1.9) < left <= dt.timedelta(hours=2), left

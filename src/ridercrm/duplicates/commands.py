@@ -26,6 +26,7 @@ from ridercrm.errors import NOT_FOUND
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.matching.service import thresholds_of
 from ridercrm.people.models import PERSON_FIELDS
+from ridercrm.sessions import seats, timer
 from ridercrm.startup import open_database
 from ridercrm.tables import print_json, print_table
 
@@ -37,7 +38,9 @@ errors = Console(stderr=True, markup=False, soft_wrap=True)
 def _sessions(settings: Settings) -> sessionmaker[Session]:
     """Sessions on the configured database; a missing one is refused, never created."""
     engine = open_database(settings, may_create=False)
-    return session_factory(engine)
+    sessions = session_factory(engine)
+    seats.use_policy_by_default(sessions, timer.policy_of(settings))  # merges free seats
+    return sessions
 
 
 def _print(value: Any) -> None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Table, and_, exists, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import utcnow
+from ridercrm.db import CACHES, utcnow
 from ridercrm.errors import CONFLICT, DomainError
 from ridercrm.events import service as events
 from ridercrm.notifications import service as notifications
@@ -82,8 +82,16 @@ def use_policy(session: Session, policy: SeatPolicy) -> None:
     session.info[_POLICY] = policy
 
 
+def use_policy_by_default(sessions: sessionmaker[Session], policy: SeatPolicy) -> None:
+    """Make ``policy`` the seat rules of every session of this factory that sets none of
+    its own (a merge, its undo, a review decision: they free and hold seats too)."""
+    sessions.kw["info"][CACHES][_POLICY] = policy
+
+
 def policy_of(session: Session) -> SeatPolicy:
     policy = session.info.get(_POLICY)
+    if not isinstance(policy, SeatPolicy):
+        policy = session.info.get(CACHES, {}).get(_POLICY)
     return policy if isinstance(policy, SeatPolicy) else SeatPolicy()
 
 
