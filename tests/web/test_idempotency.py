@@ -81,7 +81,9 @@ def claim_in_progress(
             session,
             api_key_id=key_id(sessions, plaintext),
             key=idempotency_key,
-            fingerprint=idempotency.request_hash("POST", PATH, raw),
+            fingerprint=idempotency.request_hash(
+                "POST", PATH, raw, content_type="application/json"
+            ),
             audit_id=new_id(RecordKind.AUDIT),
             ttl=dt.timedelta(hours=24),
             lock=dt.timedelta(seconds=60),
@@ -170,6 +172,25 @@ def test_a_repeat_serialised_another_way_is_the_same_request(
     assert len(people_named(client, admin_key, "Ordered")) == 1
     changed = json.dumps({**body, "first_name": "Reordered"}).encode()
     assert post(client, admin_key, changed, "order-1").status_code == 422
+
+    # A key given twice is no data: the refused body and its correction are two requests.
+    twice = b'{"first_name": "Twice", "first_name": "Twice", "last_name": "Lee"}'
+    assert post(client, admin_key, twice, "twice-1").status_code == 400
+    once = json.dumps(person_body(first_name="Twice")).encode()
+    assert post(client, admin_key, once, "twice-1").status_code == 422
+    # The same bytes in another declared charset are another request (another text).
+    latin = json.dumps(person_body(first_name="Zoë"), ensure_ascii=False).encode()
+    headers = {"X-API-Key": admin_key, "Idempotency-Key": "charset-1"}
+    first_charset = client.post(
+        PATH, content=latin, headers={**headers, "Content-Type": "application/json; charset=utf-8"}
+    )
+    assert first_charset.status_code == 201, first_charset.text
+    other_charset = client.post(
+        PATH,
+        content=latin,
+        headers={**headers, "Content-Type": "application/json; charset=latin-1"},
+    )
+    assert other_charset.status_code == 422, other_charset.text
 
     raw = raw_person(first_name="Legacy")
     with session_scope(sessions, write=True) as session:

@@ -424,7 +424,12 @@ def _claim(
     call.idempotency_key = key
     assert call.caller is not None
     settings = services.settings
-    fingerprint = idempotency.request_hash(request.method, request.url.path, body)
+    fingerprint = idempotency.request_hash(
+        request.method,
+        request.url.path,
+        body,
+        content_type=request.headers.get("content-type", ""),
+    )
     for attempt in range(2):
         try:
             with session_scope(services.sessions, write=True) as session:

@@ -40,23 +40,45 @@ class Replay:
     audit_id: str
 
 
-def request_hash(method: str, path: str, body: bytes, *, as_sent: bool = False) -> str:
-    """The request's fingerprint: its method, path and body, a JSON body as the data it
-    holds (members in any order, any spacing: a client library may serialise the same
-    request either way on a retry). ``as_sent``: the body's bytes as they came, the
-    fingerprint of keys claimed before 2026-11-29 (accepted too until they expire)."""
+def request_hash(
+    method: str, path: str, body: bytes, *, content_type: str = "", as_sent: bool = False
+) -> str:
+    """The request's fingerprint: its method, path, declared content type (its charset
+    says what the bytes are) and body, a JSON body as the data it holds (members in any
+    order, any spacing: a client library may serialise the same request either way on a
+    retry). ``as_sent``: method, path and the body's bytes as they came, the fingerprint
+    of keys claimed before 2026-11-29 (accepted too until they expire)."""
     digest = hashlib.sha256()
-    for part in (method.encode(), path.encode(), body if as_sent else _canonical(body)):
+    parts = (
+        (method.encode(), path.encode(), body)
+        if as_sent
+        else (
+            method.encode(),
+            path.encode(),
+            content_type.strip().lower().encode(),
+            _canonical(body),
+        )
+    )
+    for part in parts:
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
 
 
+def _no_repeats(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """An object as the wire reads it: a key given twice is no data (wire.parse_json
+    refuses the body), so such a body is fingerprinted as its bytes."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key given twice")
+    return found
+
+
 def _canonical(body: bytes) -> bytes:
     """A JSON body written one way (keys sorted, no spaces); any other body as it is."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # not JSON (or too deep, or a huge number)
+        data = json.loads(body, object_pairs_hook=_no_repeats)
+    except (ValueError, RecursionError):  # not JSON, a key twice, too deep, a huge number
         return body
     try:
         return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
