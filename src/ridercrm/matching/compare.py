@@ -308,7 +308,7 @@ _SUFFIXES = {
 # no such ending is not read as masculine: Daniel/Daniela, but also Helen/Helena and
 # Isabel/Isabella, variants of one woman's name (docs/decisions.md, "Matching: twins named from one name, strangers in one suburb").
 _FEMININE = ("ina", "ella", "ela", "ia", "a")
-_MASCULINE = ("ios", "os", "us", "io", "o")
+_MASCULINE = ("ios", "os", "us", "io", "is", "o")
 _PUNJABI = ("preet", "deep", "jeet", "jit", "inder", "want", "veer", "vir", "meet", "pal",
             "bir", "jot", "leen", "neet")  # fmt: skip
 
@@ -351,11 +351,15 @@ def _punjabi(first: str, second: str) -> bool:
     return _slips(p1, p2, 2) >= 2
 
 
+# One element written two ways (Harjit/Harjeet, Rajvir/Rajveer, Mandip/Mandeep).
+_SAME_ELEMENT = {"jeet": "jit", "veer": "vir", "dip": "deep", "prit": "preet"}
+
+
 def _element(name: str) -> tuple[str, str] | None:
-    for element in _PUNJABI:
+    for element in (*_PUNJABI, *_SAME_ELEMENT):
         prefix = name[: -len(element)]
         if name.endswith(element) and len(prefix) >= 2:
-            return prefix, element
+            return prefix, _SAME_ELEMENT.get(element, element)
     return None
 
 
@@ -366,7 +370,7 @@ def _other_second_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool
     rest_q, rest_s = query[1:], stored[1:]
     if set(rest_q) & set(rest_s):
         return False
-    return _name_level(rest_q, rest_s, given=True) in (DIFFERENT, "short_slip")
+    return _name_level(rest_q, rest_s, given=True) == DIFFERENT
 
 
 def generation_suffix(first: tuple[str, ...], last: tuple[str, ...]) -> str | None:
