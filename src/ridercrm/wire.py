@@ -81,10 +81,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
+class _Unreadable:
+    """A number the body may not hold, kept until the field it stands in is known (the
+    decoder's number hooks do not see the key), so the reason can name that field."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _finite_float(text: str) -> float | _Unreadable:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{text} is too large a number")
+        return _Unreadable("is too large a number")
     return value
 
 
@@ -93,18 +103,37 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in result:
             raise ValueError(f"duplicate key {key!r}")
+        if (unreadable := _unreadable_in(value)) is not None:
+            shown = key if len(key) <= 40 else key[:37] + "..."
+            raise ValueError(f"{shown}: {unreadable.reason}")
         result[key] = value
     return result
+
+
+def _unreadable_in(value: Any) -> _Unreadable | None:
+    """A refused number standing in ``value`` itself or in its lists (an object in it
+    was checked when it was made)."""
+    if isinstance(value, _Unreadable):
+        return value
+    if isinstance(value, list):
+        stack = [value]
+        while stack:
+            for item in stack.pop():
+                if isinstance(item, _Unreadable):
+                    return item
+                if isinstance(item, list):
+                    stack.append(item)
+    return None
 
 
 # Python's own limit on turning digits into an int (sys.get_int_max_str_digits()).
 _MAX_DIGITS = 4300
 
 
-def _whole_number(text: str) -> int:
+def _whole_number(text: str) -> int | _Unreadable:
     digits = len(text.lstrip("-"))
     if digits > _MAX_DIGITS:
-        raise ValueError(f"a number has {digits} digits, at most {_MAX_DIGITS} are read")
+        return _Unreadable(f"has too many digits ({digits}; a number is read up to {_MAX_DIGITS})")
     return int(text)
 
 
@@ -126,6 +155,9 @@ def parse_json(text: str) -> Any:
         ) from None
     except ValueError as exc:
         raise BodyError(400, f"body is not usable JSON ({exc})") from None
+    if (unreadable := _unreadable_in(value)) is not None:
+        # A number outside any object (the body itself, or in a top-level array).
+        raise BodyError(400, f"body is not usable JSON (a value {unreadable.reason})")
     if _depth(value) > MAX_NESTING:
         raise BodyError(400, "body is nested too deeply")
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):

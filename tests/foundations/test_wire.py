@@ -187,17 +187,40 @@ def test_duplicate_keys_are_refused_at_any_level() -> None:
 @pytest.mark.parametrize("digits", [4_301, 5_000, 100_000])
 def test_a_number_of_thousands_of_digits_is_refused_in_plain_words(digits: int) -> None:
     """Python refuses to read it (its int limit): the reason says so in the body's terms,
-    never with the interpreter's own advice."""
+    naming the field, never with the interpreter's own advice."""
     for sign in ("", "-"):
         error = refused(b'{"capacity": ' + sign.encode() + b"9" * digits + b"}", "application/json")
         assert error.status == 400
         assert error.reason == (
-            f"body is not usable JSON (a number has {digits} digits, at most 4300 are read)"
+            f"body is not usable JSON (capacity: has too many digits ({digits};"
+            " a number is read up to 4300))"
         )
         assert "sys." not in error.reason
     assert decode_body(b'{"capacity": ' + b"9" * 4_300 + b"}", "application/json") == {
         "capacity": int("9" * 4_300)
     }
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b'{"people_data": [{"ID": "x", "postcode": %s}]}', "postcode: has too many digits"),
+        (b'{"assets": ["02i", [1, %s]]}', "assets: has too many digits"),
+        (b"[1, [%s]]", "a value has too many digits"),
+        (b"%s", "a value has too many digits"),
+        (b'{"price": %s.5}', "price: is too large a number)"),
+        (b'{"price": 1e999}', "price: is too large a number)"),
+        (b"[-1e999]", "a value is too large a number)"),
+    ],
+)
+def test_a_number_too_large_to_read_is_refused_naming_its_field(raw: bytes, reason: str) -> None:
+    """The field it stands in is named (in an array: the array's), the number itself is not
+    quoted back (it may be megabytes)."""
+    error = refused(raw.replace(b"%s", b"9" * 5_000), "application/json")
+    assert error.status == 400
+    assert error.reason.startswith("body is not usable JSON (" + reason), error.reason
+    assert "999" not in error.reason
+    assert "sys." not in error.reason
 
 
 @pytest.mark.parametrize("depth", [33, 100, 990, 5_000, 200_000])

@@ -140,8 +140,9 @@ CASES = [
     # --- numbers beyond what any field holds
     Case("nan", lambda w, t: _item_field(w, t, "postcode", b"NaN"), "application/json", 400, _same("NaN is not a JSON number")),
     Case("infinity", lambda w, t: _item_field(w, t, "postcode", b"-Infinity"), "application/json", 400, _same("is not a JSON number")),
-    Case("float-overflow", lambda w, t: _item_field(w, t, "postcode", b"1e999"), "application/json", 400, _same("too large a number")),
-    Case("5000-digit-integer", lambda w, t: _item_field(w, t, "postcode", b"9" * 5000), "application/json", 400, _same("body is not usable JSON")),
+    Case("float-overflow", lambda w, t: _item_field(w, t, "postcode", b"1e999"), "application/json", 400, _same("postcode: is too large a number")),
+    Case("5000-digit-integer", lambda w, t: _item_field(w, t, "postcode", b"9" * 5000), "application/json", 400, _same("postcode: has too many digits (5000;")),
+    Case("5000-digit-float", lambda w, t: _item_field(w, t, "postcode", b"9" * 5000 + b".5"), "application/json", 400, _same("postcode: is too large a number)")),
     # --- NUL bytes and bytes that are no text
     Case("raw-nul", lambda w, t: _into_first_string(_valid(w, t), b"\x00"), "application/json", 400, _same("body is not JSON")),
     Case("raw-control", lambda w, t: _into_first_string(_valid(w, t), b"\x1b"), "application/json", 400, _same("body is not JSON")),
