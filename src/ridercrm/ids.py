@@ -110,16 +110,40 @@ def canonical_id(value: object, kind: RecordKind | None = None) -> str | None:
     return id15 + checksum(id15)
 
 
-def id_problem(value: str, kind: RecordKind) -> str:
-    """Why ``value`` is not an id of ``kind`` (for a value ``canonical_id`` refused)."""
+MISTYPED = "its last 3 characters are not the checksum of the first 15 (mistyped?)"
+
+
+def id_problem(value: str, kind: RecordKind | None = None) -> str:
+    """Why ``value`` is not an id (of ``kind``), for a value ``canonical_id`` refused."""
     value = value.strip()
     if len(value) not in (15, 18):
         return f"an id has 15 or 18 characters, this one {len(value)}"
     if not _ALPHANUMERIC.issuperset(value):
         return "an id has letters and digits only"
     if len(value) == 18 and _restore_case(value[:15], value[15:]) is None:
-        return "its last 3 characters are not the checksum of the first 15 (mistyped?)"
-    return f"it should start {kind.prefix}"
+        return MISTYPED
+    return f"it should start {kind.prefix}" if kind else "it is no record id"
+
+
+def mistyped_suffix(value: object) -> bool:
+    """Whether an 18-character id's suffix contradicts the case its first 15 characters
+    are written in. Only first 15 with both upper- and lower-case letters carry a case
+    of their own: all in one case, they are an id whose case a system dropped, which
+    the suffix restores (so an unknown id of that kind is just unknown)."""
+    if not isinstance(value, str):
+        return False
+    value = value.strip()
+    if len(value) != 18 or not _ALPHANUMERIC.issuperset(value):
+        return False
+    id15 = value[:15]
+    if id15 in (id15.lower(), id15.upper()):
+        return False
+    return checksum(id15) != value[15:].upper()
+
+
+def unknown_id_note(value: object) -> str:
+    """What to add to "no record with id ``value``": why, when its suffix says so."""
+    return f" ({MISTYPED})" if mistyped_suffix(value) else ""
 
 
 def kind_of(value: str) -> RecordKind | None:

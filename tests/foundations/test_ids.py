@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ridercrm.ids import RecordKind, canonical_id, checksum, kind_of, new_id
+from ridercrm.ids import (
+    MISTYPED,
+    RecordKind,
+    canonical_id,
+    checksum,
+    id_problem,
+    kind_of,
+    mistyped_suffix,
+    new_id,
+    unknown_id_note,
+)
 
 ALPHANUMERIC = string.ascii_letters + string.digits
 
@@ -181,3 +191,43 @@ def test_malformed_input_gives_none(value: object) -> None:
 def test_kind_of_unknown_prefix_is_none() -> None:
     assert kind_of("001A0000006Vm9rIAC") is None
     assert kind_of("003A0000006Vm9rIAC") is RecordKind.CONTACT
+
+
+def test_a_suffix_that_cannot_be_the_checksum_is_called_mistyped() -> None:
+    for value in ("001A0000006Vm9r999", "001A0000006Vm9rBAC", " 003abcdefghijkl7AA "):
+        assert canonical_id(value) is None
+        assert id_problem(value) == MISTYPED
+        assert id_problem(value, RecordKind.CONTACT) == MISTYPED
+    assert id_problem("bogus") == "an id has 15 or 18 characters, this one 5"
+    assert id_problem("001A-000006Vm9r") == "an id has letters and digits only"
+    assert id_problem("001A0000006Vm9rIAC", RecordKind.CONTACT) == "it should start 003"
+
+
+@pytest.mark.parametrize(("id15", "id18"), KNOWN_PAIRS)
+def test_a_suffix_that_contradicts_the_case_of_the_first_15_is_mistyped(
+    id15: str, id18: str
+) -> None:
+    assert not mistyped_suffix(id18)
+    assert unknown_id_note(id18) == ""
+    for folded in (id18.lower(), id18.upper()):
+        # one case throughout: an id whose case was dropped, which the suffix restores
+        assert not mistyped_suffix(folded)
+    mixed = id15 not in (id15.lower(), id15.upper())
+    for other in ("AAA", "AAB", "5AC", "IAC"):
+        if other != id18[15:]:
+            assert mistyped_suffix(id15 + other) is mixed
+            assert mistyped_suffix(id15 + other.lower()) is mixed
+            assert unknown_id_note(id15 + other) == (f" ({MISTYPED})" if mixed else "")
+
+
+@given(id15s, st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", min_size=3, max_size=3))
+def test_only_the_checksum_fits_an_id_written_in_mixed_case(id15: str, suffix: str) -> None:
+    mixed = id15 not in (id15.lower(), id15.upper())
+    assert not mistyped_suffix(id15 + checksum(id15))
+    assert mistyped_suffix(id15 + suffix) is (mixed and suffix != checksum(id15))
+
+
+@pytest.mark.parametrize("value", [None, 15, "", "001A0000006Vm9r", "001A0000006Vm9rAA-"])
+def test_what_is_no_18_character_id_is_not_called_mistyped(value: object) -> None:
+    assert not mistyped_suffix(value)
+    assert unknown_id_note(value) == ""

@@ -120,7 +120,24 @@ def test_unknown_or_missing_id_fails_the_item(people: People) -> None:
     assert body["items_failed"] == 3
     assert body["details"][0]["errors"] == ["ID: no contact or lead with id 003000000000000AAA"]
     assert body["details"][1]["errors"] == ["ID: is required"]
-    assert body["details"][2]["errors"] == ["ID: bogus is not a valid record id"]
+    assert body["details"][2]["errors"] == [
+        "ID: bogus is not a valid record id (an id has 15 or 18 characters, this one 5)"
+    ]
+
+
+def test_an_id_whose_checksum_suffix_is_wrong_is_called_mistyped(people: People) -> None:
+    mistyped = "its last 3 characters are not the checksum of the first 15 (mistyped?)"
+    body = people.modify(
+        {"ID": "003A0000006Vm9r999", "city": "X"},  # 9 is no suffix character
+        {"ID": "003A0000006Vm9rAAA", "city": "X"},  # the checksum of 003A0000006Vm9r is IAC
+        {"ID": "003a0000006vm9rAAA", "city": "X"},  # one case throughout: merely unknown
+    )
+    assert body["items_failed"] == 3
+    assert [entry["errors"] for entry in body["details"]] == [
+        [f"ID: 003A0000006Vm9r999 is not a valid record id ({mistyped})"],
+        [f"ID: no contact or lead with id 003A0000006Vm9rAAA ({mistyped})"],
+        ["ID: no contact or lead with id 003a0000006vm9rAAA"],
+    ]
 
 
 def test_mixed_batch_writes_good_items_and_leaves_bad_ones_untouched(

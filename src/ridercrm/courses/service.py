@@ -32,7 +32,7 @@ from ridercrm.db import bulk_insert, utcnow
 from ridercrm.errors import DomainError
 from ridercrm.events import service as events
 from ridercrm.fields import error_messages, item_refusal, text
-from ridercrm.ids import RecordKind, canonical_id, new_id
+from ridercrm.ids import RecordKind, canonical_id, id_problem, new_id, unknown_id_note
 from ridercrm.notifications import service as notifications
 from ridercrm.people import service as people
 from ridercrm.people.models import LEAD, Person
@@ -168,7 +168,9 @@ def _change_status(
         asset_id = canonical_id(item.asset_id or "", RecordKind.ASSET)
         asset = repository.lock_asset(session, asset_id) if asset_id else None
         if asset is None:
-            raise ItemRejected(f"asset_id: no course with id {item.asset_id}")
+            raise ItemRejected(
+                f"asset_id: no course with id {item.asset_id}{unknown_id_note(item.asset_id)}"
+            )
         contact = people.lock_person(session, asset.person_id)
         assert contact is not None
         _fill(result, asset, contact)
@@ -387,13 +389,18 @@ def _person(item: CourseItem, batch: Batch) -> Person | None:
     if item.person_id is None:
         return None
     if canonical_id(item.person_id) is None:
-        raise ItemRejected(f"person_id: {item.person_id} is not a valid record id")
+        raise ItemRejected(
+            f"person_id: {item.person_id} is not a valid record id ({id_problem(item.person_id)})"
+        )
     try:
         person = batch.people.resolve(item.person_id)
     except people.UnresolvableId as exc:
         raise ItemRejected(f"person_id: {exc}") from None
     if person is None:
-        raise ItemRejected(f"person_id: no contact or lead with id {item.person_id}")
+        raise ItemRejected(
+            f"person_id: no contact or lead with id {item.person_id}"
+            + unknown_id_note(item.person_id)
+        )
     return person
 
 
@@ -401,7 +408,7 @@ def _product(raw_id: str, batch: Batch) -> Product:
     product_id = canonical_id(raw_id, RecordKind.PRODUCT)
     product = batch.products.get(product_id) if product_id else None
     if product is None:
-        raise ItemRejected(f"product_id: no product with id {raw_id}")
+        raise ItemRejected(f"product_id: no product with id {raw_id}{unknown_id_note(raw_id)}")
     return product
 
 
@@ -413,7 +420,9 @@ def _find_course(
         asset_id = canonical_id(item.asset_id, RecordKind.ASSET)
         asset = batch.by_id.get(asset_id) if asset_id else None
         if asset is None:
-            raise ItemRejected(f"asset_id: no course with id {item.asset_id}")
+            raise ItemRejected(
+                f"asset_id: no course with id {item.asset_id}{unknown_id_note(item.asset_id)}"
+            )
         _check_owner(item, asset, person)
         if (
             item.booking_number

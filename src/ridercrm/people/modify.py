@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from ridercrm.fields import error_messages, item_refusal
-from ridercrm.ids import canonical_id
+from ridercrm.ids import canonical_id, id_problem, unknown_id_note
 from ridercrm.people import service
 from ridercrm.people.schemas import ModifyResponse, PersonModify
 
@@ -92,13 +92,13 @@ def _apply(session: Session, raw: Any, held: service.Held) -> int:
     if cleared:
         raise _Rejected(cleared)
     if canonical_id(item.ID) is None:
-        raise _Rejected([f"ID: {item.ID} is not a valid record id"])
+        raise _Rejected([f"ID: {item.ID} is not a valid record id ({id_problem(item.ID)})"])
     try:
         person = held.resolve(item.ID)
     except service.UnresolvableId as exc:
         raise _Rejected([f"ID: {exc}"]) from None
     if person is None:
-        raise _Rejected([f"ID: no contact or lead with id {item.ID}"])
+        raise _Rejected([f"ID: no contact or lead with id {item.ID}{unknown_id_note(item.ID)}"])
     return service.apply_changes(session, person, changes)
 
 
