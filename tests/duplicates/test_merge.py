@@ -237,6 +237,19 @@ def test_the_merge_answers_the_fields_it_changed_as_its_dry_run_does(
     assert done["fields"] == preview["fields"]
 
 
+# The factory's stored address (testkit.factories.create_person).
+FULL_ADDRESS = {
+    "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "postcode": "3064",
+    "country": "Australia",
+}  # fmt: skip
+
+
+def assert_kept_full_address(done: dict[str, Any], full: str) -> None:
+    """The merge's survivor has ``full``'s whole address block, taken from ``full``."""
+    assert {name: done["fields"][name] for name in FULL_ADDRESS} == FULL_ADDRESS
+    assert done["sources"]["street"] == full
+
+
 def test_a_newer_postcode_alone_keeps_the_street_at_that_postcode(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
@@ -247,11 +260,7 @@ def test_a_newer_postcode_alone_keeps_the_street_at_that_postcode(
     full = create_person(client, admin_headers)
     same = create_person(client, admin_headers, email="ann.web@example.com", **no_address)
     done = merge(client, admin_headers, people=[full, same], survivor=full)
-    assert {name: done["fields"][name] for name in ("street", "city", "state", "postcode", "country")} == {
-        "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "postcode": "3064",
-        "country": "Australia",
-    }  # fmt: skip
-    assert done["sources"]["street"] == full
+    assert_kept_full_address(done, full)
     older = create_person(client, admin_headers, first_name="Bea")
     moved = create_person(client, admin_headers, first_name="Bea", postcode="2000", **no_address)
     done = merge(client, admin_headers, people=[older, moved], survivor=older)
@@ -277,11 +286,7 @@ def test_a_newer_address_without_street_or_postcode_keeps_the_fuller_one(
         client, admin_headers, email="ann.partial@example.com", **{**blank, **newest}
     )
     done = merge(client, admin_headers, people=[full, partial], survivor=full)
-    assert {name: done["fields"][name] for name in ("street", "city", "state", "postcode", "country")} == {
-        "street": "12 Main St", "city": "Craigieburn", "state": "VIC", "postcode": "3064",
-        "country": "Australia",
-    }  # fmt: skip
-    assert done["sources"]["street"] == full
+    assert_kept_full_address(done, full)
 
 
 @pytest.mark.parametrize(

@@ -389,12 +389,7 @@ def test_a_seat_offered_to_a_record_since_merged_is_taken_by_the_survivor(
     created, [booked] = full_session(seats)
     waiting, survivor = seats.person(), seats.person()
     assert seats.join(created["id"], waiting).status_code == 201
-    merged = client.post(
-        "/admin/people/merge",
-        json={"people": [waiting, survivor], "survivor": survivor},
-        headers=admin_headers,
-    )
-    assert merged.status_code == 200, merged.text
+    _merge(client, admin_headers, [waiting, survivor], survivor)
     seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
     assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered"]
     taken = seats.book(survivor)
@@ -416,12 +411,7 @@ def test_two_offers_merged_into_one_person_free_the_second_seat_when_booked(
     for course in booked:
         seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
     assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered", "offered", "waiting"]
-    merged = client.post(
-        "/admin/people/merge",
-        json={"people": [waiting, survivor], "survivor": survivor},
-        headers=admin_headers,
-    )
-    assert merged.status_code == 200, merged.text
+    _merge(client, admin_headers, [waiting, survivor], survivor)
     line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
     assert line == {waiting: "offered", survivor: "removed", next_in_line: "offered"}
     taken = seats.book(survivor)
@@ -444,12 +434,7 @@ def test_a_merged_record_still_waiting_leaves_the_line_when_its_survivor_takes_a
     for person in (survivor, waiting, next_in_line):
         assert seats.join(created["id"], person).status_code == 201
     seats.send({"asset_id": booked[0]["asset_id"], "course_status": "cancelled"})
-    merged = client.post(
-        "/admin/people/merge",
-        json={"people": [waiting, survivor], "survivor": survivor},
-        headers=admin_headers,
-    )
-    assert merged.status_code == 200, merged.text
+    _merge(client, admin_headers, [waiting, survivor], survivor)
     assert seats.book(survivor)["delivery"] == "true"
     seats.send({"asset_id": booked[1]["asset_id"], "course_status": "cancelled"})
     line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
