@@ -241,6 +241,9 @@ RUSSO = {**LEE, "first_name": "Luca", "last_name": "Russo", "email": None, "phon
         # a suffix on one side only, and no birth date to tell the two apart
         ({"first_name": "Luca Jr"}, {"date_of_birth": None}),
         ({"last_name": "Russo Jr", "email": "lr@example.com"}, {"email": "lr@example.com", "date_of_birth": None}),
+        # a suffix on one side only, and birth years thirty apart by one digit (1995/1965):
+        # another generation, not the father's year mistyped
+        ({"last_name": "Russo Jr", "date_of_birth": dt.date(1995, 6, 9)}, {"date_of_birth": dt.date(1965, 6, 9)}),
     ],
 )  # fmt: skip
 def test_a_generational_suffix_tells_a_father_from_his_son(
@@ -259,3 +262,6 @@ def test_a_suffix_with_the_same_birth_date_or_licence_is_the_same_person() -> No
     licensed = {**RUSSO, "drivers_license": "L7654321"}
     query = Identity.of(**{**licensed, "last_name": "Russo Jr", "date_of_birth": None})
     assert verdict(query, Identity.of(**{**licensed, "last_name": "Russo Sr"})).accepted
+    # a one-digit slip within one generation (1971/1977) is still the same person
+    slip = Identity.of(**{**RUSSO, "last_name": "Russo Jr", "date_of_birth": dt.date(1977, 6, 9)})
+    assert verdict(slip, Identity.of(**{**RUSSO, "date_of_birth": dt.date(1971, 6, 9)})).accepted

@@ -293,6 +293,15 @@ def generation_apart(query: dt.date | None, stored: dt.date | None) -> bool:
     return sum(map(operator.ne, _digits(query), _digits(stored))) > 1
 
 
+def decades_apart(query: dt.date | None, stored: dt.date | None) -> bool:
+    """Birth years ``GENERATION_YEARS`` or more apart, a keying slip or not (1965/1995)."""
+    return (
+        query is not None
+        and stored is not None
+        and (abs(query.year - stored.year) >= GENERATION_YEARS)
+    )
+
+
 # Generational suffixes (Jr., Sr., III) as name words, each with the generation it names:
 # written in either name field, last. docs/decisions.md, "Matching on real CRM traffic"
 _SUFFIXES = {

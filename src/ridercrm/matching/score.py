@@ -170,6 +170,7 @@ def evaluate(
         thresholds or Thresholds(),
         asset=asset,
         generation=apart,
+        decades=compare.decades_apart(query.date_of_birth, stored.date_of_birth),
         surnames=(query.last, stored.last),
         suffixes=_suffixes(query, stored),
         givens=(query.first, stored.first),
@@ -246,6 +247,7 @@ class Scorer:
             self.thresholds,
             asset=asset,
             generation=apart,
+            decades=compare.decades_apart(self.query.date_of_birth, stored.date_of_birth),
             surnames=(self.query.last, stored.last),
             suffixes=self._suffixes(stored),
             givens=(self.query.first, stored.first),
@@ -329,6 +331,7 @@ class Scorer:
         rule = _guard(
             found,
             generation=generation,
+            decades=compare.decades_apart(query.date_of_birth, stored.date_of_birth),
             surnames=(query.last, stored.last),
             suffixes=self._suffixes(stored),
             givens=(query.first, stored.first),
@@ -388,6 +391,7 @@ def _verdict(
     *,
     asset: bool,
     generation: bool,
+    decades: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
     suffixes: tuple[str | None, str | None],
     givens: tuple[Sequence[str], Sequence[str]],
@@ -397,8 +401,8 @@ def _verdict(
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
     accepted, rule = _decide(
-        found, weights, total, thresholds, generation=generation, surnames=surnames,
-        suffixes=suffixes, givens=givens,
+        found, weights, total, thresholds, generation=generation, decades=decades,
+        surnames=surnames, suffixes=suffixes, givens=givens,
     )  # fmt: skip
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
@@ -410,16 +414,21 @@ def _decide(
     thresholds: Thresholds,
     *,
     generation: bool,
+    decades: bool,
     surnames: tuple[Sequence[str], Sequence[str]],
     suffixes: tuple[str | None, str | None],
     givens: tuple[Sequence[str], Sequence[str]],
 ) -> tuple[bool, str]:
-    """``generation``: the birth dates are a generation apart (``compare.generation_apart``).
+    """``generation``: the birth dates are a generation apart (``compare.generation_apart``);
+    ``decades``: their years are, slip or not (``compare.decades_apart``).
 
     ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/matching/test_scoring.py compares them).
     """
-    rule = _guard(found, generation=generation, surnames=surnames, suffixes=suffixes, givens=givens)
+    rule = _guard(
+        found, generation=generation, decades=decades, surnames=surnames, suffixes=suffixes,
+        givens=givens,
+    )  # fmt: skip
     if rule is not None:
         return False, rule
     personal = (
@@ -436,6 +445,7 @@ def _guard(
     found: Mapping[str, str],
     *,
     generation: bool,
+    decades: bool = False,
     surnames: tuple[Sequence[str], Sequence[str]] = ((), ()),
     suffixes: tuple[str | None, str | None] = (None, None),
     givens: tuple[Sequence[str], Sequence[str]] = ((), ()),
@@ -484,7 +494,9 @@ def _guard(
        ``compare.generation_suffix``) that differ (Jr. and Sr.), or one on one side only
        while the birth dates do not agree (missing, or beyond a slip), with no agreeing
        licence: the name is carried by two generations, and only a birth date or a
-       licence tells which one this is.
+       licence tells which one this is. With a suffix on one side, years ten or more
+       apart (``decades``) are two generations even when one digit tells them apart
+       (1965/1995): the suffix says the name has two bearers.
     4d. A stranger: the family name differs outright, the e-mail and phones were
        compared and differ (the e-mail not nearly), the street does not agree and no
        licence agrees: only the given name, the birth date and the locality are shared.
@@ -559,7 +571,7 @@ def _guard(
     if licence_agrees:
         return None
     if suffixes[0] != suffixes[1] and (
-        (suffixes[0] and suffixes[1]) or found["date_of_birth"] in _BIRTH_UNSETTLED
+        (suffixes[0] and suffixes[1]) or decades or found["date_of_birth"] in _BIRTH_UNSETTLED
     ):
         return GUARD_SUFFIX
     # A namesake: a common name in one suburb, born another day, with a mailbox, mobile and
