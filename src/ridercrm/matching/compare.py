@@ -314,17 +314,38 @@ _SUFFIXES = {
 # Name endings that mark a masculine and a feminine form of one name in the communities
 # the business serves (Antonio/Antonia, Christos/Christina, Giorgos/Giorgia), and the
 # elements Punjabi given names end in (Gurpreet/Harpreet, Manpreet/Mandeep). A name with
-# no such ending is not read as masculine: Daniel/Daniela, but also Helen/Helena and
-# Isabel/Isabella, variants of one woman's name (docs/decisions.md, "Matching: twins named from one name, strangers in one suburb").
+# no such ending is not read as masculine by it (Helen/Helena and
+# Isabel/Isabella are variants of one woman's name; Daniel/Daniela are in _PAIRED) (docs/decisions.md, "Matching: twins named from one name, strangers in one suburb").
 _FEMININE = ("ina", "ella", "ela", "ia", "a")
 _MASCULINE = ("ios", "os", "us", "io", "is", "o")
+# Masculine names with no masculine ending, and the feminine forms made from them (a
+# closed list: an ending alone would read Helen/Helena, one woman, as two). Italian
+# masculine names in -e or -i are here too, since -e/-a (Anne/Anna, Marie/Maria) is one
+# woman's name written two ways in English; not Simone, Michele or Gabriele, which are
+# also women's names (English, German).
+_PAIRED = {
+    "adrian": ("adriana", "adrienne"), "albert": ("alberta",), "alexander": ("alexandra",),
+    "carl": ("carla",), "christian": ("christiana", "christina"),
+    "daniel": ("daniela", "daniella", "danielle"), "daniele": ("daniela",),
+    "denis": ("denise",), "dennis": ("denise",), "emanuel": ("emanuela",),
+    "emanuele": ("emanuela",), "eric": ("erica", "erika"), "erik": ("erika",),
+    "fabian": ("fabiana",), "gabriel": ("gabriela", "gabriella", "gabrielle"),
+    "george": ("georgia", "georgina"), "giovanni": ("giovanna",), "joseph": ("josephine",),
+    "julian": ("juliana", "julianne", "juliane"), "justin": ("justine",),
+    "karl": ("karla",), "louis": ("louisa",), "manuel": ("manuela",),
+    "marcel": ("marcela", "marcella"), "martin": ("martina",), "michael": ("michaela",),
+    "patrick": ("patricia",), "paul": ("paula", "pauline", "paulette"),
+    "rafael": ("rafaela",), "raffaele": ("raffaella",), "raphael": ("raphaela",),
+    "robert": ("roberta",), "samuel": ("samuela",), "stephen": ("stephanie",),
+    "steven": ("stephanie",), "victor": ("victoria",), "viktor": ("viktoria",),
+}  # fmt: skip
 _PUNJABI = ("preet", "deep", "jeet", "jit", "inder", "want", "veer", "vir", "meet", "pal",
             "bir", "jot", "leen", "neet")  # fmt: skip
 
 
 def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
     """Given names that are evidently two names, not one mistyped: the masculine and the
-    feminine form of one name (each with its ending), two Punjabi names sharing an element (Gurpreet/Harpreet)
+    feminine form of one name (each with its ending, or a pair of ``_PAIRED``), two Punjabi names sharing an element (Gurpreet/Harpreet)
     or a prefix (Manpreet/Manjeet), or compound names whose second names differ (John
     Paul/John Mark, Thi Lan/Thi Hoa). What twins are named; a typo rarely makes one."""
     if not query or not stored:
@@ -333,7 +354,12 @@ def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
     if q == s or same_name_family(q, s):
         return False
     return (
-        _gendered(q, s) or _gendered(s, q) or _punjabi(q, s) or _other_second_names(query, stored)
+        _gendered(q, s)
+        or _gendered(s, q)
+        or s in _PAIRED.get(q, ())
+        or q in _PAIRED.get(s, ())
+        or _punjabi(q, s)
+        or _other_second_names(query, stored)
     )
 
 
