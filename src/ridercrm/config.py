@@ -440,7 +440,13 @@ class Settings(BaseSettings):
         ),
     )
     notify_timeout_seconds: float = Field(
-        default=30.0, gt=0, le=300, description="Notifications: time an SMTP server or gateway has"
+        default=30.0,
+        gt=0,
+        le=300,
+        description=(
+            "Notifications: time an SMTP server or gateway has (an SMTP server acknowledging"
+            " a whole message has what is left of the lease)"
+        ),
     )
     notify_lease_seconds: float = Field(
         default=120.0,

@@ -280,6 +280,25 @@ def test_a_passing_refusal_is_retried(
     assert types.count("message.sent") == 1
 
 
+def test_a_server_slow_to_acknowledge_a_message_gets_one_copy(
+    settings: Settings, sessions: sessionmaker[Session], mailbox: Mailbox
+) -> None:
+    """The server keeps the message, then takes longer than the timeout to say so (content
+    scanning): the sender waits for the reply within its lease rather than retrying, so
+    the rider gets one copy, not two."""
+    mailbox.delay = 1.5
+    _person, asset_id = book(sessions, starts_in=5 * DAYS, person={"mobile_phone": None})
+    sender = _sender(
+        settings, sessions, smtp_url=mailbox.url, notify_timeout_seconds=0.5,
+        notify_lease_seconds=10,
+    )  # fmt: skip
+    sender.run_until_idle()
+    [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
+    assert row.status == SENT
+    assert row.attempts == 1
+    assert len(mailbox.envelopes) == 1
+
+
 def test_connection_failures_are_retried_then_failed(
     settings: Settings, sessions: sessionmaker[Session]
 ) -> None:

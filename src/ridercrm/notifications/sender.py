@@ -361,8 +361,16 @@ class MessageSender:
 
 
 def send_email(settings: Settings, job: Job) -> Outcome:
-    """Hand the e-mail to the SMTP server. 4xx and connection trouble: retry; 5xx: refused."""
+    """Hand the e-mail to the SMTP server. 4xx and connection trouble: retry; 5xx: refused.
+
+    Connecting, greeting and signing in each have ``RIDERCRM_NOTIFY_TIMEOUT_SECONDS``.
+    The message itself may wait longer for its reply: what is left of the claim's lease,
+    less a second. A server slow to acknowledge the end of a message (content scanning;
+    RFC 5321 allows it ten minutes) has already kept it, and a timeout there would send
+    the rider a second copy at the retry.
+    """
     assert job.mail is not None
+    started = time.monotonic()
     url = urlsplit(settings.smtp_url)
     query = {k: v[-1].lower() for k, v in parse_qs(url.query).items()}
     timeout = settings.notify_timeout_seconds
@@ -380,6 +388,9 @@ def send_email(settings: Settings, job: Job) -> Outcome:
                 smtp.starttls(context=ssl.create_default_context())
             if url.username:
                 smtp.login(unquote(url.username), unquote(url.password or ""))
+            left = settings.notify_lease_seconds - (time.monotonic() - started) - 1.0
+            if smtp.sock is not None and left > timeout:
+                smtp.sock.settimeout(left)
             smtp.send_message(job.mail, to_addrs=[job.recipient])
     except smtplib.SMTPRecipientsRefused as exc:
         code, text = next(iter(exc.recipients.values()))
