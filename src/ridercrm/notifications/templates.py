@@ -283,7 +283,8 @@ def render(template: Template, context: dict[str, Any]) -> Template:
             where = f" (line {line})" if line else ""
             raise TemplateProblem(f"{name}{where}: {exc.message or exc}") from None
         except Exception as exc:  # 1/0, 'a' + 1, {% include %}: the template's fault too
-            raise TemplateProblem(f"{name}: {type(exc).__name__}: {exc}") from None
+            # the reason in words, as a template's author reads it (not Python's class name)
+            raise TemplateProblem(f"{name}: {exc or 'the template failed'}") from None
     subject, text, html = parts
     return Template(" ".join(subject.split()), text, html)
 
