@@ -25,6 +25,8 @@ APP_TABLES = {table.name for table in Base.metadata.sorted_tables}
 # Tables the newest migration drops (0014: the duplicates re-check marks moved into
 # people.duplicate_touched_at): back after a downgrade by one.
 DROPPED_BY_HEAD = {"duplicate_touched"}
+# Migrations that change data, not the schema (0029: the keys of Greek-lettered names).
+DATA_ONLY = {"0029"}
 
 
 @pytest.fixture
@@ -118,10 +120,14 @@ def test_upgrade_from_empty_to_head_down_one_and_up_again(empty_engine: Engine) 
     downgrade(empty_engine, "-1")
     assert current_revision(empty_engine) == previous
     assert tables(empty_engine) <= APP_TABLES | DROPPED_BY_HEAD
-    # Down one undid the newest migration's change to the schema: a table, a column, an
-    # index or a foreign key it added is gone, or one it took away (0028: person_keys'
-    # foreign key to people) is back.
-    assert at_head ^ schema_objects(empty_engine)
+    if head in DATA_ONLY:
+        # a migration of data alone (0029: keys recomputed) leaves the schema as it was
+        assert schema_objects(empty_engine) == at_head
+    else:
+        # Down one undid the newest migration's change to the schema: a table, a column,
+        # an index or a foreign key it added is gone, or one it took away (0028:
+        # person_keys' foreign key to people) is back.
+        assert at_head ^ schema_objects(empty_engine)
 
     upgrade(empty_engine)
     assert current_revision(empty_engine) == head
@@ -267,3 +273,44 @@ def test_0028_keeps_every_key_and_takes_the_foreign_key_away(empty_engine: Engin
     assert inspect(empty_engine).get_foreign_keys("person_keys") == []
     assert keys() == stored
     assert one_b_tree()
+
+
+def test_0029_recomputes_the_keys_of_greek_lettered_names_only(empty_engine: Engine) -> None:
+    """A person whose name is written in Greek letters had keys made from those letters:
+    0029 replaces them with the keys of the name in Latin letters (ELOT 743), and leaves
+    everyone else's keys as they were."""
+    from sqlalchemy import delete, insert, select
+    from testkit.factories import person_body
+
+    from ridercrm.db import session_factory, session_scope
+    from ridercrm.people import service
+    from ridercrm.people.blocking import stored_keys
+    from ridercrm.people.index import identity_of
+    from ridercrm.people.models import CONTACT, PersonKey
+    from ridercrm.people.schemas import PersonCreate
+
+    upgrade(empty_engine)
+    ids: dict[str, str] = {}
+    expected: dict[str, set[int]] = {}
+    with session_scope(session_factory(empty_engine), write=True) as session:
+        for label, first, last in (("greek", "Γιώργος", "Παπαδόπουλος"), ("latin", "Ann", "Lee")):
+            body = person_body(first_name=first, last_name=last, email=f"{label}@example.com")
+            person = service.create_person(
+                session, kind=CONTACT, data=PersonCreate.model_validate(body)
+            )
+            ids[label] = person.id
+            expected[person.id] = stored_keys(identity_of(person))
+    downgrade(empty_engine, "0028")
+    with empty_engine.begin() as connection:
+        # the Greek-lettered person's keys as the earlier code made them: other ones
+        connection.execute(delete(PersonKey).where(PersonKey.person_id == ids["greek"]))
+        connection.execute(insert(PersonKey).values(key=12345, person_id=ids["greek"]))
+        # someone else's stale key is not 0029's business
+        connection.execute(insert(PersonKey).values(key=67890, person_id=ids["latin"]))
+    upgrade(empty_engine)
+    stored: dict[str, set[int]] = {}
+    with empty_engine.connect() as connection:
+        for key, person_id in connection.execute(select(PersonKey.key, PersonKey.person_id)):
+            stored.setdefault(person_id, set()).add(key)
+    assert stored[ids["greek"]] == expected[ids["greek"]]
+    assert stored[ids["latin"]] == expected[ids["latin"]] | {67890}

@@ -451,3 +451,29 @@ def test_the_match_threshold_is_the_apps_own_setting(
     assert refused.status_code == 200, refused.text
     assert refused.json()["receipt"] == "Match not found."
     assert matcher.ask(PEOPLE, query())["ID"] == ann
+
+
+@pytest.mark.parametrize(
+    ("stored", "asked"),
+    [
+        (("Γιώργος", "Παπαδόπουλος"), ("Giorgos", "Papadopoulos")),
+        (("Giorgos", "Papadopoulos"), ("Γιώργος", "Παπαδόπουλος")),
+        (("Ευαγγελία", "Κουτσούρη"), ("Evangelia", "Koutsouri")),
+    ],
+)
+def test_a_greek_name_is_found_in_either_alphabet(
+    matcher: Matcher,
+    client: TestClient,
+    admin_headers: dict[str, str],
+    stored: tuple[str, str],
+    asked: tuple[str, str],
+) -> None:
+    """A rider stored in Greek letters books in Latin ones, as their passport and licence
+    write the name (or the other way round): the same person, found."""
+    first, last = stored
+    person = create_person(
+        client, admin_headers, first_name=first, last_name=last, drivers_license=None
+    )
+    first, last = asked
+    body = matcher.ask(PEOPLE, query(first_name=first, last_name=last))
+    assert body["ID"] == person, body

@@ -118,3 +118,27 @@ def test_state(raw: str, expected: str) -> None:
 )
 def test_postcode(raw: object, expected: str | None) -> None:
     assert normalize.postcode(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "tokens"),
+    [
+        # as a Greek passport writes them (ELOT 743)
+        ("Γιώργος Παπαδόπουλος", ("giorgos", "papadopoulos")),
+        ("ΕΥΑΓΓΕΛΙΑ ΚΟΥΤΣΟΥΡΗ", ("evangelia", "koutsouri")),
+        ("Σταύρος", ("stavros",)),
+        ("Ευστάθιος", ("efstathios",)),
+        ("Μπούρας", ("bouras",)),
+        ("Λαμπράκης", ("lamprakis",)),
+        ("Ντίνος", ("dinos",)),
+        ("Παντελής", ("pantelis",)),
+        ("Αγγελική Οικονόμου", ("angeliki", "oikonomou")),
+        ("Χρήστος Θεοδωρόπουλος", ("christos", "theodoropoulos")),
+        ("Ψαρράς", ("psarras",)),
+        ("Anna-Μαρία", ("anna", "maria")),
+    ],
+)  # fmt: skip
+def test_greek_names_read_as_a_greek_passport_writes_them(
+    raw: str, tokens: tuple[str, ...]
+) -> None:
+    assert normalize.name_tokens(raw) == tokens

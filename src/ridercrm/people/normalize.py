@@ -8,6 +8,7 @@ import unicodedata
 import phonenumbers
 
 from ridercrm.memo import memo
+from ridercrm.people.greek import greek_to_latin
 
 DEFAULT_REGION = "AU"
 
@@ -45,14 +46,15 @@ def strip_accents(text: str) -> str:
 
 @memo()
 def name_tokens(text: str | None) -> tuple[str, ...]:
-    """A name as lower-case ASCII words: accents, case and punctuation gone.
+    """A name as lower-case ASCII words: accents, case and punctuation gone, Greek
+    letters in Latin ones (``greek_to_latin``).
 
     Apostrophes join (O'Brien -> obrien); hyphens and other separators split
     (Nguyen-Tran -> nguyen tran), so compound surnames compare word by word.
     """
     if not text:
         return ()
-    folded = strip_accents(text).casefold()
+    folded = greek_to_latin(strip_accents(text).casefold())
     folded = _APOSTROPHES.sub("", folded)
     folded = _SEPARATORS.sub(" ", folded)
     folded = _NOT_WORD.sub("", folded)
