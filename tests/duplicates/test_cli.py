@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.db import session_scope
 from ridercrm.demo import load_demo
+from ridercrm.demo_courses import CHLOE, CHLOE_AGAIN
+from ridercrm.duplicates.models import PersonMerge
+from ridercrm.people.models import Person
 from tests.transfer.helpers import cli
 
 
@@ -62,3 +67,32 @@ def test_ids_past_what_the_store_holds_are_refused_by_the_command_line(db_url: s
     assert missing.exit_code == 1, missing.output
     assert "no cluster with id 2147483647" in missing.output
     assert cli(db_url, "duplicates", "show", str(2**31)).exit_code == 2
+
+
+def test_merge_refuses_options_it_would_otherwise_ignore(
+    db_url: str, sessions: sessionmaker[Session]
+) -> None:
+    """A `--field` without `=`, a field named twice, or person ids given with
+    `--cluster` are usage errors (exit 2) that change nothing: they were dropped, and the
+    merge went ahead with the defaults (or merged the cluster's people, not the ids
+    named)."""
+    load_demo(sessions)
+    assert cli(db_url, "duplicates", "scan").exit_code == 0
+    clusters = json.loads(cli(db_url, "duplicates", "list", "--json").stdout)["clusters"]
+    other = next(c for c in clusters if CHLOE not in c["people"])
+    for args, said in (
+        (["--field", "email", "--survivor", CHLOE], "'--field': email: give it as name=person id"),
+        (
+            ["--field", f"email={CHLOE}", "--field", f"email={CHLOE_AGAIN}"],
+            "'--field': email is given twice",
+        ),
+    ):
+        refused = cli(db_url, "duplicates", "merge", CHLOE, CHLOE_AGAIN, *args)
+        assert refused.exit_code == 2, (args, refused.output)
+        assert said in " ".join(refused.output.split()), refused.output
+    both = cli(db_url, "duplicates", "merge", CHLOE, CHLOE_AGAIN, "--cluster", str(other["id"]))
+    assert both.exit_code == 2, both.output
+    assert "person ids or --cluster, not both" in " ".join(both.output.split()), both.output
+    with session_scope(sessions) as session:
+        assert session.scalars(select(PersonMerge.id)).all() == []
+        assert session.scalars(select(Person.id).where(Person.merged_into.is_not(None))).all() == []

@@ -273,9 +273,11 @@ def merge_command(
 ) -> None:
     """Merge people (or a cluster) into one survivor; people the matcher scores as
     different are refused unless --force."""
+    if people and cluster is not None:
+        raise typer.BadParameter("give person ids or --cluster, not both", param_hint="people")
+    fields = _field_choices(field or [])
     settings = Settings()
     same = None if force else SameCheck.of(settings)
-    fields = dict(item.split("=", 1) for item in field or [] if "=" in item)
     arguments = {
         "people": people, "cluster": cluster, "survivor": survivor, "fields": fields, "force": force,
     }  # fmt: skip
@@ -299,6 +301,22 @@ def merge_command(
         settings, operation="cli.duplicates_merge",
         command="ridercrm duplicates merge", arguments=arguments, action=action, dry_run=dry_run,
     )  # fmt: skip
+
+
+def _field_choices(items: list[str]) -> dict[str, str]:
+    """``--field name=person id`` options as a mapping; one that is not of that form, or
+    names a field twice, is a usage error (never dropped, nor the last one kept)."""
+    fields: dict[str, str] = {}
+    for item in items:
+        name, equals, person = item.partition("=")
+        if not equals:
+            raise typer.BadParameter(
+                f"{item[:80]}: give it as name=person id", param_hint="'--field'"
+            )
+        if name in fields:
+            raise typer.BadParameter(f"{name[:80]} is given twice", param_hint="'--field'")
+        fields[name] = person
+    return fields
 
 
 @duplicates_app.command("unmerge")
