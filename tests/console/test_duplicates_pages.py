@@ -374,3 +374,59 @@ def test_a_cluster_whose_people_now_score_as_different_merges_only_when_forced(
     )
     assert forced.status_code == 200, forced.text
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann
+
+
+def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    engine: Engine,
+    pair: dict[str, Any],
+) -> None:
+    """*Merge these records* makes the merge previewed: a value written since the
+    preview (here the e-mail the merge replaces) would be overwritten unseen, so the
+    merge is refused with the reason and nothing changes; previewed again, it is made."""
+    staff = console_as("staff")
+    token = csrf(staff)
+    ann, again, cluster = pair["ann"], pair["again"], pair["cluster"]
+    shown = staff.post(
+        f"/console/duplicates/{cluster}/preview",
+        data={"csrf": token, "survivor": ann, "field.email": again},
+    )
+    assert shown.status_code == 200, shown.text
+    confirm = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', shown.text))
+    changed = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": ann, "email": "ann.new@example.com"}]},
+        headers=admin_headers,
+    )
+    assert changed.json()["status"] is True, changed.text
+    before = snapshot(engine)
+    stale = staff.post(f"/console/duplicates/{cluster}/merge", data=confirm)
+    assert stale.status_code == 400, stale.text
+    assert f"{ann} changed since the preview" in stale.text
+    after = snapshot(engine)
+    assert {k: v for k, v in after.items() if k != "audit_records"} == {
+        k: v for k, v in before.items() if k != "audit_records"
+    }
+    with session_scope(sessions) as session:
+        failure = session.scalars(
+            select(AuditRecord.failure_reason).where(
+                AuditRecord.operation == "console.merge_duplicates"
+            )
+        ).one()
+    assert failure is not None
+    assert "changed since the preview" in failure
+
+    again_shown = staff.post(
+        f"/console/duplicates/{cluster}/preview",
+        data={"csrf": token, "survivor": ann, "field.email": again},
+    )
+    assert "ann.new@example.com" in again_shown.text  # the value it replaces, now seen
+    confirm = dict(
+        re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', again_shown.text)
+    )
+    merged = staff.post(f"/console/duplicates/{cluster}/merge", data=confirm)
+    assert merged.status_code == 200, merged.text
+    assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann

@@ -140,9 +140,24 @@ def preview(
     cluster = service.find_cluster(session, cluster_id)
     if cluster is None:
         raise merge.MergeError(NOT_FOUND, f"no cluster with id {cluster_id}")
-    return service.decide(
+    planned = service.decide(
         session, cluster, decision="merge", survivor=survivor, fields=fields, dry_run=True
     )
+    # Each member as the preview read it: the merge confirmed from it is refused if one
+    # changed since (``changed_since``), rather than overwrite a value nobody saw.
+    members = _people(session, {planned["survivor"], *planned["merged"]})
+    planned["seen"] = {pid: person.updated_at.isoformat() for pid, person in members.items()}
+    return planned
+
+
+def changed_since(session: Session, merge_id: int, seen: dict[str, str]) -> list[str]:
+    """The members of a merge just made (in this transaction) that were not as a preview
+    read them (``seen``: each member's ``updated_at``), or that it did not name."""
+    record = merge.find_merge(session, merge_id)
+    assert record is not None
+    members = [record.survivor_id, *record.merged_ids]
+    held = {pid: record.before[pid]["updated_at"] for pid in members}
+    return sorted(pid for pid in held.keys() | seen.keys() if held.get(pid) != seen.get(pid))
 
 
 def course_counts(session: Session, person_ids: list[str]) -> dict[str, int]:

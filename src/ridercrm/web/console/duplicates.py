@@ -25,6 +25,7 @@ router = ConsoleRouter(prefix="/duplicates")
 
 MAX_ID = 2**62  # ids are database integers, as in the admin API
 FIELD_PREFIX = "field."
+SEEN_PREFIX = "seen."  # the confirming form: each member's updated_at as previewed
 LABELS = {
     "first_name": "First name",
     "last_name": "Last name",
@@ -256,6 +257,11 @@ async def _decide(
     found = _cluster_id(cluster_id)
     survivor, fields = chosen
     forced = posted.form.get("force", "") == "yes"
+    seen = {
+        name.removeprefix(SEEN_PREFIX)[:40]: value[:40]
+        for name, value in posted.form.items()
+        if name.startswith(SEEN_PREFIX)
+    }
     context = frame.services_of(posted.request)
     same = None if forced else SameCheck.of(context.settings)
 
@@ -263,7 +269,7 @@ async def _decide(
         cluster = service.find_cluster(session, found)
         if cluster is None:
             raise frame.ConsoleProblem(f"no cluster with id {found}")
-        return service.decide(
+        result = service.decide(
             session,
             cluster,
             decision=decision,
@@ -272,10 +278,17 @@ async def _decide(
             audit_id=frame.change_audit_id(),
             same=same if decision == "merge" else None,
         )
+        changed = review.changed_since(session, result["merge_id"], seen) if seen else []
+        if changed:  # raised: the merge rolls back
+            raise frame.ConsoleProblem(
+                f"{', '.join(changed)} changed since the preview; nothing was changed"
+                " (preview the merge again to see the values it would replace)"
+            )
+        return result
 
     asked: dict[str, Any] = {"cluster": found, "decision": decision}
     if decision == "merge":
-        asked |= {"survivor": survivor, "fields": fields, "force": forced}
+        asked |= {"survivor": survivor, "fields": fields, "force": forced, "seen": seen}
     return await posted.change(asked=asked, work=work)
 
 
