@@ -430,3 +430,37 @@ def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
     merged = staff.post(f"/console/duplicates/{cluster}/merge", data=confirm)
     assert merged.status_code == 200, merged.text
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann
+
+
+def test_ids_past_what_the_store_holds_name_nothing_on_every_duplicates_address(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    pair: dict[str, Any],
+) -> None:
+    """A cluster or merge id is an INTEGER column (32 bits on PostgreSQL): a larger
+    number names nothing (404, or 400 for a page's `before` and in the admin API),
+    never the driver's NumericValueOutOfRange as a 500."""
+    staff = console_as("staff")
+    token = csrf(staff)
+    for number in (str(2**31), str(2**62)):
+        for path in (f"/console/duplicates/{number}", f"/console/duplicates/merges/{number}"):
+            assert staff.get(path).status_code == 404, path
+        for path in ("merge", "preview", "dismiss", "skip"):
+            answer = staff.post(f"/console/duplicates/{number}/{path}", data={"csrf": token})
+            assert answer.status_code == 404, (path, answer.text)
+        undo = staff.post(f"/console/duplicates/merges/{number}/undo", data={"csrf": token})
+        assert undo.status_code == 404, undo.text
+        paged = staff.get("/console/duplicates", params={"before": number})
+        assert paged.status_code == 400, paged.text
+        for answer in (
+            client.get(f"/admin/duplicates/{number}", headers=admin_headers),
+            client.get("/admin/duplicates", params={"before": number}, headers=admin_headers),
+            client.post(
+                f"/admin/duplicates/{number}/decide", json={"decision": "skip"},
+                headers=admin_headers,
+            ),
+            client.post(f"/admin/people/merge/{number}/undo", headers=admin_headers),
+        ):  # fmt: skip
+            assert answer.status_code == 400, (answer.request.url, answer.text)
+            assert "less than or equal to 2147483647" in answer.text

@@ -14,6 +14,9 @@ OPEN = "open"
 DISMISSED = "dismissed"
 SKIPPED = "skipped"
 MERGED = "merged"
+# The largest id a cluster or merge can have: an INTEGER column, 32 bits on PostgreSQL.
+# A larger number names nothing; sent to the database it is NumericValueOutOfRange.
+MAX_ID = 2**31 - 1
 
 
 class PersonMerge(Base):

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ridercrm.duplicates import merge, review, service
+from ridercrm.duplicates import merge, models, review, service
 from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.ids import canonical_id
 from ridercrm.web.console import frame
@@ -23,7 +23,7 @@ from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
 router = ConsoleRouter(prefix="/duplicates")
 
-MAX_ID = 2**62  # ids are database integers, as in the admin API
+MAX_ID = models.MAX_ID  # ids are database integers (32 bits on PostgreSQL), as in the admin API
 FIELD_PREFIX = "field."
 SEEN_PREFIX = "seen."  # the confirming form: each member's updated_at as previewed
 LABELS = {

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.duplicates import merge, service
+from ridercrm.duplicates import merge, models, service
 from ridercrm.duplicates.schemas import (
     MERGE_EXAMPLE,
     ClusterDetail,
@@ -27,8 +27,8 @@ from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
 
-# Ids are database integers: a larger number names nothing (and would overflow SQLite).
-MAX_ID = 2**62
+# Ids are database integers (32 bits on PostgreSQL): a larger number names nothing.
+MAX_ID = models.MAX_ID
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 admin = Operations(router, "admin", scope="admin")
