@@ -404,3 +404,16 @@ def test_an_allowance_may_name_one_port_of_a_host(
     make_deliverer(webhook_allowed_hosts="").run_until_idle()
     (got,) = receiver.delivered()
     assert got.verifies_with(made.json()["secret"])
+
+
+def test_a_page_before_an_id_past_what_the_store_holds_is_refused_not_a_500(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """Delivery ids are 32-bit integers in the store: a ``before`` past 2**31-1 is a 400
+    naming the range (on PostgreSQL it was a 500: the value did not fit the column)."""
+    endpoint, _ = register(client, admin_headers, "http://127.0.0.1:9/hook", "person.created")
+    path = f"/admin/webhooks/{endpoint}/deliveries"
+    assert client.get(path, params={"before": 2**31 - 1}, headers=admin_headers).status_code == 200
+    response = client.get(path, params={"before": 2**31}, headers=admin_headers)
+    assert response.status_code == 400, response.text
+    assert "before" in response.text

@@ -225,7 +225,7 @@ def deliveries_asked(
     webhook_id: str,
     status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
     limit: int = Query(50, ge=1, le=1000),
-    before: int | None = Query(None, ge=1, le=2**62, description="next_before of a page"),
+    before: int | None = Query(None, ge=1, le=2**31 - 1, description="next_before of a page"),
 ) -> DeliveriesAsked:
     """The endpoint the path names, and the query of its deliveries."""
     return DeliveriesAsked(webhook_id, status, limit, before)
