@@ -23,6 +23,8 @@ HOSTILE_VALUES = [
     "%C2%B9%C2%B2",  # ¹²
     "%D9%A1",  # Arabic-Indic one
     "9" * 30,
+    "2147483648",  # one past a 32-bit integer column (PostgreSQL refuses it: was a 500)
+    "9223372036854775808",  # one past a 64-bit integer
     "-1",
     "0",
     "+1",

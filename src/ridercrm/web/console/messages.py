@@ -84,7 +84,13 @@ async def messages_page(visit: Visit) -> Response:
 @router.page("/messages/{message_id}", role="viewer", name="message")
 async def message_page(visit: Visit, message_id: str) -> Response:
     """One message as it was sent (or would have been): subject, text, HTML, status."""
-    if not message_id.isascii() or not message_id.isdigit() or len(message_id) > 12:
+    # message ids are 32-bit integers in the store (PostgreSQL refuses a larger one)
+    if (
+        not message_id.isascii()
+        or not message_id.isdigit()
+        or len(message_id) > 12
+        or int(message_id) > 2**31 - 1
+    ):
         raise frame.ConsoleRefusal(404, f"There is no message {message_id[:40]}.")
     row = await visit.read(lambda session: session.get(Message, int(message_id)))
     if row is None:
