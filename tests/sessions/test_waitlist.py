@@ -649,3 +649,41 @@ def test_a_seat_a_merge_passes_on_is_held_as_the_setting_says(
     until = dt.datetime.fromisoformat(offer["offered_until"])
     left = until - dt.datetime.now(dt.UTC)
     assert dt.timedelta(hours=1.9) < left <= dt.timedelta(hours=2), left
+
+
+@pytest.mark.parametrize("ended_by", ["booking", "leaving", "lapse"])
+def test_an_offer_made_before_a_merge_is_not_sent_after_it_ended(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    sessions: sessionmaker[Session],
+    ended_by: str,
+) -> None:
+    """The merge moves the offer's queued message to the survivor while the line entry
+    stays the merged record's: when the offer ended (the survivor booked the seat, left
+    the line, or the hold lapsed) the message stayed pending, and would be sent."""
+    import datetime as dt
+
+    from ridercrm.db import session_scope
+    from ridercrm.notifications.models import Message
+    from ridercrm.sessions import seats as seat_rules
+
+    seats = Seats(client, admin_headers)
+    created, [booked] = full_session(seats)
+    waiting, survivor = seats.person(), seats.person()
+    assert seats.join(created["id"], waiting).status_code == 201
+    seats.send({"asset_id": booked["asset_id"], "course_status": "cancelled"})
+    _merge(client, admin_headers, [waiting, survivor], survivor)
+    if ended_by == "booking":
+        assert seats.book(survivor)["delivery"] == "true"
+    elif ended_by == "leaving":
+        path = f"/crm/sessions/{created['id']}/waitlist/{survivor}"
+        assert client.delete(path, headers=admin_headers).status_code == 200
+    else:
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+        with session_scope(sessions, write=True) as session:
+            assert seat_rules.lapse_offers(session, now=later) == [(created["id"], waiting)]
+    with sessions() as session:
+        pending = session.scalars(
+            select(Message.id).where(Message.kind == "waitlist_offer", Message.status == "pending")
+        ).all()
+    assert pending == []

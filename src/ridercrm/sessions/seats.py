@@ -240,6 +240,25 @@ def standing_for(person_ids: Collection[str]) -> Any:
     return select(chain.c.id)
 
 
+def standing_as(person_ids: Any) -> Any:
+    """A select of these ids (a list or a select) and the ids of the records they were
+    converted or merged into, through any number of hops: :func:`standing_for` the other
+    way."""
+    people = cast(Table, Person.__table__)
+    chain = (
+        select(people.c.id, people.c.merged_into, people.c.converted_contact_id)
+        .where(people.c.id.in_(person_ids))
+        .cte(recursive=True, nesting=True)
+    )
+    chain = chain.union(
+        select(people.c.id, people.c.merged_into, people.c.converted_contact_id).join(
+            chain,
+            or_(people.c.id == chain.c.merged_into, people.c.id == chain.c.converted_contact_id),
+        )
+    )
+    return select(chain.c.id)
+
+
 def release(session: Session, place: Place) -> None:
     """Free a seat at ``place`` and hold it for the first person waiting."""
     found = _session_id(session, place)
@@ -437,13 +456,21 @@ def _course_of(session: Session, session_id: str) -> Any:
     ).one()
 
 
-def offers_ended(session: Session, session_id: str, person_ids: Any, reason: str) -> None:
+def offers_ended(
+    session: Session, session_id: str, person_ids: Any, reason: str, *, merging: bool = False
+) -> None:
     """The offers of these people (ids, or a select of them) in a session ended: their
-    queued "a place is held for you" messages are superseded with ``reason``."""
+    queued "a place is held for you" messages are superseded with ``reason``.
+
+    A merge moves a record's messages to its survivor, so the messages of an offer made
+    to a merged record are looked for under the records it now stands as too (they
+    stayed pending when the survivor booked that seat, or the offer lapsed) -- except
+    within the merge (``merging``): its messages have not moved yet, and the survivor's
+    own are those of the offer it keeps."""
     row = _course_of(session, session_id)
     notifications.withdraw_seat_offers(
         session,
-        person_ids=person_ids,
+        person_ids=person_ids if merging else standing_as(person_ids),
         product_id=row.product_id,
         location=row.location,
         course_datetime=row.course_datetime,
@@ -551,7 +578,9 @@ def lines_merged(session: Session, survivor_id: str, seated: Collection[Place]) 
     # a seat went to a record of this very person still waiting further down the line.
     for session_id, person_ids in offers.items():
         _counts(session, session_id, held=-len(person_ids))
-        offers_ended(session, session_id, person_ids, "merged with a record that has a place")
+        offers_ended(
+            session, session_id, person_ids, "merged with a record that has a place", merging=True
+        )
         offer_free_seats(session, session_id)
     return ended
 
