@@ -1,0 +1,352 @@
+"""Seats and the waiting list under concurrent requests (docs/decisions.md, "Course
+sessions"): a real server, threads released together by a barrier, on each database.
+
+Whatever order the requests land in, a user depends on the same things: never more
+bookings than seats, every request answered (no 500), each freed seat held for exactly
+one person waiting, nobody lost, nobody seated twice or seated and waiting at once, and
+the session's stored counts equal to its rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ridercrm.config import Settings
+from ridercrm.courses.models import Asset
+from ridercrm.notifications.models import Message
+from ridercrm.people.models import Person
+from ridercrm.sessions.models import IN_LINE, OFFERED, CourseSession, WaitlistEntry
+from ridercrm.sessions.seats import SEAT_STATUSES
+from tests.live import live_server
+from tests.sessions.helpers import PATH, Seats
+
+FULL = "Course is full."
+
+
+@pytest.fixture
+def http(settings: Settings) -> Iterator[httpx.Client]:
+    with live_server(settings) as base_url, httpx.Client(base_url=base_url, timeout=60) as client:
+        yield client
+
+
+def together(*calls: Callable[[], httpx.Response]) -> list[httpx.Response]:
+    """Run the calls in threads released at once; their answers, in the calls' order."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], httpx.Response]) -> httpx.Response:
+        barrier.wait(timeout=30)
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        answers = list(pool.map(run, calls))
+    assert [a.status_code for a in answers if a.status_code >= 500] == [], [
+        a.text for a in answers if a.status_code >= 500
+    ]
+    return answers
+
+
+class Racer:
+    """Requests to the live server, one call each, for :func:`together`."""
+
+    def __init__(self, http: httpx.Client, seats: Seats, session_id: str) -> None:
+        self.http, self.seats, self.session_id = http, seats, session_id
+        self.headers = seats.headers
+
+    def book(self, person_id: str) -> Callable[[], httpx.Response]:
+        item = self.seats.item(person_id)
+        return lambda: self.http.post(PATH, json={"people_product": [item]}, headers=self.headers)
+
+    def book_or_wait(self, person_id: str) -> Callable[[], httpx.Response]:
+        """What the booking website does: book, and join the waiting list if full."""
+        booking = self.book(person_id)
+
+        def call() -> httpx.Response:
+            booked = booking()
+            if booked.status_code != 200 or receipt(booked) != FULL:
+                return booked
+            return self.http.post(
+                f"/crm/sessions/{self.session_id}/waitlist",
+                json={"person_id": person_id},
+                headers=self.headers,
+            )
+
+        return call
+
+    def cancel(self, asset_id: str) -> Callable[[], httpx.Response]:
+        item = {"asset_id": asset_id, "course_status": "cancelled"}
+        return lambda: self.http.post(PATH, json={"people_product": [item]}, headers=self.headers)
+
+    def leave(self, person_id: str) -> Callable[[], httpx.Response]:
+        path = f"/crm/sessions/{self.session_id}/waitlist/{person_id}"
+        return lambda: self.http.delete(path, headers=self.headers)
+
+    def merge(self, people: list[str], survivor: str) -> Callable[[], httpx.Response]:
+        body = {"people": people, "survivor": survivor}
+        return lambda: self.http.post("/admin/people/merge", json=body, headers=self.headers)
+
+
+def receipt(answer: httpx.Response) -> str:
+    assert answer.status_code == 200, answer.text
+    [detail] = answer.json()["details"]
+    return str(detail["receipt"])
+
+
+def delivered(answer: httpx.Response) -> bool:
+    assert answer.status_code == 200, answer.text
+    [detail] = answer.json()["details"]
+    return bool(detail["delivery"] == "true")
+
+
+def stored(sessions: sessionmaker[Session], session_id: str) -> dict[str, Any]:
+    """The session as its rows say, checked against its counts: seated people, the line
+    in order, everyone who left it, and the counts."""
+    with sessions() as session:
+        row = session.get(CourseSession, session_id)
+        assert row is not None
+        survivor = {
+            p.id: p.merged_into or p.id for p in session.scalars(select(Person))
+        }  # one hop: enough for these tests
+        seated = [
+            survivor[a.person_id]
+            for a in session.scalars(
+                select(Asset).where(
+                    Asset.product_id == row.product_id,
+                    Asset.course_location == row.location,
+                    Asset.course_datetime == row.course_datetime,
+                    Asset.course_status.in_(SEAT_STATUSES),
+                )
+            )
+        ]
+        entries = list(
+            session.scalars(
+                select(WaitlistEntry)
+                .where(WaitlistEntry.session_id == session_id)
+                .order_by(WaitlistEntry.rank, WaitlistEntry.id)
+            )
+        )
+        messages = list(
+            session.scalars(
+                select(Message).where(Message.kind == "waitlist_offer", Message.channel == "email")
+            )
+        )
+        counts = (row.seats, row.booked, row.held)
+    offers = Counter(m.person_id for m in messages)
+    line = [e for e in entries if e.state in IN_LINE]
+    in_line = [survivor[e.person_id] for e in line]
+    seats_on_sale, booked, held = counts
+    assert seats_on_sale is not None
+    assert booked == len(seated), (booked, seated)
+    assert held == sum(e.state == OFFERED for e in line), (held, line)
+    assert booked + held <= seats_on_sale, counts
+    assert len(set(seated)) == len(seated), f"seated twice: {seated}"
+    assert len(set(in_line)) == len(in_line), f"in line twice: {in_line}"
+    assert not set(seated) & set(in_line), f"seated and waiting: {set(seated) & set(in_line)}"
+    assert len({e.rank for e in line}) == len(line), [(e.person_id, e.rank) for e in line]
+    # The rider hears of a held seat while it is held, and only then.
+    told = Counter(survivor[m.person_id] for m in messages if m.status != "superseded")
+    assert told == Counter(survivor[e.person_id] for e in line if e.state == OFFERED), [
+        (m.person_id, m.status, m.reason) for m in messages
+    ]
+    return {
+        "seated": set(seated),
+        "line": [(e.person_id, e.state) for e in line],
+        "left": {e.person_id: e.state for e in entries if e.state not in IN_LINE},
+        "booked": booked,
+        "held": held,
+        "offers": offers,
+    }
+
+
+def test_concurrent_bookings_fill_the_seats_and_the_rest_wait_in_one_line(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Twelve people book three seats at once, each joining the waiting list when told
+    the course is full: three are seated, nine wait, each at the position they were told."""
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=3)
+    people = [seats.person() for _ in range(12)]
+    racer = Racer(http, seats, created["id"])
+
+    answers = together(*(racer.book_or_wait(p) for p in people))
+
+    booked = {p for p, a in zip(people, answers, strict=True) if a.status_code == 200}
+    assert all(delivered(a) for a in answers if a.status_code == 200)
+    joined = {p: a for p, a in zip(people, answers, strict=True) if a.status_code != 200}
+    assert {a.status_code for a in joined.values()} == {201}, [a.text for a in joined.values()]
+    assert len(booked) == 3
+    told = sorted((a.json()["position"], p) for p, a in joined.items())
+    assert [position for position, _ in told] == list(range(1, 10))
+    after = stored(sessions, created["id"])
+    assert after["seated"] == booked
+    assert after["line"] == [(p, "waiting") for _, p in told]
+    assert (after["booked"], after["held"]) == (3, 0)
+    read = seats.read(created["id"])
+    assert (read["booked"], read["held"], read["seats_left"], read["waitlist"]) == (3, 0, 0, 9)
+
+
+def test_seats_freed_while_others_book_are_held_each_for_one_person_waiting(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Riders cancel and leave the line while strangers book: every freed seat is held
+    for the first person still waiting (never sold to a stranger, never held twice), a
+    held seat taken or given up passes on, and strangers queue behind."""
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=3)
+    session_id = created["id"]
+    racer = Racer(http, seats, session_id)
+    s1, s2, s3 = (seats.book() for _ in range(3))
+    w1, w2, w3, w4, w5 = (seats.person() for _ in range(5))
+    for person in (w1, w2, w3, w4, w5):
+        assert seats.join(session_id, person).status_code == 201
+
+    # Two cancel and the third in line leaves, while four strangers book.
+    strangers = [seats.person() for _ in range(4)]
+    answers = together(
+        racer.cancel(s1["asset_id"]),
+        racer.cancel(s2["asset_id"]),
+        racer.leave(w3),
+        *(racer.book_or_wait(x) for x in strangers),
+    )
+    assert [delivered(a) for a in answers[:2]] == [True, True]
+    assert answers[2].status_code == 200, answers[2].text
+    assert [a.status_code for a in answers[3:]] == [201] * 4, [a.text for a in answers[3:]]
+    after = stored(sessions, session_id)
+    assert after["line"][:4] == [(w1, OFFERED), (w2, OFFERED), (w4, "waiting"), (w5, "waiting")]
+    assert sorted(p for p, _ in after["line"][4:]) == sorted(strangers)
+    assert after["left"] == {w3: "removed"}
+    assert (after["booked"], after["held"]) == (1, 2)
+    assert after["offers"] == {w1: 1, w2: 1}
+
+    # The first takes the seat held for them, the second gives theirs up, the last
+    # seated rider cancels, and three more strangers book: both freed seats are held
+    # for the next two waiting.
+    more = [seats.person() for _ in range(3)]
+    answers = together(
+        racer.book(w1),
+        racer.leave(w2),
+        racer.cancel(s3["asset_id"]),
+        *(racer.book_or_wait(y) for y in more),
+    )
+    assert delivered(answers[0]), answers[0].text
+    assert answers[1].status_code == 200, answers[1].text
+    assert delivered(answers[2]), answers[2].text
+    assert [a.status_code for a in answers[3:]] == [201] * 3, [a.text for a in answers[3:]]
+    after = stored(sessions, session_id)
+    assert after["seated"] == {w1}
+    assert after["line"][:2] == [(w4, OFFERED), (w5, OFFERED)]
+    assert sorted(p for p, _ in after["line"][2:6]) == sorted(strangers)
+    assert sorted(p for p, _ in after["line"][6:]) == sorted(more)
+    assert after["left"] == {w1: "booked", w2: "removed", w3: "removed"}
+    assert (after["booked"], after["held"]) == (1, 2)
+    assert after["offers"] == {w1: 1, w2: 1, w4: 1, w5: 1}
+
+    # Both take their seats while everyone behind them tries to book: the session is
+    # full with the three who were offered seats, and nobody behind moved.
+    behind = [p for p, _ in after["line"][2:]]
+    answers = together(racer.book(w4), racer.book(w5), *(racer.book(p) for p in behind))
+    assert [delivered(a) for a in answers[:2]] == [True, True]
+    assert {receipt(a) for a in answers[2:]} == {FULL}
+    final = stored(sessions, session_id)
+    assert final["seated"] == {w1, w4, w5}
+    assert final["line"] == after["line"][2:]
+    assert (final["booked"], final["held"]) == (3, 0)
+    assert final["offers"] == {w1: 1, w2: 1, w4: 1, w5: 1}
+
+
+def test_a_merge_of_two_people_in_line_while_seats_free_and_strangers_book(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """One record was offered a seat and the other waits behind it; they are merged
+    while the last seat frees and strangers book. The person keeps one place (the
+    offer), the freed seat is held for the next other person, nothing is held twice."""
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=2)
+    session_id = created["id"]
+    racer = Racer(http, seats, session_id)
+    s1, s2 = seats.book(), seats.book()
+    a, b, c, d = (seats.person() for _ in range(4))
+    for person in (a, b, c, d):
+        assert seats.join(session_id, person).status_code == 201
+    assert delivered(racer.cancel(s1["asset_id"])())
+    strangers = [seats.person() for _ in range(3)]
+
+    answers = together(
+        racer.merge([a, b], b),
+        racer.cancel(s2["asset_id"]),
+        *(racer.book_or_wait(x) for x in strangers),
+    )
+    assert answers[0].status_code == 200, answers[0].text
+    assert delivered(answers[1]), answers[1].text
+    assert [a.status_code for a in answers[2:]] == [201] * 3, [a.text for a in answers[2:]]
+    after = stored(sessions, session_id)
+    assert after["line"][:3] == [(a, OFFERED), (c, OFFERED), (d, "waiting")]
+    assert sorted(p for p, _ in after["line"][3:]) == sorted(strangers)
+    assert after["left"] == {b: "removed"}
+    assert (after["booked"], after["held"]) == (0, 2)
+
+    # The survivor takes the seat held for its merged record while everyone else books.
+    answers = together(racer.book(b), *(racer.book(p) for p in (d, *strangers)))
+    assert delivered(answers[0]), answers[0].text
+    assert {receipt(a) for a in answers[1:]} == {FULL}
+    final = stored(sessions, session_id)
+    assert final["seated"] == {b}
+    assert final["line"][0] == (c, OFFERED)
+    assert (final["booked"], final["held"]) == (1, 1)
+
+
+@pytest.mark.parametrize("survivor_is", ["seated", "waiting"])
+def test_a_merge_of_a_seated_and_a_waiting_person_while_a_seat_frees(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+    survivor_is: str,
+) -> None:
+    """One record holds a seat and the other waits first in line; they are merged while
+    another rider cancels and strangers book. The person keeps their seat and leaves the
+    line, so the freed seat is held for the next person waiting, not for them."""
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=2)
+    session_id = created["id"]
+    racer = Racer(http, seats, session_id)
+    seated, other = seats.book(), seats.book()
+    holder = seated["contact_id"]
+    waiting, next_in_line = seats.person(), seats.person()
+    for person in (waiting, next_in_line):
+        assert seats.join(session_id, person).status_code == 201
+    survivor = holder if survivor_is == "seated" else waiting
+    strangers = [seats.person() for _ in range(3)]
+
+    answers = together(
+        racer.merge([holder, waiting], survivor),
+        racer.cancel(other["asset_id"]),
+        *(racer.book_or_wait(x) for x in strangers),
+    )
+    assert answers[0].status_code == 200, answers[0].text
+    assert delivered(answers[1]), answers[1].text
+    assert [a.status_code for a in answers[2:]] == [201] * 3, [a.text for a in answers[2:]]
+    after = stored(sessions, session_id)
+    assert after["seated"] == {survivor}
+    assert after["line"][0] == (next_in_line, OFFERED)
+    assert sorted(p for p, _ in after["line"][1:]) == sorted(strangers)
+    assert (after["booked"], after["held"]) == (1, 1)
+    assert after["left"] == {waiting: "booked"}
