@@ -82,6 +82,20 @@ class Racer:
 
         return call
 
+    def join_when_full(self, person_id: str) -> Callable[[], httpx.Response]:
+        """Join the waiting list, again while the session still has seats (at most 500
+        tries): the join lands just as the last seat is taken."""
+        path = f"/crm/sessions/{self.session_id}/waitlist"
+
+        def call() -> httpx.Response:
+            for _ in range(500):
+                joined = self.http.post(path, json={"person_id": person_id}, headers=self.headers)
+                if joined.status_code != 409 or "seats_left" not in joined.json()["detail"]:
+                    break
+            return joined
+
+        return call
+
     def cancel(self, asset_id: str) -> Callable[[], httpx.Response]:
         item = {"asset_id": asset_id, "course_status": "cancelled"}
         return lambda: self.http.post(PATH, json={"people_product": [item]}, headers=self.headers)
@@ -350,3 +364,42 @@ def test_a_merge_of_a_seated_and_a_waiting_person_while_a_seat_frees(
     assert sorted(p for p, _ in after["line"][1:]) == sorted(strangers)
     assert (after["booked"], after["held"]) == (1, 1)
     assert after["left"] == {waiting: "booked"}
+
+
+def test_a_rider_booking_and_joining_the_line_at_once_is_never_seated_and_waiting(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """A rider books a session's last seat while their own join of its waiting list is
+    retried until the session is full (a second tab, a client that polls): the join must
+    see the seat and be refused. On PostgreSQL the join read the rider's seats before it
+    queued behind the booking on the session's row, so the rider waited in line beside
+    their own seat and the next freed seat was held for them as well."""
+    seats = Seats(client, admin_headers)
+    calls: list[Callable[[], httpx.Response]] = []
+    made = []
+    for day in range(5, 21):
+        start, end = f"2026-12-{day:02d} 08:30:00", f"2026-12-{day:02d} 16:30:00"
+        session_id = seats.create(capacity=1, course_datetime=start)["id"]
+        made.append(session_id)
+        rider = seats.person()
+        racer = Racer(http, seats, session_id)
+        item = seats.item(rider, course_datetime=start, course_date_end=end)
+        calls.append(
+            lambda item=item: http.post(
+                PATH, json={"people_product": [item]}, headers=admin_headers
+            )
+        )
+        calls.append(racer.join_when_full(rider))
+
+    answers = together(*calls)
+
+    assert all(delivered(a) for a in answers[::2])
+    joins = answers[1::2]
+    assert [a.status_code for a in joins] == [409] * len(joins), [a.text for a in joins]
+    assert all("already has a seat" in a.json()["detail"] for a in joins), [a.text for a in joins]
+    for session_id in made:
+        after = stored(sessions, session_id)
+        assert (after["booked"], after["line"]) == (1, [])

@@ -71,7 +71,12 @@ def roster(session: Session, row: CourseSession) -> Sequence[Asset]:
 
 def join_waitlist(session: Session, row: CourseSession, *, raw_person_id: str) -> WaitlistRead:
     """Put a person on a full session's line (``waitlist.join``), unless a course of
-    theirs already holds a seat in it: an offer would hold them a second seat."""
+    theirs already holds a seat in it: an offer would hold them a second seat.
+
+    The session's row is locked first, as a booking's seat takes it: a booking of theirs
+    still being written is then committed and seen (PostgreSQL: read before the lock, it
+    was not, and the person waited in line beside their own seat)."""
+    seats.lock_sessions(session, [row.id])
     person = people.resolve(session, raw_person_id)
     if person is not None:
         seated = session.scalar(
