@@ -23,10 +23,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
+from ridercrm.db import session_scope
 from ridercrm.notifications.models import Message
 from ridercrm.people.models import Person
 from ridercrm.sessions.models import IN_LINE, OFFERED, CourseSession, WaitlistEntry
-from ridercrm.sessions.seats import SEAT_STATUSES
+from ridercrm.sessions.seats import SEAT_STATUSES, lapse_offers
 from tests.live import live_server
 from tests.sessions.helpers import PATH, Seats
 
@@ -39,19 +40,19 @@ def http(settings: Settings) -> Iterator[httpx.Client]:
         yield client
 
 
-def together(*calls: Callable[[], httpx.Response]) -> list[httpx.Response]:
-    """Run the calls in threads released at once; their answers, in the calls' order."""
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls in threads released at once; their answers, in the calls' order.
+    No HTTP answer is a server error."""
     barrier = threading.Barrier(len(calls))
 
-    def run(call: Callable[[], httpx.Response]) -> httpx.Response:
+    def run(call: Callable[[], Any]) -> Any:
         barrier.wait(timeout=30)
         return call()
 
     with ThreadPoolExecutor(len(calls)) as pool:
         answers = list(pool.map(run, calls))
-    assert [a.status_code for a in answers if a.status_code >= 500] == [], [
-        a.text for a in answers if a.status_code >= 500
-    ]
+    failed = [a.text for a in answers if isinstance(a, httpx.Response) and a.status_code >= 500]
+    assert failed == []
     return answers
 
 
@@ -150,7 +151,13 @@ def stored(sessions: sessionmaker[Session], session_id: str) -> dict[str, Any]:
         )
         messages = list(
             session.scalars(
-                select(Message).where(Message.kind == "waitlist_offer", Message.channel == "email")
+                select(Message).where(
+                    Message.kind == "waitlist_offer",
+                    Message.channel == "email",
+                    Message.product_id == row.product_id,
+                    Message.location == row.location,
+                    Message.course_datetime == row.course_datetime,
+                )
             )
         )
         counts = (row.seats, row.booked, row.held)
@@ -403,3 +410,103 @@ def test_a_rider_booking_and_joining_the_line_at_once_is_never_seated_and_waitin
     for session_id in made:
         after = stored(sessions, session_id)
         assert (after["booked"], after["line"]) == (1, [])
+
+
+def test_offers_lapsing_while_their_riders_book_go_each_to_one_of_them(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """The lapse timer ends held seats' offers one after the other just as their riders
+    book them, while strangers book: each seat is either its rider's or held for the next
+    in line, never both, never lost, never sold to a stranger."""
+    seats = Seats(client, admin_headers)
+    racers, riders, nexts = [], [], []
+    for day in range(5, 11):
+        start, end = f"2026-12-{day:02d} 08:30:00", f"2026-12-{day:02d} 16:30:00"
+        session_id = seats.create(capacity=1, course_datetime=start)["id"]
+        seated = seats.book(course_datetime=start, course_date_end=end)
+        rider, after_them = seats.person(), seats.person()
+        for person in (rider, after_them):
+            assert seats.join(session_id, person).status_code == 201
+        seats.send({"asset_id": seated["asset_id"], "course_status": "cancelled"})
+        racers.append((Racer(http, seats, session_id), start, end))
+        riders.append(rider)
+        nexts.append(after_them)
+    with sessions() as session:
+        due = sorted(
+            session.scalars(
+                select(WaitlistEntry.offered_until).where(WaitlistEntry.state == OFFERED)
+            )
+        )
+    assert len(due) == len(riders)
+
+    def lapse() -> list[tuple[str, str]]:
+        """The offers lapse one by one, as each one's time comes."""
+        lapsed = []
+        for until in due:
+            with session_scope(sessions, write=True) as session:
+                lapsed += lapse_offers(session, now=until)
+        return lapsed
+
+    def book(racer: Racer, rider: str, start: str, end: str) -> Callable[[], httpx.Response]:
+        item = racer.seats.item(rider, course_datetime=start, course_date_end=end)
+        body = {"people_product": [item]}
+        return lambda: http.post(PATH, json=body, headers=admin_headers)
+
+    calls = [book(r, rider, s, e) for (r, s, e), rider in zip(racers, riders, strict=True)]
+    strangers = [book(r, seats.person(), s, e) for (r, s, e) in racers for _ in range(2)]
+    answers = together(lapse, *calls, *strangers)
+
+    lapsed = dict(answers[0])
+    assert {receipt(a) for a in answers[1 + len(calls) :]} == {FULL}
+    for (racer, _, _), rider, after_them, answer in zip(
+        racers, riders, nexts, answers[1 : 1 + len(calls)], strict=True
+    ):
+        after = stored(sessions, racer.session_id)
+        if delivered(answer):
+            assert racer.session_id not in lapsed
+            assert after["seated"] == {rider}
+            assert after["line"] == [(after_them, "waiting")]
+            assert (after["booked"], after["held"]) == (1, 0)
+        else:
+            assert receipt(answer) == FULL
+            assert lapsed[racer.session_id] == rider
+            assert after["seated"] == set()
+            assert after["line"] == [(after_them, OFFERED)]
+            assert (after["booked"], after["held"]) == (0, 1)
+
+
+def test_more_capacity_while_strangers_book_is_held_for_those_waiting(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Staff add two seats while strangers book and the third in line leaves: both new
+    seats are held for the first two waiting, the strangers queue behind."""
+    seats = Seats(client, admin_headers)
+    created = seats.create(capacity=2)
+    session_id = created["id"]
+    racer = Racer(http, seats, session_id)
+    seats.book(), seats.book()
+    w1, w2, w3 = (seats.person() for _ in range(3))
+    for person in (w1, w2, w3):
+        assert seats.join(session_id, person).status_code == 201
+    strangers = [seats.person() for _ in range(4)]
+
+    def grow() -> httpx.Response:
+        body = {"capacity": 4}
+        return http.patch(f"/admin/sessions/{session_id}", json=body, headers=admin_headers)
+
+    answers = together(grow, racer.leave(w3), *(racer.book_or_wait(x) for x in strangers))
+
+    assert answers[0].status_code == 200, answers[0].text
+    assert answers[1].status_code == 200, answers[1].text
+    assert [a.status_code for a in answers[2:]] == [201] * 4, [a.text for a in answers[2:]]
+    after = stored(sessions, session_id)
+    assert after["line"][:2] == [(w1, OFFERED), (w2, OFFERED)]
+    assert sorted(p for p, _ in after["line"][2:]) == sorted(strangers)
+    assert (after["booked"], after["held"]) == (2, 2)
+    assert after["offers"] == {w1: 1, w2: 1}
