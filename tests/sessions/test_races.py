@@ -1,5 +1,5 @@
-"""Seats and the waiting list under concurrent requests (docs/decisions.md, "Course
-sessions"): a real server, threads released together by a barrier, on each database.
+"""Seats and the waiting list under concurrent requests: a real server, threads released
+together by a barrier, on each database (docs/decisions.md, "Course sessions").
 
 Whatever order the requests land in, a user depends on the same things: never more
 bookings than seats, every request answered (no 500), each freed seat held for exactly
