@@ -144,6 +144,20 @@ def test_short_forms_of_the_communities_served(query: str, stored: str, family: 
     assert same_name_family(query.lower(), stored.lower()) is family
 
 
+@pytest.mark.parametrize(
+    ("typed", "stored"), [("Harry", "Χαράλαμπος"), ("Babis", "Χαράλαμπος"), ("Babis", "Μπάμπης")]
+)
+def test_short_forms_find_a_name_written_in_greek_letters(typed: str, stored: str) -> None:
+    """ELOT 743 writes Χαράλαμπος as Charalampos (μπ inside a word is mp) and Μπάμπης as
+    Bampis: the short forms of Charalambos still find the rider stored in Greek letters."""
+    found = verdict(
+        person(first_name=typed, last_name="Bouras"),
+        person(first_name=stored, last_name="Μπούρας"),
+    )
+    assert found.levels["given_name"] == "nickname", found
+    assert found.accepted, found
+
+
 def test_scanner_slips_know_short_names() -> None:
     assert given("Rvby", "Ruby") == "ocr_slip"  # u read as v
     # c read as e only in names of five letters or more: Lec/Lee may be two people
