@@ -314,3 +314,53 @@ def test_0029_recomputes_the_keys_of_greek_lettered_names_only(empty_engine: Eng
             stored.setdefault(person_id, set()).add(key)
     assert stored[ids["greek"]] == expected[ids["greek"]]
     assert stored[ids["latin"]] == expected[ids["latin"]] | {67890}
+
+
+def test_0029_marks_the_people_it_rekeys_for_the_duplicates_recheck(
+    empty_engine: Engine,
+) -> None:
+    """Γιώργος Παπαδόπουλος and his Latin-lettered record were two names to the scans
+    before 0029; with the new keys and names they are a pair. The re-check takes only
+    the people a write marked: 0029 rewrites keys, so it marks the people it re-keys,
+    or only a full scan would ever propose the pair (matching already finds it)."""
+    import datetime as dt
+
+    from sqlalchemy import insert, update
+    from testkit.factories import person_body
+
+    from ridercrm.db import session_factory, session_scope, utcnow
+    from ridercrm.duplicates import recheck
+    from ridercrm.duplicates.models import DuplicateScan
+    from ridercrm.people import service
+    from ridercrm.people.models import CONTACT, LEAD, Person
+    from ridercrm.people.schemas import PersonCreate
+
+    upgrade(empty_engine)
+    ids: dict[str, str] = {}
+    with session_scope(session_factory(empty_engine), write=True) as session:
+        for label, kind, first, last in (
+            ("greek", CONTACT, "Γιώργος", "Παπαδόπουλος"),
+            ("latin", LEAD, "Giorgos", "Papadopoulos"),
+            ("other", LEAD, "Ann", "Lee"),
+        ):
+            body = person_body(first_name=first, last_name=last, email=f"{label}@example.com")
+            person = service.create_person(
+                session, kind=kind, data=PersonCreate.model_validate(body)
+            )
+            ids[label] = person.id
+    downgrade(empty_engine, "0028")
+    now = utcnow()
+    with empty_engine.begin() as connection:
+        # a scan ran at 0028 and the re-checker cleared every mark since
+        connection.execute(
+            insert(DuplicateScan).values(
+                started_at=now - dt.timedelta(hours=1), finished_at=now - dt.timedelta(hours=1)
+            )
+        )
+        earlier = now - dt.timedelta(days=1)
+        connection.execute(update(Person).values(duplicate_touched_at=earlier, updated_at=earlier))
+    upgrade(empty_engine)
+    with session_scope(session_factory(empty_engine)) as session:
+        assert recheck.waiting(session) == {ids["greek"]}
+        # the mark is not a change of the person: their updated_at stays
+        assert session.get(Person, ids["greek"]).updated_at < now  # type: ignore[union-attr]

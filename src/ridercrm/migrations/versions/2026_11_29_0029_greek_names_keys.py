@@ -3,7 +3,9 @@
 Names are now compared in Latin letters, Greek ones written as ELOT 743 writes them
 (people/greek.py): Παπαδόπουλος is papadopoulos. The keys of a person whose given or
 family name has a Greek letter were computed from the Greek letters; they are deleted
-and computed again with the application's own key function. Nobody else's keys change.
+and computed again with the application's own key function, and the person is marked
+for the duplicates re-check (as a write that changes their keys marks them): the scans
+before 0029 scored their names in Greek letters. Nobody else's keys change.
 docs/decisions.md, "Greek names written in Greek letters".
 
 Revision ID: 0029
@@ -28,6 +30,7 @@ _GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")  # Greek, and Greek with acc
 
 def upgrade() -> None:
     # The application's own key function: keys must be exactly what every write stores.
+    from ridercrm.db import UTCDateTime, utcnow
     from ridercrm.people.identity import IDENTITY_COLUMNS
     from ridercrm.people.index import identity_of, key_rows
 
@@ -37,6 +40,7 @@ def upgrade() -> None:
     people = sa.table(
         "people", *(sa.column(name, types.get(name)) for name in ("id", *IDENTITY_COLUMNS))
     )
+    marks = sa.table("people", sa.column("id"), sa.column("duplicate_touched_at", UTCDateTime()))
     keys = sa.table("person_keys", sa.column("key"), sa.column("person_id"))
     after = ""
     while True:
@@ -58,6 +62,12 @@ def upgrade() -> None:
         rows = [row for person in greek for row in key_rows(person.id, identity_of(person))]
         if rows:
             bind.execute(sa.insert(keys), rows)
+        # the duplicates re-check takes them (duplicates/recheck.py); updated_at stays
+        bind.execute(
+            sa.update(marks)
+            .where(marks.c.id.in_([p.id for p in greek]))
+            .values(duplicate_touched_at=utcnow())
+        )
 
 
 def downgrade() -> None:
