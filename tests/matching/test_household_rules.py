@@ -268,6 +268,10 @@ def test_training_on_households_keeps_the_disagreement_weights_floored() -> None
         ("Juliana", "Julian"),
         ("Giovanna", "Giovanni"),
         ("Daniele", "Daniela"),
+        # Greek forms (in Greek letters compared as ELOT 743 writes them) of listed pairs
+        ("Γεωργία", "Γιώργος"),
+        ("Georgia", "Giorgos"),
+        ("Μιχαέλα", "Μιχαήλ"),
     ],
 )
 def test_a_twin_named_from_the_same_name_is_another_person(

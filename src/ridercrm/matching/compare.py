@@ -322,7 +322,8 @@ _MASCULINE = ("ios", "os", "us", "io", "is", "o")
 # closed list: an ending alone would read Helen/Helena, one woman, as two). Italian
 # masculine names in -e or -i are here too, since -e/-a (Anne/Anna, Marie/Maria) is one
 # woman's name written two ways in English; not Simone, Michele or Gabriele, which are
-# also women's names (English, German).
+# also women's names (English, German). And the Greek forms, as ELOT 743 writes them
+# (people/greek.py), of listed pairs whose stems differ: Giorgos/Georgia, Michail/Michaela.
 _PAIRED = {
     "adrian": ("adriana", "adrienne"), "albert": ("alberta",), "alexander": ("alexandra",),
     "carl": ("carla",), "christian": ("christiana", "christina"),
@@ -330,11 +331,12 @@ _PAIRED = {
     "denis": ("denise",), "dennis": ("denise",), "emanuel": ("emanuela",),
     "emanuele": ("emanuela",), "eric": ("erica", "erika"), "erik": ("erika",),
     "fabian": ("fabiana",), "gabriel": ("gabriela", "gabriella", "gabrielle"),
-    "george": ("georgia", "georgina"), "giovanni": ("giovanna",), "joseph": ("josephine",),
+    "george": ("georgia", "georgina"), "giorgos": ("georgia", "georgina"),
+    "giovanni": ("giovanna",), "joseph": ("josephine",),
     "julian": ("juliana", "julianne", "juliane"), "justin": ("justine",),
     "karl": ("karla",), "louis": ("louisa",), "manuel": ("manuela",),
     "marcel": ("marcela", "marcella"), "martin": ("martina",), "michael": ("michaela",),
-    "patrick": ("patricia",), "paul": ("paula", "pauline", "paulette"),
+    "michail": ("michaela",), "patrick": ("patricia",), "paul": ("paula", "pauline", "paulette"),
     "rafael": ("rafaela",), "raffaele": ("raffaella",), "raphael": ("raphaela",),
     "robert": ("roberta",), "samuel": ("samuela",), "stephen": ("stephanie",),
     "steven": ("stephanie",), "victor": ("victoria",), "viktor": ("viktoria",),
