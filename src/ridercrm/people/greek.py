@@ -10,9 +10,11 @@ import re
 # Greek-born rider's name reaches a booking form in Latin letters: Παπαδόπουλος ->
 # papadopoulos, Ευαγγελία -> evangelia, Μπούρας -> bouras. The letter-by-letter tables of
 # anyascii and transliterate write ου as "oy" and Ευ as "eu", which no one spells.
-# Applied to an accent-free, case-folded name (ς folds to σ).
+# One departure: ντ and γκ at a word's start are written d and g, as Greek-Australians
+# spell their names (Dinos, Gikas), where a passport writes NT and GK; μπ is b there in
+# both. Applied to an accent-free, case-folded name (ς folds to σ).
 _GREEK = re.compile("[\u0370-\u03ff]")
-_GREEK_START = re.compile(r"\b(μπ|ντ|γκ)")  # word-initial: b, d, g
+_GREEK_START = re.compile(r"\b(μπ|ντ|γκ)")  # word-initial: b, d, g (see above)
 # αυ, ευ, ηυ before a voiceless consonant or at a word's end: af, ef, if (else av, ev, iv)
 _GREEK_VOWEL_U = re.compile("([αεη])υ(?=[θκξπστφχψ]|\\b)")
 _GREEK_PAIRS = re.compile("ου|αι|ει|οι|υι|γγ|γξ|γχ|μπ|ντ|γκ|αυ|ευ|ηυ|.")
