@@ -58,6 +58,11 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# The largest value of an INTEGER id column (32 bits on PostgreSQL, whose driver refuses a
+# larger number with NumericValueOutOfRange): an id past it names nothing.
+MAX_INTEGER_ID = 2**31 - 1
+
+
 class UTCDateTime(TypeDecorator[dt.datetime]):
     """A timezone-aware UTC timestamp on every backend (SQLite keeps no zone)."""
 

@@ -8,15 +8,14 @@ from typing import Any
 from sqlalchemy import Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
+from ridercrm.db import MAX_INTEGER_ID, Base, JSONType, UTCDateTime, utcnow
 
 OPEN = "open"
 DISMISSED = "dismissed"
 SKIPPED = "skipped"
 MERGED = "merged"
-# The largest id a cluster or merge can have: an INTEGER column, 32 bits on PostgreSQL.
-# A larger number names nothing; sent to the database it is NumericValueOutOfRange.
-MAX_ID = 2**31 - 1
+# The largest id a cluster or merge can have (an INTEGER column).
+MAX_ID = MAX_INTEGER_ID
 
 
 class PersonMerge(Base):

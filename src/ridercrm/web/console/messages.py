@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.redact import without_stop_tokens
+from ridercrm.db import MAX_INTEGER_ID
 from ridercrm.notifications import compose, templates
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import CHANNELS, KINDS, STATUSES, Message
@@ -84,12 +85,11 @@ async def messages_page(visit: Visit) -> Response:
 @router.page("/messages/{message_id}", role="viewer", name="message")
 async def message_page(visit: Visit, message_id: str) -> Response:
     """One message as it was sent (or would have been): subject, text, HTML, status."""
-    # message ids are 32-bit integers in the store (PostgreSQL refuses a larger one)
     if (
         not message_id.isascii()
         or not message_id.isdigit()
         or len(message_id) > 12
-        or int(message_id) > 2**31 - 1
+        or int(message_id) > MAX_INTEGER_ID  # an INTEGER column
     ):
         raise frame.ConsoleRefusal(404, f"There is no message {message_id[:40]}.")
     row = await visit.read(lambda session: session.get(Message, int(message_id)))

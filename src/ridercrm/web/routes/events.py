@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI, Query
 from sqlalchemy.orm import Session
 
 from ridercrm.courses.schemas import COURSE_EVENT_MODELS
+from ridercrm.db import MAX_INTEGER_ID
 from ridercrm.events import manage
 from ridercrm.events.schemas import EVENT_MODELS as EVENTS_OWN_MODELS
 from ridercrm.events.schemas import (
@@ -225,7 +226,7 @@ def deliveries_asked(
     webhook_id: str,
     status: str | None = Query(None, pattern="^(pending|sending|delivered|failed)$"),
     limit: int = Query(50, ge=1, le=1000),
-    before: int | None = Query(None, ge=1, le=2**31 - 1, description="next_before of a page"),
+    before: int | None = Query(None, ge=1, le=MAX_INTEGER_ID, description="next_before of a page"),
 ) -> DeliveriesAsked:
     """The endpoint the path names, and the query of its deliveries."""
     return DeliveriesAsked(webhook_id, status, limit, before)
