@@ -272,6 +272,11 @@ def test_training_on_households_keeps_the_disagreement_weights_floored() -> None
         ("Γεωργία", "Γιώργος"),
         ("Georgia", "Giorgos"),
         ("Μιχαέλα", "Μιχαήλ"),
+        # feminine forms with other endings (-iki, -oula, -ina, -pa)
+        ("Vasiliki", "Vasilis"),
+        ("Stavroula", "Stavros"),
+        ("Giuseppina", "Giuseppe"),
+        ("Philippa", "Philip"),
     ],
 )
 def test_a_twin_named_from_the_same_name_is_another_person(

@@ -323,23 +323,29 @@ _MASCULINE = ("ios", "os", "us", "io", "is", "o")
 # masculine names in -e or -i are here too, since -e/-a (Anne/Anna, Marie/Maria) is one
 # woman's name written two ways in English; not Simone, Michele or Gabriele, which are
 # also women's names (English, German). And the Greek forms, as ELOT 743 writes them
-# (people/greek.py), of listed pairs whose stems differ: Giorgos/Georgia, Michail/Michaela.
+# (people/greek.py), of listed pairs whose stems differ: Giorgos/Georgia, Michail/Michaela;
+# and feminine forms no ending rule reads (Vasilis/Vasiliki, Stavros/Stavroula,
+# Giuseppe/Giuseppina, Philip/Philippa).
 _PAIRED = {
     "adrian": ("adriana", "adrienne"), "albert": ("alberta",), "alexander": ("alexandra",),
     "carl": ("carla",), "christian": ("christiana", "christina"),
     "daniel": ("daniela", "daniella", "danielle"), "daniele": ("daniela",),
-    "denis": ("denise",), "dennis": ("denise",), "emanuel": ("emanuela",),
-    "emanuele": ("emanuela",), "eric": ("erica", "erika"), "erik": ("erika",),
-    "fabian": ("fabiana",), "gabriel": ("gabriela", "gabriella", "gabrielle"),
-    "george": ("georgia", "georgina"), "giorgos": ("georgia", "georgina"),
-    "giovanni": ("giovanna",), "joseph": ("josephine",),
+    "denis": ("denise",), "dennis": ("denise",), "domenic": ("domenica",),
+    "emanuel": ("emanuela",), "emanuele": ("emanuela",), "eric": ("erica", "erika"),
+    "erik": ("erika",), "fabian": ("fabiana",),
+    "gabriel": ("gabriela", "gabriella", "gabrielle"), "george": ("georgia", "georgina"),
+    "gerald": ("geraldine",), "giorgos": ("georgia", "georgina"), "giovanni": ("giovanna",),
+    "giuseppe": ("giuseppina",), "joseph": ("josephine",),
     "julian": ("juliana", "julianne", "juliane"), "justin": ("justine",),
-    "karl": ("karla",), "louis": ("louisa",), "manuel": ("manuela",),
-    "marcel": ("marcela", "marcella"), "martin": ("martina",), "michael": ("michaela",),
-    "michail": ("michaela",), "patrick": ("patricia",), "paul": ("paula", "pauline", "paulette"),
+    "karl": ("karla",), "kyriakos": ("kyriaki",), "louis": ("louisa",),
+    "manuel": ("manuela",), "marcel": ("marcela", "marcella"), "martin": ("martina",),
+    "michael": ("michaela",), "michail": ("michaela",), "paraskevas": ("paraskevi",),
+    "pasquale": ("pasqualina",), "patrick": ("patricia",),
+    "paul": ("paula", "pauline", "paulette"), "philip": ("philippa",),
     "rafael": ("rafaela",), "raffaele": ("raffaella",), "raphael": ("raphaela",),
-    "robert": ("roberta",), "samuel": ("samuela",), "stephen": ("stephanie",),
-    "steven": ("stephanie",), "victor": ("victoria",), "viktor": ("viktoria",),
+    "robert": ("roberta",), "samuel": ("samuela",), "stavros": ("stavroula",),
+    "stephen": ("stephanie",), "steven": ("stephanie",), "vasilis": ("vasiliki",),
+    "victor": ("victoria",), "viktor": ("viktoria",),
 }  # fmt: skip
 _PUNJABI = ("preet", "deep", "jeet", "jit", "inder", "want", "veer", "vir", "meet", "pal",
             "bir", "jot", "leen", "neet")  # fmt: skip
