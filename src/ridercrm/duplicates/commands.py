@@ -19,8 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
-from ridercrm.db import session_factory, session_scope
-from ridercrm.duplicates import merge, models, recheck, scan, service
+from ridercrm.db import MAX_INTEGER_ID, session_factory, session_scope
+from ridercrm.duplicates import merge, recheck, scan, service
 from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.errors import NOT_FOUND
 from ridercrm.ids import RecordKind, new_id
@@ -163,7 +163,7 @@ def recheck_command(
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for programs.")]
 # The largest id the store holds (an INTEGER column: 32 bits on PostgreSQL): a larger
 # number is refused by the command line, with its range, not by the database driver.
-ID_MAX = models.MAX_ID
+ID_MAX = MAX_INTEGER_ID
 ClusterId = Annotated[int, typer.Argument(min=1, max=ID_MAX)]
 
 

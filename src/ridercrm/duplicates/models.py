@@ -8,14 +8,12 @@ from typing import Any
 from sqlalchemy import Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ridercrm.db import MAX_INTEGER_ID, Base, JSONType, UTCDateTime, utcnow
+from ridercrm.db import Base, JSONType, UTCDateTime, utcnow
 
 OPEN = "open"
 DISMISSED = "dismissed"
 SKIPPED = "skipped"
 MERGED = "merged"
-# The largest id a cluster or merge can have (an INTEGER column).
-MAX_ID = MAX_INTEGER_ID
 
 
 class PersonMerge(Base):

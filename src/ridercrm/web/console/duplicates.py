@@ -15,7 +15,7 @@ from typing import Any
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ridercrm.duplicates import merge, models, review, service
+from ridercrm.duplicates import merge, review, service
 from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.ids import canonical_id
 from ridercrm.web.console import frame
@@ -23,7 +23,6 @@ from ridercrm.web.console.frame import ConsoleRouter, Done, Posted, Visit
 
 router = ConsoleRouter(prefix="/duplicates")
 
-MAX_ID = models.MAX_ID  # ids are database integers (32 bits on PostgreSQL), as in the admin API
 FIELD_PREFIX = "field."
 SEEN_PREFIX = "seen."  # the confirming form: each member's updated_at as previewed
 LABELS = {
@@ -51,18 +50,8 @@ STATUS_LABELS = {
 }
 
 
-def _number(raw: str | None) -> int | None:
-    """A database id from the address, or None if it cannot name one."""
-    text = (raw or "").strip()
-    # ASCII digits only: str.isdigit() also takes superscripts ("²"), which int() refuses.
-    if not (text.isascii() and text.isdigit()) or len(text) > 19:
-        return None
-    value = int(text)
-    return value if 1 <= value <= MAX_ID else None
-
-
 def _cluster_id(raw: str) -> int:
-    found = _number(raw)
+    found = frame.database_id(raw)
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no duplicates cluster {raw[:40]}.")
     return found
@@ -78,7 +67,7 @@ async def _queue_page(visit: Visit, *, done: Done | None = None) -> Response:
         problems.append(f"status: one of {', '.join(review.STATUSES)}")
         raw_status = "open"
     raw_before = visit.request.query_params.get("before", "") if done is None else ""
-    before = _number(raw_before)
+    before = frame.database_id(raw_before)
     if raw_before and before is None:
         problems.append(f"before: {raw_before[:40]} is not a cluster id")
 
@@ -139,7 +128,7 @@ async def merges(visit: Visit) -> Response:
 @router.page("/merges/{merge_id}", role="viewer", name="duplicates_merge")
 async def merge_page(visit: Visit, merge_id: str) -> Response:
     """One merge: the survivor, the merged records, the moved courses; undo for staff."""
-    found = _number(merge_id)
+    found = frame.database_id(merge_id)
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
     return await _merge_page(visit, found)
@@ -148,7 +137,7 @@ async def merge_page(visit: Visit, merge_id: str) -> Response:
 @router.form("/merges/{merge_id}/undo", role="staff", audit="console.undo_merge")
 async def undo(posted: Posted, merge_id: str) -> Response:
     """Undo a merge through the same service as the admin API's undo."""
-    found = _number(merge_id)
+    found = frame.database_id(merge_id)
     if found is None:
         raise frame.ConsoleRefusal(404, f"There is no merge {merge_id[:40]}.")
 

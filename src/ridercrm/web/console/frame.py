@@ -59,7 +59,7 @@ from starlette.concurrency import run_in_threadpool
 from ridercrm import fields
 from ridercrm.audit.call import Call
 from ridercrm.audit.service import record_call
-from ridercrm.db import session_scope
+from ridercrm.db import MAX_INTEGER_ID, session_scope
 from ridercrm.errors import DomainError
 from ridercrm.web.console.nav import NAV
 from ridercrm.web.runtime import RETRYABLE_SQLSTATES, TRANSACTION_ATTEMPTS, retry_pause
@@ -113,6 +113,17 @@ class SignInNeeded(Exception):
 
 class ConsoleProblem(Exception):
     """A change the service refused (a validation error, a broken rule); the page shows it."""
+
+
+def database_id(raw: str | None) -> int | None:
+    """A database id from an address, or None if it cannot name one: ASCII digits
+    (str.isdigit() also takes superscripts, "²", which int() refuses), 1 to the largest
+    INTEGER id (a larger number sent to PostgreSQL is an error, not "no such row")."""
+    text = (raw or "").strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
+        return None
+    value = int(text)
+    return value if 1 <= value <= MAX_INTEGER_ID else None
 
 
 def console_root(request: Request) -> str:

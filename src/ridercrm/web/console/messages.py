@@ -12,7 +12,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ridercrm.audit.redact import without_stop_tokens
-from ridercrm.db import MAX_INTEGER_ID
 from ridercrm.notifications import compose, templates
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import CHANNELS, KINDS, STATUSES, Message
@@ -85,14 +84,10 @@ async def messages_page(visit: Visit) -> Response:
 @router.page("/messages/{message_id}", role="viewer", name="message")
 async def message_page(visit: Visit, message_id: str) -> Response:
     """One message as it was sent (or would have been): subject, text, HTML, status."""
-    if (
-        not message_id.isascii()
-        or not message_id.isdigit()
-        or len(message_id) > 12
-        or int(message_id) > MAX_INTEGER_ID  # an INTEGER column
-    ):
+    found = frame.database_id(message_id)
+    if found is None:
         raise frame.ConsoleRefusal(404, f"There is no message {message_id[:40]}.")
-    row = await visit.read(lambda session: session.get(Message, int(message_id)))
+    row = await visit.read(lambda session: session.get(Message, found))
     if row is None:
         raise frame.ConsoleRefusal(404, f"There is no message {message_id}.")
     # Whoever holds a stop link may stop the rider's reminders and a viewer may not, so a

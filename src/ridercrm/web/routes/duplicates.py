@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from sqlalchemy.orm import Session
 
-from ridercrm.duplicates import merge, models, service
+from ridercrm.db import MAX_INTEGER_ID
+from ridercrm.duplicates import merge, service
 from ridercrm.duplicates.schemas import (
     MERGE_EXAMPLE,
     ClusterDetail,
@@ -26,9 +27,6 @@ from ridercrm.web import openapi
 from ridercrm.web.operations import Operations, Requested
 from ridercrm.web.runtime import Reply
 from ridercrm.web.validation import parse_model
-
-# Ids are database integers (32 bits on PostgreSQL): a larger number names nothing.
-MAX_ID = models.MAX_ID
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 admin = Operations(router, "admin", scope="admin")
@@ -90,8 +88,8 @@ admin.post(
     summary="Merge duplicate people into one survivor",
 )
 
-MergeId = Annotated[int, Path(ge=1, le=MAX_ID)]
-ClusterId = Annotated[int, Path(ge=1, le=MAX_ID)]
+MergeId = Annotated[int, Path(ge=1, le=MAX_INTEGER_ID)]
+ClusterId = Annotated[int, Path(ge=1, le=MAX_INTEGER_ID)]
 
 
 @dataclass(frozen=True)
@@ -151,7 +149,7 @@ class ClustersAsked:
 def clusters_asked(
     limit: int = Query(50, ge=1, le=500),
     before: int | None = Query(
-        None, ge=1, le=MAX_ID, description="A cluster id: the next_before of a page."
+        None, ge=1, le=MAX_INTEGER_ID, description="A cluster id: the next_before of a page."
     ),
     status: str = Query("open", pattern="^(open|skipped|merged|dismissed)$"),
 ) -> ClustersAsked:
