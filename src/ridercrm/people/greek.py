@@ -30,10 +30,15 @@ _GREEK_MIDDLE = {"μπ": "mp", "ντ": "nt", "γκ": "gk"}
 _GREEK_VOICELESS_U = {"α": "af", "ε": "ef", "η": "if"}
 
 
+def has_greek(text: str) -> bool:
+    """Whether an accent-free text has a Greek letter."""
+    return _GREEK.search(text) is not None
+
+
 def greek_to_latin(text: str) -> str:
     """Greek letters of a case-folded, accent-free text in ELOT 743's Latin spelling;
     anything else as it was."""
-    if not _GREEK.search(text):
+    if not has_greek(text):
         return text
     text = _GREEK_START.sub(lambda m: _GREEK_SPELLING[m[1]], text)
     text = _GREEK_VOWEL_U.sub(lambda m: _GREEK_VOICELESS_U[m[1]], text)

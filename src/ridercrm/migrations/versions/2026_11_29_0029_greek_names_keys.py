@@ -13,7 +13,6 @@ Revises: 0028
 Create Date: 2026-11-29
 """
 
-import re
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -25,14 +24,15 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 BATCH = 5000  # people read at a time
-_GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")  # Greek, and Greek with accents
 
 
 def upgrade() -> None:
     # The application's own key function: keys must be exactly what every write stores.
     from ridercrm.db import UTCDateTime, utcnow
+    from ridercrm.people.greek import has_greek
     from ridercrm.people.identity import IDENTITY_COLUMNS
     from ridercrm.people.index import identity_of, key_rows
+    from ridercrm.people.normalize import strip_accents
 
     bind = op.get_bind()
     # Typed as the model types them: SQLite returns a date as text to an untyped column.
@@ -53,7 +53,8 @@ def upgrade() -> None:
         greek = [
             person
             for person in batch
-            if _GREEK.search(person.first_name or "") or _GREEK.search(person.last_name or "")
+            if has_greek(strip_accents(person.first_name or ""))
+            or has_greek(strip_accents(person.last_name or ""))
         ]
         if not greek:
             continue
