@@ -145,6 +145,11 @@ def test_the_queue_is_paged_best_score_first_and_refuses_bad_paging(
         assert 'role="alert"' in refused.text
 
 
+def hidden_fields(page: str) -> dict[str, str]:
+    """The hidden fields of a page's forms: what its confirming form posts."""
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page))
+
+
 def test_merge_with_a_preview_and_undo_through_the_forms_as_the_api_would(
     console_as: Callable[..., TestClient],
     client: TestClient,
@@ -163,7 +168,7 @@ def test_merge_with_a_preview_and_undo_through_the_forms_as_the_api_would(
     assert shown.status_code == 200, shown.text
     assert "Preview of the merge" in shown.text
     assert snapshot(engine) == before  # a preview writes nothing, not even an audit record
-    confirm = dict(re.findall(r'<input type="hidden" name="([\w.]+)" value="([^"]*)">', shown.text))
+    confirm = hidden_fields(shown.text)
     assert confirm["survivor"] == again
     assert confirm["field.email"] == ann
     expected = client.post(
@@ -395,7 +400,7 @@ def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
         data={"csrf": token, "survivor": ann, "field.email": again},
     )
     assert shown.status_code == 200, shown.text
-    confirm = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', shown.text))
+    confirm = hidden_fields(shown.text)
     changed = client.post(
         "/crm/modify",
         json={"people_data": [{"ID": ann, "email": "ann.new@example.com"}]},
@@ -424,9 +429,7 @@ def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
         data={"csrf": token, "survivor": ann, "field.email": again},
     )
     assert "ann.new@example.com" in again_shown.text  # the value it replaces, now seen
-    confirm = dict(
-        re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', again_shown.text)
-    )
+    confirm = hidden_fields(again_shown.text)
     merged = staff.post(f"/console/duplicates/{cluster}/merge", data=confirm)
     assert merged.status_code == 200, merged.text
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann

@@ -73,6 +73,10 @@ class Seats:
         assert response.status_code == 200, response.text
         return list(response.json())
 
+    def states(self, session_id: str) -> dict[str, str]:
+        """Each person on the session's waiting list, with the state of their entry."""
+        return {entry["person_id"]: entry["state"] for entry in self.waitlist(session_id)}
+
     def join(self, session_id: str, person_id: str) -> Any:
         return self.client.post(
             f"/crm/sessions/{session_id}/waitlist",

@@ -31,6 +31,18 @@ def full_session(seats: Seats, capacity: int = 1) -> tuple[dict[str, Any], list[
     return created, booked
 
 
+def two_seats_freed(seats: Seats, waiting: int) -> tuple[dict[str, Any], list[str]]:
+    """A full session of two seats, ``waiting`` people in its line, then both its
+    bookings cancelled: the first two in line are offered the seats."""
+    created, booked = full_session(seats, capacity=2)
+    people = [seats.person() for _ in range(waiting)]
+    for person in people:
+        assert seats.join(created["id"], person).status_code == 201
+    for course in booked:
+        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    return created, people
+
+
 def test_only_a_full_session_has_a_waiting_list(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
@@ -107,7 +119,7 @@ def test_leaving_the_line_passes_a_held_seat_on(
     left = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
     assert left.status_code == 200, left.text
     assert left.json()["state"] == "removed"
-    states = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    states = seats.states(created["id"])
     assert states == {a: "removed", b: "offered"}
     gone = client.delete(f"/crm/sessions/{created['id']}/waitlist/{a}", headers=admin_headers)
     assert gone.status_code == 404
@@ -205,9 +217,7 @@ def test_a_lapsed_offer_passes_to_the_next_without_anyone_acting(
     try:
 
         def lapsed() -> bool:
-            return {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}[
-                a
-            ] == "lapsed"
+            return seats.states(created["id"])[a] == "lapsed"
 
         _wait_for(lapsed)
     finally:
@@ -404,21 +414,16 @@ def test_two_offers_merged_into_one_person_free_the_second_seat_when_booked(
     keeps one offer and passes the other seat to the next in line at once, rather than
     holding it for no one for good."""
     seats = Seats(client, admin_headers)
-    created, booked = full_session(seats, capacity=2)
-    waiting, survivor, next_in_line = seats.person(), seats.person(), seats.person()
-    for person in (waiting, survivor, next_in_line):
-        assert seats.join(created["id"], person).status_code == 201
-    for course in booked:
-        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    created, [waiting, survivor, next_in_line] = two_seats_freed(seats, waiting=3)
     assert [e["state"] for e in seats.waitlist(created["id"])] == ["offered", "offered", "waiting"]
     _merge(client, admin_headers, [waiting, survivor], survivor)
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line == {waiting: "offered", survivor: "removed", next_in_line: "offered"}
     taken = seats.book(survivor)
     assert taken["delivery"] == "true", taken
     read = seats.read(created["id"])
     assert (read["booked"], read["held"], read["seats_left"]) == (1, 1, 0)
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line == {waiting: "booked", survivor: "removed", next_in_line: "offered"}
 
 
@@ -437,7 +442,7 @@ def test_a_merged_record_still_waiting_leaves_the_line_when_its_survivor_takes_a
     _merge(client, admin_headers, [waiting, survivor], survivor)
     assert seats.book(survivor)["delivery"] == "true"
     seats.send({"asset_id": booked[1]["asset_id"], "course_status": "cancelled"})
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line == {survivor: "booked", waiting: "removed", next_in_line: "offered"}
 
 
@@ -486,7 +491,7 @@ def test_a_merge_ends_the_waiting_of_a_record_whose_survivor_has_a_seat(
     line = {e["person_id"]: (e["state"], e["position"]) for e in seats.waitlist(created["id"])}
     assert line == {next_in_line: ("waiting", 1), waiting: ("booked", None)}
     seats.send({"asset_id": other["asset_id"], "course_status": "cancelled"})
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line == {next_in_line: "offered", waiting: "booked"}
     assert seats.book(next_in_line)["delivery"] == "true"
 
@@ -536,7 +541,7 @@ def test_a_merged_record_offered_a_seat_leaves_the_line_by_its_own_id(
     left = client.delete(f"{path}/{waiting}", headers=admin_headers)
     assert left.status_code == 200, left.text
     assert left.json()["state"] == "removed"
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line == {next_in_line: "offered", waiting: "removed", survivor: "removed"}
 
 
@@ -571,15 +576,10 @@ def test_a_merge_of_three_passes_a_freed_seat_to_someone_else_and_undoes_cleanly
     waiting, not to the person's own third record about to leave the line. Held seats
     always equal the offers standing, through the undo and a second merge."""
     seats = Seats(client, admin_headers)
-    created, booked = full_session(seats, capacity=2)
-    first, second, third, other = (seats.person() for _ in range(4))
-    for person in (first, second, third, other):
-        assert seats.join(created["id"], person).status_code == 201
-    for course in booked:
-        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    created, [first, second, third, other] = two_seats_freed(seats, waiting=4)
 
     def held_and_line() -> tuple[int, dict[str, str]]:
-        line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+        line = seats.states(created["id"])
         held = seats.read(created["id"])["held"]
         assert held == sum(state == "offered" for state in line.values()), line
         return held, line
@@ -618,13 +618,13 @@ def test_the_undo_puts_no_one_back_in_a_line_where_they_have_a_seat(
     assert seats.book(survivor, **same)["delivery"] == "true"  # the person left as merged
     undone = client.post(f"/admin/people/merge/{merge_id}/undo", headers=admin_headers)
     assert undone.status_code == 200, undone.text
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line[survivor] != "waiting", line
     changed = client.patch(
         f"/admin/sessions/{created['id']}", json={"capacity": 2}, headers=admin_headers
     )
     assert changed.status_code == 200, changed.text
-    line = {e["person_id"]: e["state"] for e in seats.waitlist(created["id"])}
+    line = seats.states(created["id"])
     assert line[survivor] not in ("waiting", "offered"), line
 
 
@@ -637,12 +637,7 @@ def test_a_seat_a_merge_passes_on_is_held_as_the_setting_says(
 
     client = make_client(waitlist_hold_hours=2)
     seats = Seats(client, admin_headers)
-    created, booked = full_session(seats, capacity=2)
-    first, second, other = seats.person(), seats.person(), seats.person()
-    for person in (first, second, other):
-        assert seats.join(created["id"], person).status_code == 201
-    for course in booked:
-        seats.send({"asset_id": course["asset_id"], "course_status": "cancelled"})
+    created, [first, second, other] = two_seats_freed(seats, waiting=3)
     _merge(client, admin_headers, [first, second], first)
     [offer] = [e for e in seats.waitlist(created["id"]) if e["person_id"] == other]
     assert offer["state"] == "offered"
