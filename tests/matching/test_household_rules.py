@@ -277,6 +277,9 @@ def test_training_on_households_keeps_the_disagreement_weights_floored() -> None
         ("Stavroula", "Stavros"),
         ("Giuseppina", "Giuseppe"),
         ("Philippa", "Philip"),
+        # the name families join Louis and Louise; the list reads them as two names
+        ("Louise", "Louis"),
+        ("Louisa", "Louis"),
     ],
 )
 def test_a_twin_named_from_the_same_name_is_another_person(
@@ -293,6 +296,29 @@ def test_a_twin_named_from_the_same_name_is_another_person(
     assert verdict.rule in (score.GUARD_TWIN_NAMES, score.GUARD_OUTRIGHT)
     # the twin's own licence beside the stored one's agrees: the stored person after all
     assert evaluate(member(first_name=query_name), member(first_name=stored_name)).accepted
+
+
+@pytest.mark.parametrize(
+    ("typed", "name"),
+    [("Christian", "Christina"), ("Daniel", "Daniela"), ("Denis", "Denise"),
+     ("Antonio", "Antonia"), ("Paula", "Paul")],
+)  # fmt: skip
+def test_a_name_mistyped_as_a_twins_under_the_persons_own_mailbox_is_the_person(
+    typed: str, name: str
+) -> None:
+    """Christina typed Christian (two letters swapped), Daniela with its last letter lost:
+    under an e-mail that spells the stored given name (christina.papadopoulos@), the
+    stored person's own mailbox, the pair is the person; under the household's mailbox,
+    or one that spells the typed name, it stays the twin."""
+    assert compare.two_names(name_tokens(typed), name_tokens(name))
+    own = f"{name.lower()}.papadopoulos@example.com"
+    stored = member(first_name=name, email=own, drivers_license=None)
+    assert evaluate(member(first_name=typed, email=own, drivers_license=None), stored).accepted
+    for mailbox in ("papadopoulos.family@example.com", f"{typed.lower()}1999@example.com"):
+        stored = member(first_name=name, email=mailbox, drivers_license=None)
+        verdict = evaluate(member(first_name=typed, email=mailbox, drivers_license=None), stored)
+        assert not verdict.accepted, (mailbox, verdict)
+        assert verdict.rule == score.GUARD_TWIN_NAMES
 
 
 @pytest.mark.parametrize(

@@ -337,7 +337,7 @@ _PAIRED = {
     "gerald": ("geraldine",), "giorgos": ("georgia", "georgina"), "giovanni": ("giovanna",),
     "giuseppe": ("giuseppina",), "joseph": ("josephine",),
     "julian": ("juliana", "julianne", "juliane"), "justin": ("justine",),
-    "karl": ("karla",), "kyriakos": ("kyriaki",), "louis": ("louisa",),
+    "karl": ("karla",), "kyriakos": ("kyriaki",), "louis": ("louisa", "louise"),
     "manuel": ("manuela",), "marcel": ("marcela", "marcella"), "martin": ("martina",),
     "michael": ("michaela",), "michail": ("michaela",), "paraskevas": ("paraskevi",),
     "pasquale": ("pasqualina",), "patrick": ("patricia",),
@@ -359,16 +359,24 @@ def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
     if not query or not stored:
         return False
     q, s = "".join(query), "".join(stored)
+    if s in _PAIRED.get(q, ()) or q in _PAIRED.get(s, ()):
+        return True  # before the name families, which join Louis and Louise
     if q == s or same_name_family(q, s):
         return False
     return (
-        _gendered(q, s)
-        or _gendered(s, q)
-        or s in _PAIRED.get(q, ())
-        or q in _PAIRED.get(s, ())
-        or _punjabi(q, s)
-        or _other_second_names(query, stored)
+        _gendered(q, s) or _gendered(s, q) or _punjabi(q, s) or _other_second_names(query, stored)
     )
+
+
+def names_mailbox(email: str | None, given: Sequence[str], family: Sequence[str]) -> bool:
+    """Whether an e-mail's local part spells this given name as a word of its own, or
+    with the family name (christina.smith@, christina85@, smithchristina@): a mailbox of
+    the person's own, not one the household shares."""
+    if not email or not given:
+        return False
+    name, surname = "".join(given), "".join(family)
+    words = _LETTERS.findall(email.rpartition("@")[0])
+    return any(word in (name, name + surname, surname + name) for word in words)
 
 
 def _gendered(feminine: str, masculine: str) -> bool:

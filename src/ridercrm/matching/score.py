@@ -163,17 +163,12 @@ def evaluate(
     model = model or default_model()
     found = levels(query, stored)
     weights = field_weights(model, query, found)
-    apart = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
     return _verdict(
         found,
         weights,
         thresholds or Thresholds(),
         asset=asset,
-        generation=apart,
-        decades=compare.decades_apart(query.date_of_birth, stored.date_of_birth),
-        surnames=(query.last, stored.last),
-        suffixes=_suffixes(query, stored),
-        givens=(query.first, stored.first),
+        pair=_Pair(query, stored, _suffixes(query, stored)),
     )
 
 
@@ -240,17 +235,12 @@ class Scorer:
         for name, level in found.items():
             weight = known[name].get(level)
             weights[name] = self._weight(name, level) if weight is None else weight
-        apart = compare.generation_apart(self.query.date_of_birth, stored.date_of_birth)
         return _verdict(
             found,
             weights,
             self.thresholds,
             asset=asset,
-            generation=apart,
-            decades=compare.decades_apart(self.query.date_of_birth, stored.date_of_birth),
-            surnames=(self.query.last, stored.last),
-            suffixes=self._suffixes(stored),
-            givens=(self.query.first, stored.first),
+            pair=_Pair(self.query, stored, self._suffixes(stored)),
         )
 
     def _suffixes(self, stored: Personal) -> tuple[str | None, str | None]:
@@ -327,15 +317,7 @@ class Scorer:
                 ),
             },
         )
-        generation = compare.generation_apart(query.date_of_birth, stored.date_of_birth)
-        rule = _guard(
-            found,
-            generation=generation,
-            decades=compare.decades_apart(query.date_of_birth, stored.date_of_birth),
-            surnames=(query.last, stored.last),
-            suffixes=self._suffixes(stored),
-            givens=(query.first, stored.first),
-        )
+        rule = _guard(found, _Pair(query, stored, self._suffixes(stored)))
         if rule is not None:
             return rule
         personal = (
@@ -390,20 +372,13 @@ def _verdict(
     thresholds: Thresholds,
     *,
     asset: bool,
-    generation: bool,
-    decades: bool,
-    surnames: tuple[Sequence[str], Sequence[str]],
-    suffixes: tuple[str | None, str | None],
-    givens: tuple[Sequence[str], Sequence[str]],
+    pair: _Pair,
 ) -> Verdict:
     if asset:
         found["asset"] = "exact"
         weights["asset"] = ASSET_WEIGHT
     total = round(sum(weights.values()), 2)
-    accepted, rule = _decide(
-        found, weights, total, thresholds, generation=generation, decades=decades,
-        surnames=surnames, suffixes=suffixes, givens=givens,
-    )  # fmt: skip
+    accepted, rule = _decide(found, weights, total, thresholds, pair=pair)
     return Verdict(total=total, accepted=accepted, levels=found, weights=weights, rule=rule)
 
 
@@ -413,22 +388,12 @@ def _decide(
     total: float,
     thresholds: Thresholds,
     *,
-    generation: bool,
-    decades: bool,
-    surnames: tuple[Sequence[str], Sequence[str]],
-    suffixes: tuple[str | None, str | None],
-    givens: tuple[Sequence[str], Sequence[str]],
+    pair: _Pair,
 ) -> tuple[bool, str]:
-    """``generation``: the birth dates are a generation apart (``compare.generation_apart``);
-    ``decades``: their years are, slip or not (``compare.decades_apart``).
-
-    ``Scorer.refusal`` applies the rules before the total in this order: a rule added or
+    """``Scorer.refusal`` applies the rules before the total in this order: a rule added or
     changed here is added or changed there (tests/matching/test_scoring.py compares them).
     """
-    rule = _guard(
-        found, generation=generation, decades=decades, surnames=surnames, suffixes=suffixes,
-        givens=givens,
-    )  # fmt: skip
+    rule = _guard(found, pair)
     if rule is not None:
         return False, rule
     personal = (
@@ -441,23 +406,34 @@ def _decide(
     return True, REACHES_THRESHOLD
 
 
-def _guard(
-    found: Mapping[str, str],
-    *,
-    generation: bool,
-    decades: bool = False,
-    surnames: tuple[Sequence[str], Sequence[str]] = ((), ()),
-    suffixes: tuple[str | None, str | None] = (None, None),
-    givens: tuple[Sequence[str], Sequence[str]] = ((), ()),
-) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """What the guard's rules read of the two records beyond their levels: the names,
+    birth dates and mailbox, and the generational suffixes (``_suffixes``)."""
+
+    query: Personal
+    stored: Personal
+    suffixes: tuple[str | None, str | None]
+
+    @property
+    def generation(self) -> bool:
+        """Birth dates a generation apart, not a keying slip (``compare.generation_apart``)."""
+        return compare.generation_apart(self.query.date_of_birth, self.stored.date_of_birth)
+
+    @property
+    def decades(self) -> bool:
+        """Birth years a generation apart, slip or not (``compare.decades_apart``)."""
+        return compare.decades_apart(self.query.date_of_birth, self.stored.date_of_birth)
+
+
+def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
     """The household guard (docs/decisions.md, "Matching on real CRM traffic"): the rule
     that refuses the pair whatever its total, or None. ``found`` is read lazily by
     ``Scorer.refusal``: only the levels a rule needs are asked for, in this order.
 
     1. A given name that differs outright (or a short slip no keyboard or scanner makes,
        Mei/Wei; or it is the stored family name while the family names do not swap)
-       needs an agreeing licence, unless ``_not_a_relative`` (``surnames``: the query's
-       and the stored family names, read only there).
+       needs an agreeing licence, unless ``_not_a_relative``.
     2. A given name that only nearly agrees, with a differing licence: another person.
     3. A given name that agrees only as a keyboard or scanner slip (or, at the
        household's address, only as ``close``: Huong/Phuong) while the query brings an
@@ -473,9 +449,11 @@ def _guard(
        e-mail nearly) and no
        licence agrees: a twin or sibling named from one name family.
     3d. Given names that are evidently two names (``compare.two_names``: Antonio/Antonia,
-       Gurpreet/Harpreet, John Paul/John Mark; ``givens``: the query's and the stored
-       given names, read only there) under the household's e-mail or phone, no licence
-       agreeing: twins, who share everything else.
+       Gurpreet/Harpreet, John Paul/John Mark) under the household's e-mail or phone, no
+       licence agreeing: twins, who share everything else. Not under the stored
+       person's own mailbox: an e-mail that agrees and spells the stored given name, not
+       the query's (``compare.names_mailbox``: christina.smith@ for Christina typed
+       Christian).
 
     Rules 3-5 read the query's e-mail and phones: a query and a stored person with
     neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
@@ -490,12 +468,12 @@ def _guard(
        ``different``), the query's e-mail and phone do not agree (nor the e-mail nearly,
        unless the date differs outright), the street
        does not agree and no licence agrees: only the names and the suburb are shared.
-    4c. Generational suffixes (``suffixes``: the query's and the stored one's, from
+    4c. Generational suffixes (``pair.suffixes``: the query's and the stored one's, from
        ``compare.generation_suffix``) that differ (Jr. and Sr.), or one on one side only
        while the birth dates do not agree (missing, or beyond a slip), with no agreeing
        licence: the name is carried by two generations, and only a birth date or a
        licence tells which one this is. With a suffix on one side, years ten or more
-       apart (``decades``) are two generations even when one digit tells them apart
+       apart (``pair.decades``) are two generations even when one digit tells them apart
        (1965/1995): the suffix says the name has two bearers.
     4d. A stranger: the family name differs outright, the e-mail and phones were
        compared and differ (the e-mail not nearly), the street does not agree and no
@@ -513,7 +491,7 @@ def _guard(
             given in compare.GIVEN_OUTRIGHT
             or (given == "swapped" and found["family_name"] != "swapped")
         )
-        and not _not_a_relative(found, surnames)
+        and not _not_a_relative(found, (pair.query.last, pair.stored.last))
     ):
         return GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
@@ -553,7 +531,8 @@ def _guard(
         given != "exact"
         and not licence_agrees
         and _contact(found) == "agrees"
-        and compare.two_names(tuple(givens[0]), tuple(givens[1]))
+        and compare.two_names(pair.query.first, pair.stored.first)
+        and not _own_mailbox(found, pair)
     ):
         # twins are named as two forms of one name (Antonio/Antonia, Gurpreet/Harpreet,
         # John Paul/John Mark) and share the household's e-mail, phone and address
@@ -570,8 +549,9 @@ def _guard(
         return GUARD_LICENCE
     if licence_agrees:
         return None
+    suffixes = pair.suffixes
     if suffixes[0] != suffixes[1] and (
-        (suffixes[0] and suffixes[1]) or decades or found["date_of_birth"] in _BIRTH_UNSETTLED
+        (suffixes[0] and suffixes[1]) or pair.decades or found["date_of_birth"] in _BIRTH_UNSETTLED
     ):
         return GUARD_SUFFIX
     # A namesake: a common name in one suburb, born another day, with a mailbox, mobile and
@@ -597,6 +577,7 @@ def _guard(
         return GUARD_STRANGER
     # A parent and a child of one name share the household's e-mail and phone, and the
     # birth date alone tells them apart: a date a generation off is not a slip.
+    generation = pair.generation
     if generation and (found["email"] == "exact" or found["phone"] == "exact"):
         return GUARD_GENERATION
     # Each with their own mailbox and mobile at the household's address: a birth date
@@ -612,6 +593,18 @@ def _guard(
     ):
         return GUARD_BIRTH_ADDRESS
     return None
+
+
+def _own_mailbox(found: Mapping[str, str], pair: _Pair) -> bool:
+    """The e-mail agrees and spells the stored given name, not the query's: the stored
+    person's own mailbox, under which a given name two names apart is that person's,
+    mistyped (Christina typed Christian), not a twin booking under the household's."""
+    stored, query = pair.stored, pair.query
+    return (
+        found["email"] == "exact"
+        and compare.names_mailbox(stored.email, stored.first, stored.last)
+        and not compare.names_mailbox(stored.email, query.first, query.last)
+    )
 
 
 def _contact(found: Mapping[str, str]) -> str:
