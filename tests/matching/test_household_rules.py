@@ -200,11 +200,30 @@ def test_a_truncation_is_found_only_with_strong_evidence() -> None:
 @pytest.mark.parametrize(
     ("short", "formal"),
     [("liam", "william"), ("liv", "olivia"), ("mo", "mohammad"), ("enzo", "vincenzo"),
-     ("nick", "nikolaos"), ("con", "konstantinos"), ("pino", "giuseppe"), ("joe", "youssef")],
+     ("nick", "nikolaos"), ("con", "konstantinos"), ("pino", "giuseppe"), ("joe", "youssef"),
+     # Greek everyday forms, and the English names Greek-Australians go by
+     ("jimmy", "dimitris"), ("bill", "vasilis"), ("mike", "michalis"), ("tony", "antonis"),
+     ("stelios", "stylianos"), ("greg", "grigorios"), ("peter", "petros"),
+     ("andy", "andreas"), ("yiota", "panagiota")],
 )  # fmt: skip
 def test_community_short_forms_are_one_name(short: str, formal: str) -> None:
     assert same_name_family(short, formal)
     assert same_name_family(formal, short)
+
+
+@pytest.mark.parametrize(
+    ("typed", "stored_name"),
+    [("Mike", "Μιχάλης"), ("Jimmy", "Dimitris"), ("Bill", "Vasilis"), ("Peter", "Petros")],
+)
+def test_a_greek_rider_under_the_english_name_they_go_by_is_found(
+    typed: str, stored_name: str
+) -> None:
+    """Μιχάλης (Michalis, the everyday form of Michail) books as Mike, under his own
+    e-mail and birth date, no licence: the stored person, as a nickname."""
+    stored = member(first_name=stored_name, drivers_license=None)
+    verdict = evaluate(member(first_name=typed, drivers_license=None), stored)
+    assert verdict.levels["given_name"] == "nickname"
+    assert verdict.accepted, verdict
 
 
 def test_given_and_family_names_swapped_are_found() -> None:
