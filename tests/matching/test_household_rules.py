@@ -204,7 +204,9 @@ def test_a_truncation_is_found_only_with_strong_evidence() -> None:
      # Greek everyday forms, and the English names Greek-Australians go by
      ("jimmy", "dimitris"), ("bill", "vasilis"), ("mike", "michalis"), ("tony", "antonis"),
      ("stelios", "stylianos"), ("greg", "grigorios"), ("peter", "petros"),
-     ("andy", "andreas"), ("yiota", "panagiota")],
+     ("andy", "andreas"), ("yiota", "panagiota"),
+     # Italian and Arabic forms of English names
+     ("steve", "stefano"), ("phil", "filippo"), ("cathy", "caterina"), ("joe", "yusuf")],
 )  # fmt: skip
 def test_community_short_forms_are_one_name(short: str, formal: str) -> None:
     assert same_name_family(short, formal)
