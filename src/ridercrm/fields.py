@@ -150,6 +150,15 @@ def received(value: Any) -> str:
     return type(value).__name__
 
 
+ECHO_LIMIT = 40
+
+
+def echoed(text: str, limit: int = ECHO_LIMIT) -> str:
+    """A client's text as an error quotes it: whole up to ``limit`` characters, else its
+    first ones and "..." (a refusal need not repeat a 10,000-character name in full)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def item_refusal(item: Any, key: str) -> str:
     """Why an item that is not an object is refused, and how to send one."""
     got = received(item)

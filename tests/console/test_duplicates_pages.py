@@ -435,6 +435,29 @@ def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann
 
 
+def test_a_long_field_name_on_a_merge_form_is_echoed_cut_short(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    pair: dict[str, Any],
+) -> None:
+    """A forged form naming a field of 10,000 characters is refused (400) by the name's
+    first characters, on the preview and on the merge, never repeated in full."""
+    staff = console_as("staff")
+    token = csrf(staff)
+    ann, again, cluster = pair["ann"], pair["again"], pair["cluster"]
+    long = "x" * 10_000
+    for action in ("preview", "merge"):
+        refused = staff.post(
+            f"/console/duplicates/{cluster}/{action}",
+            data={"csrf": token, "survivor": ann, f"field.{long}": again},
+        )
+        assert refused.status_code == 400, refused.text
+        assert "not a person field" in refused.text
+        assert "x" * 100 not in refused.text
+    assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] is None
+
+
 def test_ids_past_what_the_store_holds_name_nothing_on_every_duplicates_address(
     console_as: Callable[..., TestClient],
     client: TestClient,

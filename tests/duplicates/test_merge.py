@@ -17,6 +17,7 @@ from ridercrm.db import Base, session_scope
 from ridercrm.duplicates.merge import MergeError, merge_people
 from ridercrm.people.models import Person
 from tests.courses.helpers import Courses, new_booking
+from tests.transfer.helpers import cli
 
 MERGE = "/admin/people/merge"
 # History, not state: a merge and its undo add records here by design.
@@ -331,6 +332,40 @@ def test_a_lead_cannot_absorb_a_contact_and_fields_must_name_members(
         ]
     )
     assert courses.person(second)["merged_into"] is None
+
+
+def test_a_long_name_or_id_given_to_a_merge_is_echoed_cut_short(
+    db_url: str, client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """A field name, survivor or person id of 10,000 characters is refused by its first
+    characters (fields.echoed), never repeated in full: by the admin API (a merge and a
+    cluster's decision share the planner) and by `ridercrm duplicates merge`."""
+    ann = create_person(client, admin_headers)
+    again = create_person(client, admin_headers, first_name="ANN", email="ann.nguyen@exampel.com")
+    long = "x" * 10_000
+    many = {f"{long}{number}": ann for number in range(7)}
+    for body, reason in (
+        ({"people": [ann, again], "fields": {long: ann}}, "not a person field"),
+        ({"people": [ann, again], "fields": many}, "and 2 more not a person field"),
+        ({"people": [ann, again], "survivor": long}, "not one of the people merged"),
+        ({"people": [ann, again], "fields": {"email": long}}, "not one of the people merged"),
+        ({"people": [ann, long]}, "not a person id"),
+    ):
+        detail = merge(client, admin_headers, 400, **body)["detail"]
+        assert reason in detail, detail
+        assert "x" * 100 not in detail
+        assert len(detail) < 500, detail
+    refused = cli(db_url, "duplicates", "merge", ann, again, "--field", f"{long}={ann}")
+    assert refused.exit_code == 1, refused.output
+    assert "not a person field" in refused.stderr
+    assert "x" * 100 not in refused.output
+    assert merged_into_of(client, admin_headers, again) is None
+
+
+def merged_into_of(client: TestClient, admin_headers: dict[str, str], person_id: str) -> str | None:
+    found = client.get(f"/admin/people/{person_id}", headers=admin_headers)
+    merged_into: str | None = found.json()["merged_into"]
+    return merged_into
 
 
 def test_overlapping_merges_one_wins_the_other_is_refused(

@@ -29,6 +29,7 @@ from ridercrm.duplicates.recheck import mark
 from ridercrm.duplicates.scoring import SameCheck, scored_as_different
 from ridercrm.errors import CONFLICT, INVALID, NOT_FOUND, DomainError
 from ridercrm.events import service as events
+from ridercrm.fields import echoed
 from ridercrm.ids import canonical_id
 from ridercrm.notifications import service as notifications
 from ridercrm.notifications.models import Message, ReminderStop
@@ -44,6 +45,8 @@ MAX_MEMBERS = 20
 # postcode: the same place, described more fully.
 CONTACT_DETAILS = ("email", "mobile_phone", "home_phone")
 ADDRESS = ("street", "city", "state", "postcode", "country")
+# A refusal of unknown field names names this many of them (each cut to fields.echoed's length).
+NAMED_AT_MOST = 5
 
 
 class MergeError(DomainError):
@@ -446,7 +449,7 @@ def _members(session: Session, people_ids: Sequence[str], *, lock: bool) -> list
     resolved: dict[str, Person] = {}
     for raw in people_ids:
         if not isinstance(raw, str) or canonical_id(raw) is None:
-            raise MergeError(INVALID, f"people: {raw!r} is not a person id")
+            raise MergeError(INVALID, f"people: {echoed(repr(raw))} is not a person id")
         stored = people.find_person(session, raw)
         if stored is not None and stored.merged_into:
             # The review that named it is out of date (or another merge just won).
@@ -488,7 +491,7 @@ def _member(session: Session, members: list[Person], raw: str, what: str) -> Per
     for member in members:
         if person is not None and member.id == person.id:
             return member
-    raise MergeError(INVALID, f"{what}: {raw!r} is not one of the people merged")
+    raise MergeError(INVALID, f"{what}: {echoed(repr(raw))} is not one of the people merged")
 
 
 def _choose_survivor(
@@ -512,7 +515,10 @@ def _field_values(
     """Each field's resulting value and the member it comes from."""
     unknown = sorted(name for name in chosen if name not in PERSON_FIELDS)
     if unknown:
-        raise MergeError(INVALID, f"fields: {', '.join(unknown)} not a person field")
+        named = ", ".join(echoed(name) for name in unknown[:NAMED_AT_MOST])
+        more = len(unknown) - NAMED_AT_MOST
+        named += f" and {more} more" if more > 0 else ""
+        raise MergeError(INVALID, f"fields: {named} not a person field")
     newest_first = sorted(members, key=lambda p: (p.updated_at, p.id), reverse=True)
     sources: dict[str, str] = {}
     # The block comes from the newest member whose address locates someone (a street or

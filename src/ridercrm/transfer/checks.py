@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ridercrm.errors import DomainError
+from ridercrm.fields import echoed
 from ridercrm.ids import RecordKind, canonical_id, id_problem
 from ridercrm.transfer.cells import iso_date, restore
 from ridercrm.transfer.columns import ColumnPlan, Target
@@ -143,8 +144,7 @@ def check_rows(spec: RowSpec, rows: Rows) -> list[Checked]:
 
 
 def _not_an_id(name: str, raw: str, what: str, kind: RecordKind) -> str:
-    shown = raw if len(raw) <= 40 else raw[:37] + "..."
-    return f"{name}: {shown} is not a {what} id ({id_problem(raw, kind)})"
+    return f"{name}: {echoed(raw)} is not a {what} id ({id_problem(raw, kind)})"
 
 
 def read_header(reader: Iterator[list[str]]) -> list[str]:
