@@ -381,6 +381,47 @@ def test_a_cluster_whose_people_now_score_as_different_merges_only_when_forced(
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann
 
 
+def test_the_preview_warns_when_the_matcher_now_scores_them_as_different_people(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    engine: Engine,
+    pair: dict[str, Any],
+) -> None:
+    """The preview says plainly what *Merge these records* would refuse (the same check,
+    ``merge.different_people``): the pair, and why; confirmed unforced, the merge is still
+    refused and changes nothing. A pair still scored as one rider gets no warning."""
+    staff = console_as("staff")
+    token = csrf(staff)
+    ann, again, cluster = pair["ann"], pair["again"], pair["cluster"]
+    plain = staff.post(f"/console/duplicates/{cluster}/preview", data={"csrf": token})
+    assert plain.status_code == 200, plain.text
+    assert 'id="preview-different"' not in plain.text
+    changed = client.post(
+        "/crm/modify",
+        json={"people_data": [{"ID": again, "first_name": "Ben", "last_name": "Kelly",
+                               "date_of_birth": "1987-11-03", "drivers_license": "093412876"}]},
+        headers=admin_headers,
+    )  # fmt: skip
+    assert changed.json()["status"] is True, changed.text
+    shown = staff.post(
+        f"/console/duplicates/{cluster}/preview", data={"csrf": token, "survivor": ann}
+    )
+    assert shown.status_code == 200, shown.text
+    warning = shown.text.split('id="preview-different"', 1)[1].split("</div>", 1)[0]
+    assert "scores these records as different people" in warning
+    assert f"The matcher scores {ann} (Ann Nguyen) and {again} (Ben Kelly) as different" in warning
+    assert "will be refused unless you tick" in warning
+    before = snapshot(engine)
+    refused = staff.post(f"/console/duplicates/{cluster}/merge", data=hidden_fields(shown.text))
+    assert refused.status_code == 400, refused.text
+    assert f"the matcher scores {ann} (Ann Nguyen) and {again} (Ben Kelly)" in refused.text
+    after = snapshot(engine)
+    assert {k: v for k, v in after.items() if k != "audit_records"} == {
+        k: v for k, v in before.items() if k != "audit_records"
+    }
+
+
 def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
     console_as: Callable[..., TestClient],
     client: TestClient,

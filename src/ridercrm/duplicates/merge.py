@@ -111,15 +111,12 @@ def plan_merge(
     survivor = _choose_survivor(session, members, survivor_id, courses)
     merged = [m for m in members if m is not survivor]
     if same is not None:
-        for member in merged:
-            why = scored_as_different(session, survivor, member, same)
-            if why is not None:
-                raise MergeError(
-                    CONFLICT,
-                    f"the matcher scores {survivor.id} ({_name(survivor)}) and {member.id}"
-                    f" ({_name(member)}) as different people: {why}; nothing was changed (to merge"
-                    ' them anyway: --force, "force": true, or the console\'s "merge even if" box)',
-                )
+        for why in different_people(session, survivor, merged, same)[:1]:
+            raise MergeError(
+                CONFLICT,
+                f"{why}; nothing was changed (to merge them anyway: --force,"
+                ' "force": true, or the console\'s "merge even if" box)',
+            )
     values, sources = _field_values(session, survivor, members, fields)
     moved = dict(
         session.execute(
@@ -131,6 +128,23 @@ def plan_merge(
     return MergePlan(
         survivor=survivor, merged=merged, values=values, sources=sources, moved_assets=moved
     )
+
+
+def different_people(
+    session: Session, survivor: Person, merged: Sequence[Person], same: SameCheck
+) -> list[str]:
+    """Each member the matcher scores as another person than the survivor, in words
+    ("the matcher scores A (Ann Nguyen) and B (Ben Kelly) as different people: why"):
+    what refuses a merge that is not forced (its first), and what a preview warns of."""
+    found = []
+    for member in merged:
+        why = scored_as_different(session, survivor, member, same)
+        if why is not None:
+            found.append(
+                f"the matcher scores {survivor.id} ({_name(survivor)}) and {member.id}"
+                f" ({_name(member)}) as different people: {why}"
+            )
+    return found
 
 
 def merge_people(

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from ridercrm.courses.models import Asset
 from ridercrm.duplicates import merge, service
 from ridercrm.duplicates.models import OPEN, SKIPPED, DuplicateCluster, PersonMerge
+from ridercrm.duplicates.scoring import SameCheck
 from ridercrm.errors import NOT_FOUND
 from ridercrm.people.models import PERSON_FIELDS, Person
 
@@ -131,9 +132,16 @@ def cluster_view(session: Session, cluster_id: int) -> ClusterView | None:
 
 
 def preview(
-    session: Session, cluster_id: int, *, survivor: str | None, fields: dict[str, str]
+    session: Session,
+    cluster_id: int,
+    *,
+    survivor: str | None,
+    fields: dict[str, str],
+    same: SameCheck | None = None,
 ) -> dict[str, Any]:
-    """A merge's dry run on this cluster (nothing written), as the API's preview.
+    """A merge's dry run on this cluster (nothing written), as the API's preview; with
+    ``same``, ``different`` says which members the matcher now scores as another person
+    than the survivor (``merge.different_people``: the merge made unforced refuses them).
 
     Raises ``merge.MergeError`` with the reason when the merge could not be made.
     """
@@ -147,6 +155,13 @@ def preview(
     # changed since (``changed_since``), rather than overwrite a value nobody saw.
     members = _people(session, {planned["survivor"], *planned["merged"]})
     planned["seen"] = {pid: person.updated_at.isoformat() for pid, person in members.items()}
+    planned["different"] = (
+        merge.different_people(
+            session, members[planned["survivor"]], [members[pid] for pid in planned["merged"]], same
+        )
+        if same is not None
+        else []
+    )
     return planned
 
 

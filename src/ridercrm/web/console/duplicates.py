@@ -221,10 +221,12 @@ async def preview(posted: Posted, cluster_id: str) -> Response:
     """A merge's dry run with the chosen survivor and fields: nothing is written."""
     found = _cluster_id(cluster_id)
     survivor, fields = _choices(posted.form)
+    # What *Merge* would check unforced: the preview warns of what it would refuse.
+    same = SameCheck.of(frame.services_of(posted.request).settings)
 
     def work(session: Session) -> dict[str, Any] | str:
         try:
-            return review.preview(session, found, survivor=survivor, fields=fields)
+            return review.preview(session, found, survivor=survivor, fields=fields, same=same)
         except merge.MergeError as exc:
             return exc.reason
 
