@@ -476,6 +476,60 @@ def test_a_merge_confirmed_after_a_record_changed_since_its_preview_is_refused(
     assert client.get(f"/admin/people/{again}", headers=admin_headers).json()["merged_into"] == ann
 
 
+def test_a_merge_confirmed_after_a_course_was_booked_since_its_preview_is_refused(
+    console_as: Callable[..., TestClient],
+    client: TestClient,
+    admin_headers: dict[str, str],
+    engine: Engine,
+    pair: dict[str, Any],
+) -> None:
+    """A course booked for a member after the preview would move to the survivor unlisted
+    (a booking leaves the person's updated_at as it was, so the seen.* check passes): the
+    confirming form carries the courses the preview listed, and a merge that would move
+    others is refused with the reason and changes nothing; previewed again, it is made."""
+    staff = console_as("staff")
+    token = csrf(staff)
+    ann, again, cluster = pair["ann"], pair["again"], pair["cluster"]
+    shown = staff.post(
+        f"/console/duplicates/{cluster}/preview", data={"csrf": token, "survivor": again}
+    )
+    assert shown.status_code == 200, shown.text
+    assert pair["course"] in shown.text  # Ann's one course moves
+    confirm = hidden_fields(shown.text)
+    stored = client.get(f"/admin/people/{ann}", headers=admin_headers).json()
+    item = new_booking(ann, create_product(client, admin_headers, name="Advanced", code="ADV-SOM"),
+                       booking_number="HB-8", course_datetime="2026-12-13 08:30:00",
+                       course_date_end="2026-12-13 16:30:00")  # fmt: skip
+    booked = client.post(
+        "/crm/people/rider_courses", json={"people_product": [item]}, headers=admin_headers
+    )
+    assert booked.json()["details"][0]["delivery"] == "true", booked.text
+    late = booked.json()["details"][0]["asset_id"]
+    after_booking = client.get(f"/admin/people/{ann}", headers=admin_headers).json()
+    assert after_booking["updated_at"] == stored["updated_at"]  # what seen.* cannot tell
+    before = snapshot(engine)
+    stale = staff.post(f"/console/duplicates/{cluster}/merge", data=confirm)
+    assert stale.status_code == 400, stale.text
+    assert (
+        f"the courses that move changed since the preview: course {late} (not listed by the"
+        " preview); nothing was changed" in stale.text
+    )
+    after = snapshot(engine)
+    assert {k: v for k, v in after.items() if k != "audit_records"} == {
+        k: v for k, v in before.items() if k != "audit_records"
+    }
+
+    again_shown = staff.post(
+        f"/console/duplicates/{cluster}/preview", data={"csrf": token, "survivor": again}
+    )
+    assert late in again_shown.text
+    merged = staff.post(
+        f"/console/duplicates/{cluster}/merge", data=hidden_fields(again_shown.text)
+    )
+    assert merged.status_code == 200, merged.text
+    assert client.get(f"/admin/people/{ann}", headers=admin_headers).json()["merged_into"] == again
+
+
 def test_a_long_field_name_on_a_merge_form_is_echoed_cut_short(
     console_as: Callable[..., TestClient],
     client: TestClient,

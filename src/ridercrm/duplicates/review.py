@@ -175,6 +175,19 @@ def changed_since(session: Session, merge_id: int, seen: dict[str, str]) -> list
     return sorted(pid for pid in held.keys() | seen.keys() if held.get(pid) != seen.get(pid))
 
 
+def courses_unseen(session: Session, merge_id: int, listed: list[str]) -> list[str]:
+    """What a merge just made (in this transaction) moved otherwise than a preview listed
+    (``listed``: the ids of the courses it said move), in words: a course booked for a
+    member since the preview leaves the member's ``updated_at`` as it was, so
+    ``changed_since`` cannot tell."""
+    record = merge.find_merge(session, merge_id)
+    assert record is not None
+    moved, shown = set(record.moved_assets), set(listed)
+    found = [f"course {asset_id} (not listed by the preview)" for asset_id in sorted(moved - shown)]
+    found += [f"course {asset_id} (no longer moves)" for asset_id in sorted(shown - moved)]
+    return found
+
+
 def course_counts(session: Session, person_ids: list[str]) -> dict[str, int]:
     """How many courses each person has (0 for none)."""
     rows = session.execute(

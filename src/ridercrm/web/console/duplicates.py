@@ -25,6 +25,7 @@ router = ConsoleRouter(prefix="/duplicates")
 
 FIELD_PREFIX = "field."
 SEEN_PREFIX = "seen."  # the confirming form: each member's updated_at as previewed
+SEEN_COURSES = "seen_courses"  # ... and the courses it listed as moving, space-separated
 LABELS = {
     "first_name": "First name",
     "last_name": "Last name",
@@ -253,6 +254,8 @@ async def _decide(
         for name, value in posted.form.items()
         if name.startswith(SEEN_PREFIX)
     }
+    # A form from a preview (it has seen.*) without the courses it listed listed none.
+    courses = [c[:40] for c in posted.form.get(SEEN_COURSES, "").split()] if seen else []
     context = frame.services_of(posted.request)
     same = None if forced else SameCheck.of(context.settings)
 
@@ -269,17 +272,24 @@ async def _decide(
             audit_id=frame.change_audit_id(),
             same=same if decision == "merge" else None,
         )
-        changed = review.changed_since(session, result["merge_id"], seen) if seen else []
-        if changed:  # raised: the merge rolls back
+        if not seen:
+            return result
+        stale = []
+        if changed := review.changed_since(session, result["merge_id"], seen):
+            stale.append(f"{', '.join(changed)} changed since the preview")
+        if moved := review.courses_unseen(session, result["merge_id"], courses):
+            stale.append(f"the courses that move changed since the preview: {', '.join(moved)}")
+        if stale:  # raised: the merge rolls back
             raise frame.ConsoleProblem(
-                f"{', '.join(changed)} changed since the preview; nothing was changed"
-                " (preview the merge again to see the values it would replace)"
+                f"{'; '.join(stale)}; nothing was changed (preview the merge again to see"
+                " the values it would replace and the courses it would move)"
             )
         return result
 
     asked: dict[str, Any] = {"cluster": found, "decision": decision}
     if decision == "merge":
         asked |= {"survivor": survivor, "fields": fields, "force": forced, "seen": seen}
+        asked |= {"seen_courses": courses} if seen else {}
     return await posted.change(asked=asked, work=work)
 
 
