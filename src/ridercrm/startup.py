@@ -113,6 +113,14 @@ def _parse(raw: str) -> URL:
     return url
 
 
+BUSY_SETTING = "RIDERCRM_SQLITE_BUSY_TIMEOUT_MS"
+
+
+def _sqlite_busy(error: DBAPIError) -> bool:
+    """SQLite's SQLITE_BUSY (and its extended codes): the write lock was not had in time."""
+    return str(getattr(error.orig, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
+
+
 def failure_line(error: BaseException) -> str:
     """One line that says why a command failed and, where it can, which setting to fix."""
     if isinstance(error, StartupProblem):
@@ -131,6 +139,14 @@ def failure_line(error: BaseException) -> str:
     if isinstance(error, ArgumentError):
         # The message may quote the URL, password and all: leave it out.
         return f"error: {URL_SETTING} could not be used as a database URL"
+    if isinstance(error, DBAPIError) and _sqlite_busy(error):
+        # The URL is right: another program held the write lock (a busy server's writers
+        # queue in turn; a program that is not ridercrm does not, and outlasted the wait).
+        return (
+            "error: the SQLite database is busy (database is locked): another program held"
+            f" its write lock longer than {BUSY_SETTING} allows; nothing was changed, try"
+            f" again (or raise {BUSY_SETTING})"
+        )
     if isinstance(error, DBAPIError):
         cause = str(error.orig).strip().splitlines()
         reason = cause[0] if cause else type(error.orig).__name__

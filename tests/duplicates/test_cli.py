@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.demo import load_demo
 from ridercrm.demo_courses import CHLOE, CHLOE_AGAIN
 from ridercrm.duplicates.models import PersonMerge
@@ -96,3 +107,96 @@ def test_merge_refuses_options_it_would_otherwise_ignore(
     with session_scope(sessions) as session:
         assert session.scalars(select(PersonMerge.id)).all() == []
         assert session.scalars(select(Person.id).where(Person.merged_into.is_not(None))).all() == []
+
+
+@contextmanager
+def write_lock_held(path: Path, *, for_s: float) -> Iterator[None]:
+    """Another program's write transaction on the SQLite file (not ridercrm's: it takes
+    no turn on the lock file), open from the block's start for ``for_s`` seconds."""
+    holding = threading.Event()
+
+    def hold() -> None:
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("UPDATE people SET city = city WHERE 0")
+            holding.set()
+            time.sleep(for_s)
+            connection.execute("ROLLBACK")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        yield
+    finally:
+        thread.join()
+
+
+def ridercrm_process(
+    url: str, *args: str, busy_timeout_ms: int
+) -> subprocess.CompletedProcess[str]:
+    """The real command in its own process, as an operator runs it (main's one-line errors)."""
+    env = {
+        **os.environ,
+        "RIDERCRM_DATABASE_URL": url,
+        "RIDERCRM_SQLITE_BUSY_TIMEOUT_MS": str(busy_timeout_ms),
+    }
+    env.pop("RIDERCRM_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "ridercrm.cli", *args],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+
+
+def test_unmerge_on_a_busy_sqlite_database_waits_its_turn_or_says_so_in_one_line(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """`duplicates unmerge --dry-run` makes the undo to check it, then rolls it back: it
+    waits for the write lock as a write does (it failed at once with "database is
+    locked", whatever RIDERCRM_SQLITE_BUSY_TIMEOUT_MS said). A lock held longer than the
+    timeout is one line naming that setting, exit 1, nothing changed: no traceback, and
+    not the database URL to check."""
+    path = tmp_path / "ridercrm.db"
+    shutil.copy(sqlite_template, path)
+    url = f"sqlite:///{path}"
+    engine = build_engine(Settings(database_url=url))
+    try:
+        load_demo(session_factory(engine))
+    finally:
+        engine.dispose()
+    merged = cli(url, "duplicates", "merge", CHLOE, CHLOE_AGAIN, "--survivor", CHLOE)
+    assert merged.exit_code == 0, merged.output
+    merge_id = str(json.loads(merged.stdout)["merge_id"])
+
+    with write_lock_held(path, for_s=1.0):
+        waited = ridercrm_process(
+            url, "duplicates", "unmerge", merge_id, "--dry-run", busy_timeout_ms=30_000
+        )
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout)["dry_run"] is True
+
+    for args in (["--dry-run"], []):
+        with write_lock_held(path, for_s=3.0):
+            busy = ridercrm_process(
+                url, "duplicates", "unmerge", merge_id, *args, busy_timeout_ms=200
+            )
+        assert busy.returncode == 1, (args, busy.stdout, busy.stderr)
+        assert "Traceback" not in busy.stderr
+        said = busy.stderr.splitlines()
+        assert said[0] == f"database: {url}"
+        assert len(said) == 2, busy.stderr
+        assert said[1].startswith("error: the SQLite database is busy (database is locked)")
+        assert "RIDERCRM_SQLITE_BUSY_TIMEOUT_MS" in said[1]
+        assert "RIDERCRM_DATABASE_URL" not in said[1]
+        assert busy.stdout == ""
+    engine = build_engine(Settings(database_url=url))
+    try:
+        with session_scope(session_factory(engine)) as session:
+            record = session.get(PersonMerge, int(merge_id))
+            assert record is not None
+            assert record.undone_at is None
+    finally:
+        engine.dispose()

@@ -67,7 +67,10 @@ def _audited(
         started=started, audit_id=audit_id, redact=settings.audit_redact,
     )  # fmt: skip
     try:
-        with session_scope(sessions, write=not dry_run) as session:
+        # A dry run too is a write transaction, rolled back: an undo's dry run makes the
+        # undo to check it, and a deferred transaction that then writes fails at once
+        # with "database is locked" on a busy SQLite database instead of taking its turn.
+        with session_scope(sessions, write=True) as session:
             result = action(session, audit_id)
             if dry_run:
                 session.rollback()
