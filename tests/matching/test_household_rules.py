@@ -143,6 +143,32 @@ def test_twins_minh_and_binh_are_never_merged() -> None:
     assert verdict.rule == score.GUARD_OUTRIGHT
 
 
+@pytest.mark.parametrize(("typed", "name"), [("Hue", "Hui"), ("Cim", "Kim"), ("Rosl", "Rosa")])
+def test_a_short_slip_under_the_persons_own_mailbox_and_birth_date_is_the_person(
+    typed: str, name: str
+) -> None:
+    """One letter of a short name replaced (as likely another name: Minh/Binh) under an
+    e-mail spelling the stored given name (hui_chen@) and the very birth date: the
+    person. Under the household's mailbox, or another birth date, it stays refused."""
+    own = f"{name.lower()}_chen@example.com"
+    stored = member(first_name=name, last_name="Chen", email=own, drivers_license=None)
+    query = member(first_name=typed, last_name="Chen", email=own, drivers_license=None)
+    verdict = evaluate(query, stored)
+    assert verdict.levels["given_name"] == "short_slip"
+    assert verdict.accepted, verdict
+    family = "chen.family@example.com"
+    refused = [
+        (member(first_name=typed, last_name="Chen", email=family, drivers_license=None),
+         member(first_name=name, last_name="Chen", email=family, drivers_license=None)),
+        (member(first_name=typed, last_name="Chen", email=own, drivers_license=None,
+                date_of_birth=dt.date(1977, 2, 3)), stored),
+    ]  # fmt: skip
+    for asked, held in refused:
+        verdict = evaluate(asked, held)
+        assert not verdict.accepted, verdict
+        assert verdict.rule == score.GUARD_OUTRIGHT
+
+
 def test_a_keyboard_slip_is_a_typo_when_the_email_agrees_and_a_twin_when_only_the_household_does() -> (
     None
 ):
@@ -206,7 +232,8 @@ def test_a_truncation_is_found_only_with_strong_evidence() -> None:
      ("stelios", "stylianos"), ("greg", "grigorios"), ("peter", "petros"),
      ("andy", "andreas"), ("yiota", "panagiota"),
      # Italian and Arabic forms of English names
-     ("steve", "stefano"), ("phil", "filippo"), ("cathy", "caterina"), ("joe", "yusuf")],
+     ("steve", "stefano"), ("phil", "filippo"), ("cathy", "caterina"), ("joe", "yusuf"),
+     ("stevie", "stephen")],
 )  # fmt: skip
 def test_community_short_forms_are_one_name(short: str, formal: str) -> None:
     assert same_name_family(short, formal)

@@ -433,7 +433,8 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
 
     1. A given name that differs outright (or a short slip no keyboard or scanner makes,
        Mei/Wei; or it is the stored family name while the family names do not swap)
-       needs an agreeing licence, unless ``_not_a_relative``.
+       needs an agreeing licence, unless ``_not_a_relative``, or the short slip comes
+       with the very birth date under the stored person's own mailbox (``_own_slip``).
     2. A given name that only nearly agrees, with a differing licence: another person.
     3. A given name that agrees only as a keyboard or scanner slip (or, at the
        household's address, only as ``close``: Huong/Phuong) while the query brings an
@@ -492,6 +493,7 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
             or (given == "swapped" and found["family_name"] != "swapped")
         )
         and not _not_a_relative(found, (pair.query.last, pair.stored.last))
+        and not _own_slip(found, pair)
     ):
         return GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
@@ -604,6 +606,17 @@ def _own_mailbox(found: Mapping[str, str], pair: _Pair) -> bool:
         found["email"] == "exact"
         and compare.names_mailbox(stored.email, stored.first, stored.last)
         and not compare.names_mailbox(stored.email, query.first, query.last)
+    )
+
+
+def _own_slip(found: Mapping[str, str], pair: _Pair) -> bool:
+    """A short name with one letter replaced (Hue/Hui, Cim/Kim: ``short_slip``, as likely
+    another name as a slip) under the stored person's own mailbox and the very birth
+    date: the person, mistyped. Only there: Mei and Wei are twins' names."""
+    return (
+        found["given_name"] == "short_slip"
+        and found["date_of_birth"] == "exact"
+        and _own_mailbox(found, pair)
     )
 
 
