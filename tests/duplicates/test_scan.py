@@ -122,6 +122,38 @@ def test_dismissed_clusters_are_never_proposed_again_and_merged_ones_leave_the_q
     assert queue(client, admin_headers)["clusters"] == []
 
 
+def test_a_cluster_whose_people_were_merged_since_cannot_be_dismissed(
+    client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    """Merged through the people API after the scan proposed them, before the re-check
+    closes their cluster: dismissing it (remembering them as two people, never proposed
+    again, even after an undo) is refused and changes nothing; skipping it is harmless."""
+    people = household(client, admin_headers)
+    run_scan(sessions)
+    (cluster,) = queue(client, admin_headers)["clusters"]
+    merged = client.post(
+        "/admin/people/merge",
+        json={"people": [people["ann"], people["again"]]},
+        headers=admin_headers,
+    )
+    assert merged.status_code == 200, merged.text
+    refused = client.post(
+        f"/admin/duplicates/{cluster['id']}/decide",
+        json={"decision": "dismiss"},
+        headers=admin_headers,
+    )
+    assert refused.status_code == 409, refused.text
+    assert "merged" in refused.text
+    shown = client.get(f"/admin/duplicates/{cluster['id']}", headers=admin_headers).json()
+    assert shown["status"] == "open"
+    skipped = client.post(
+        f"/admin/duplicates/{cluster['id']}/decide",
+        json={"decision": "skip"},
+        headers=admin_headers,
+    )
+    assert skipped.status_code == 200, skipped.text
+
+
 def test_a_later_scan_checks_only_the_people_written_since(
     client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
 ) -> None:

@@ -141,6 +141,7 @@ def decide(
         if record is not None:
             cluster.status, cluster.merge_id = MERGED, record.id
     elif decision == "dismiss":
+        _refuse_merged_since(session, cluster)
         result["dismissed_pairs"] = len(pairs_of(session, list(cluster.people)))
         if not dry_run:
             for pair in session.scalars(
@@ -158,6 +159,23 @@ def decide(
         session.flush()
     result["status"] = cluster.status
     return result
+
+
+def _refuse_merged_since(session: Session, cluster: DuplicateCluster) -> None:
+    """A cluster whose people were merged (through the people API or the CLI) after it
+    was proposed is not theirs to dismiss: that would remember the two as two people,
+    never proposed again, even after the merge is undone. The re-check closes it."""
+    merged = session.scalars(
+        select(Person.id)
+        .where(Person.id.in_(cluster.people), Person.merged_into.is_not(None))
+        .order_by(Person.id)
+    ).all()
+    if merged:
+        raise merge.MergeError(
+            CONFLICT,
+            f"{', '.join(merged)} merged since cluster {cluster.id} was proposed; it leaves"
+            " the queue at the next re-check; nothing was changed",
+        )
 
 
 def _lock_cluster(session: Session, cluster: DuplicateCluster) -> DuplicateCluster:
