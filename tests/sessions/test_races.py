@@ -9,16 +9,20 @@ the session's stored counts equal to its rows.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import event, select, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
@@ -510,3 +514,132 @@ def test_more_capacity_while_strangers_book_is_held_for_those_waiting(
     assert sorted(p for p, _ in after["line"][2:]) == sorted(strangers)
     assert (after["booked"], after["held"]) == (2, 2)
     assert after["offers"] == {w1: 1, w2: 1}
+
+
+@contextmanager
+def retries_counted() -> Iterator[list[logging.LogRecord]]:
+    """The transactions the server ran again (a PostgreSQL deadlock or serialisation
+    failure: ``web.runtime``'s "transaction retried"), as they are logged."""
+    retried: list[logging.LogRecord] = []
+
+    class Counting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "transaction retried":
+                retried.append(record)
+
+    handler = Counting(logging.WARNING)
+    logger = logging.getLogger("ridercrm.http")
+    logger.addHandler(handler)
+    try:
+        yield retried
+    finally:
+        logger.removeHandler(handler)
+
+
+class Pause:
+    """Hold the transaction that sends a statement containing ``marker`` just after it,
+    once, until :meth:`go`: the test lands other requests in that gap."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.reached, self.released = threading.Event(), threading.Event()
+
+    def __call__(self, _conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        if self.marker in statement and not self.reached.is_set():
+            self.reached.set()
+            self.released.wait(timeout=30)
+
+    def go(self) -> None:
+        self.released.set()
+
+
+@contextmanager
+def paused_after(marker: str) -> Iterator[Pause]:
+    pause = Pause(marker)
+    event.listen(Engine, "after_cursor_execute", pause)
+    try:
+        yield pause
+    finally:
+        pause.go()
+        event.remove(Engine, "after_cursor_execute", pause)
+
+
+def wait_until_queued(
+    sessions: sessionmaker[Session], waiting: int, *calls: Future[Any], seconds: float = 5.0
+) -> None:
+    """Until ``waiting`` transactions of this database wait for a row lock (PostgreSQL)
+    or the calls are answered, at most ``seconds``; on SQLite (writers take turns, not
+    row locks) a moment for the calls to reach their turn."""
+    with sessions() as session:
+        if session.get_bind().dialect.name == "sqlite":
+            time.sleep(0.5)
+            return
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not all(c.done() for c in calls):
+            locked = session.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            )
+            session.rollback()
+            if int(locked or 0) >= waiting:
+                return
+            time.sleep(0.02)
+
+
+def offered_seat(seats: Seats, capacity: int = 1) -> tuple[str, str, str]:
+    """A full session whose freed seat is held for a rider, someone waiting behind them:
+    the session, the rider, the one behind."""
+    session_id = seats.create(capacity=capacity)["id"]
+    seated = [seats.book() for _ in range(capacity)]
+    rider, behind = seats.person(), seats.person()
+    for person in (rider, behind):
+        assert seats.join(session_id, person).status_code == 201
+    seats.send({"asset_id": seated[0]["asset_id"], "course_status": "cancelled"})
+    assert seats.states(session_id) == {rider: OFFERED, behind: "waiting"}
+    return session_id, rider, behind
+
+
+def test_a_rider_booking_their_held_seat_while_leaving_the_line_and_a_stranger_joins(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """A rider books the seat held for them while (another tab) they leave the line and
+    a stranger joins it; the leave and the join land while the booking is between its
+    statements. Every path locks the session's row first, so they queue behind the
+    booking: the rider is seated, their leave finds them off the line, the stranger
+    waits behind the next person. Until 2026-11-29 the booking locked the rider's entry
+    before the row and the leave the row before the entry: on PostgreSQL a deadlock,
+    one of them ended and run again ("transaction retried")."""
+    seats = Seats(client, admin_headers)
+    session_id, rider, behind = offered_seat(seats)
+    racer = Racer(http, seats, session_id)
+    stranger = seats.person()
+
+    # The booking's statement that turns the held seat into a booked one.
+    with (
+        retries_counted() as retried,
+        paused_after("offered_until >") as pause,
+        ThreadPoolExecutor(3) as pool,
+    ):
+        booking = pool.submit(racer.book(rider))
+        assert pause.reached.wait(timeout=30)
+        leave = pool.submit(racer.leave(rider))
+        wait_until_queued(sessions, 1, leave)
+        join = pool.submit(racer.join_when_full(stranger))
+        wait_until_queued(sessions, 2, join)
+        pause.go()
+        answers = [booking.result(timeout=60), leave.result(timeout=60), join.result(timeout=60)]
+
+    assert delivered(answers[0]), answers[0].text
+    assert answers[1].status_code == 404, answers[1].text
+    assert answers[2].status_code == 201, answers[2].text
+    after = stored(sessions, session_id)
+    assert after["seated"] == {rider}
+    assert after["line"] == [(behind, "waiting"), (stranger, "waiting")]
+    assert after["left"] == {rider: "booked"}
+    assert (after["booked"], after["held"]) == (1, 0)
+    assert [r.__dict__.get("attempt") for r in retried] == []

@@ -123,6 +123,13 @@ def move(
     seat). The new seat is taken first; NoSeat leaves everything as it was."""
     if before == after:
         return
+    if before is not None and after is not None:
+        # Two sessions' rows: locked in id order first, as every path locks them (a move
+        # one way and another the other way would each hold the row the other waits for).
+        lock_sessions(
+            session,
+            {found[0] for place in (before, after) if (found := _session_id(session, place))},
+        )
     if after is not None:
         take(session, after, person_ids=person_ids)
     if before is not None:
@@ -142,6 +149,13 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
         raise NoSeat(CANCELLED_SESSION)
     now = utcnow()
     waiting_as = _entry_of(person_ids)
+    # The session's row first, as a leave, a join, a merge and a lapse take it: a held
+    # seat's entry locked before the row deadlocked with a leave of that entry
+    # (PostgreSQL; docs/decisions.md, "Course sessions"). Under the lock, ``held`` is
+    # current: no seat held, no offer to look for.
+    if not _held_locked(session, session_id):
+        _take_free(session, session_id, waiting_as, now)
+        return
     offer = session.execute(
         update(WAITLIST)
         .where(
@@ -168,6 +182,22 @@ def take(session: Session, place: Place, *, person_ids: Collection[str]) -> None
         if offers > 1:
             offer_free_seats(session, session_id)
         return
+    _take_free(session, session_id, waiting_as, now)
+
+
+def _held_locked(session: Session, session_id: str) -> int:
+    """The seats held in the session, its row locked (PostgreSQL; SQLite writes one at a
+    time) until the transaction ends."""
+    query = select(SESSIONS.c.held).where(SESSIONS.c.id == session_id)
+    if session.get_bind().dialect.name != "sqlite":
+        query = query.with_for_update()
+    return int(session.scalar(query) or 0)
+
+
+def _take_free(
+    session: Session, session_id: str, waiting_as: ColumnElement[bool], now: dt.datetime
+) -> None:
+    """Take a seat on sale (none held for them), or raise NoSeat."""
     taken = session.execute(
         update(SESSIONS)
         .where(
@@ -493,6 +523,9 @@ def lapse_offers(session: Session, *, now: dt.datetime | None = None) -> list[tu
         .order_by(WAITLIST.c.offered_until)
         .limit(500)
     ).all()
+    # Their sessions' rows first, in id order, as a leave or a booking of the offer
+    # takes them: an entry ended before its row was locked deadlocked with a leave.
+    lock_sessions(session, {entry.session_id for entry in due})
     lapsed: list[tuple[str, str]] = []
     for entry in due:
         ended = session.execute(
