@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select, text
+from sqlalchemy import event, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,6 +30,7 @@ from ridercrm.courses.models import Asset
 from ridercrm.db import session_scope
 from ridercrm.notifications.models import Message
 from ridercrm.people.models import Person
+from ridercrm.sessions import waitlist
 from ridercrm.sessions.models import IN_LINE, OFFERED, CourseSession, WaitlistEntry
 from ridercrm.sessions.seats import SEAT_STATUSES, lapse_offers
 from tests.live import live_server
@@ -643,3 +644,54 @@ def test_a_rider_booking_their_held_seat_while_leaving_the_line_and_a_stranger_j
     assert after["left"] == {rider: "booked"}
     assert (after["booked"], after["held"]) == (1, 0)
     assert [r.__dict__.get("attempt") for r in retried] == []
+
+
+def test_a_seat_offered_by_hand_while_its_rider_leaves_the_line_is_not_held_for_them(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Staff offer a free seat by hand (``waitlist.offer_by_hand``, called without a
+    lock of the caller's own) while the rider leaves the line: the offer locks the
+    session's row itself, so the leave queues behind it and passes the held seat on.
+    Until 2026-11-29 only the console's caller took that lock: on PostgreSQL the leave
+    landed between the offer's read of the entry and its writes, and the rider who had
+    left was offered the seat again, held for them."""
+    seats = Seats(client, admin_headers)
+    session_id = seats.create(capacity=1)["id"]
+    seats.book()
+    rider, behind = seats.person(), seats.person()
+    for person in (rider, behind):
+        assert seats.join(session_id, person).status_code == 201
+    with session_scope(sessions, write=True) as session:
+        # A seat on sale that nobody was offered yet (staff raise the limit by hand).
+        session.execute(update(CourseSession).where(CourseSession.id == session_id).values(seats=2))
+    racer = Racer(http, seats, session_id)
+
+    def offer() -> bool:
+        with session_scope(sessions, write=True) as session:
+            row = session.get(CourseSession, session_id)
+            assert row is not None
+            return waitlist.offer_by_hand(session, row, raw_person_id=rider)
+
+    # The offer's read of the entry's state, just before it holds the seat.
+    with (
+        paused_after(
+            "session_waitlist.state \nFROM session_waitlist \nWHERE session_waitlist.id"
+        ) as pause,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        offering = pool.submit(offer)
+        assert pause.reached.wait(timeout=30)
+        leave = pool.submit(racer.leave(rider))
+        wait_until_queued(sessions, 1, leave)
+        pause.go()
+        offered, left = offering.result(timeout=60), leave.result(timeout=60)
+
+    assert offered is True
+    assert left.status_code == 200, left.text
+    after = stored(sessions, session_id)
+    assert after["left"] == {rider: "removed"}
+    assert after["line"] == [(behind, OFFERED)]
+    assert (after["booked"], after["held"]) == (1, 1)

@@ -414,7 +414,14 @@ def offer_free_seats(session: Session, session_id: str) -> list[str]:
 
 
 def offer_to(session: Session, entry_id: int) -> bool:
-    """Staff offer a free seat to this entry by hand (out of turn); False if none is free."""
+    """Staff offer a free seat to this entry by hand (out of turn); False if none is free.
+
+    The entry's session row is locked before the entry is read again (any caller: a
+    leave, a lapse or a booking of it queues, and its state is what they left)."""
+    session_id = session.scalar(select(WAITLIST.c.session_id).where(WAITLIST.c.id == entry_id))
+    if session_id is None:
+        return False
+    lock_sessions(session, [session_id])
     row = session.execute(
         select(WAITLIST.c.session_id, WAITLIST.c.person_id, WAITLIST.c.state).where(
             WAITLIST.c.id == entry_id
@@ -440,7 +447,7 @@ def offer_to(session: Session, entry_id: int) -> bool:
     until = now + policy_of(session).hold
     session.execute(
         update(WAITLIST)
-        .where(WAITLIST.c.id == entry_id)
+        .where(WAITLIST.c.id == entry_id, WAITLIST.c.state == WAITING)
         .values(state=OFFERED, offered_until=until, updated_at=now)
     )
     _seat_offered(session, row.session_id, row.person_id, until)

@@ -179,6 +179,9 @@ def remove(session: Session, row: CourseSession, *, raw_person_id: str) -> Waitl
 
 def move_to(session: Session, row: CourseSession, *, raw_person_id: str, position: int) -> None:
     """Staff reorder: put a person at ``position`` (1 first) of the line."""
+    # The session's row first, whoever calls: a join, a leave or a freed seat of this
+    # line waits until the new order is written.
+    seats.lock_sessions(session, [row.id])
     entry = _entry(session, row.id, raw_person_id)
     line = _line(session, row.id)
     if entry not in line:
@@ -191,6 +194,10 @@ def move_to(session: Session, row: CourseSession, *, raw_person_id: str, positio
 
 
 def offer_by_hand(session: Session, row: CourseSession, *, raw_person_id: str) -> bool:
-    """Staff hold a free seat for this person, out of turn; False if no seat is free."""
+    """Staff hold a free seat for this person, out of turn; False if no seat is free.
+
+    The session's row is locked here, not by the caller (``seats.offer_to`` locks it
+    too, before it reads the entry's state again)."""
+    seats.lock_sessions(session, [row.id])
     entry = _entry(session, row.id, raw_person_id)
     return seats.offer_to(session, entry.id)
