@@ -72,6 +72,47 @@ def test_search_finds_a_respelt_name_and_a_licence_and_a_birth_date(
         )
 
 
+def test_search_by_a_name_prefix_reads_greek_and_latin_letters_alike(
+    console_as: Callable[..., TestClient], admin_headers: dict[str, str]
+) -> None:
+    """A prefix in Latin letters finds a name stored in Greek ones, as the matcher reads
+    it (ELOT 743: Παπαδόπουλος is papadopoulos), and a prefix in Greek letters finds both
+    (docs/decisions.md, "Greek names written in Greek letters"). The search compared
+    lower() of the stored names, so "Papad" found only Latin-lettered names."""
+    from testkit.factories import create_person, person_body
+
+    client = console_as("viewer")
+    greek = create_person(
+        client,
+        admin_headers,
+        **person_body(first_name="Γιώργος", last_name="Παπαδόπουλος", email="g@example.com"),
+    )
+    latin = create_person(
+        client,
+        admin_headers,
+        **person_body(first_name="Nikos", last_name="Papadakis", email="n@example.com"),
+    )
+    other = create_person(
+        client,
+        admin_headers,
+        **person_body(first_name="Ζωή", last_name="Σταύρου", email="z@example.com"),
+    )
+
+    def found(query: str) -> set[str]:
+        page = client.get("/console/people", params={"q": query})
+        assert page.status_code == 200
+        return set(found_ids(page.text)) & {greek, latin, other}
+
+    assert found("Papad") == {greek, latin}
+    assert found("papadop") == {greek}
+    assert found("Giorgos Papad") == {greek}
+    assert found("Παπαδ") == {greek, latin}
+    assert found("ΠΑΠΑΔΟΠ") == {greek}
+    assert found("γιωργος παπαδ") == {greek}
+    assert found("Stavr") == {other}
+    assert found("Zoi Stavr") == {other}
+
+
 @pytest.mark.usefixtures("demo")
 def test_a_persons_page_shows_courses_history_and_conversion(
     console_as: Callable[..., TestClient],

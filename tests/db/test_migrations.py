@@ -172,7 +172,12 @@ def test_every_index_of_the_models_exists(empty_engine: Engine) -> None:
     # compare_metadata cannot see expression indexes on SQLite; look them up by name.
     upgrade(empty_engine)
     wanted = {index.name for table in Base.metadata.sorted_tables for index in table.indexes}
-    assert {"ix_people_last_first", "ix_people_first_name"} <= wanted
+    # an expression index (the people's name indexes were until 0030), and those names'
+    assert {
+        "ix_audit_records_who",
+        "ix_people_last_first_search",
+        "ix_people_first_name_search",
+    } <= wanted
     if empty_engine.dialect.name == "sqlite":
         query = "SELECT name FROM sqlite_master WHERE type = 'index'"
     else:
@@ -364,3 +369,53 @@ def test_0029_marks_the_people_it_rekeys_for_the_duplicates_recheck(
         assert recheck.waiting(session) == {ids["greek"]}
         # the mark is not a change of the person: their updated_at stays
         assert session.get(Person, ids["greek"]).updated_at < now  # type: ignore[union-attr]
+
+
+def test_0030_stores_every_persons_names_as_the_search_reads_them(empty_engine: Engine) -> None:
+    """People stored before 0030 have no search forms of their names: 0030 computes them
+    (Greek letters in Latin ones, accents and case gone) and the name search finds a
+    Greek-lettered person by a Latin prefix, and a Latin-lettered one by a Greek prefix."""
+    from sqlalchemy import select
+    from testkit.factories import person_body
+
+    from ridercrm.db import session_factory, session_scope
+    from ridercrm.people import repository, service
+    from ridercrm.people.models import CONTACT, Person
+    from ridercrm.people.schemas import PersonCreate
+
+    upgrade(empty_engine)
+    ids: dict[str, str] = {}
+    with session_scope(session_factory(empty_engine), write=True) as session:
+        for label, first, last in (
+            ("greek", "Γιώργος", "Παπαδόπουλος"),
+            ("latin", "Zoë", "O'Brien"),
+            ("latin greek", "Nikos", "Papadakis"),
+        ):
+            body = person_body(first_name=first, last_name=last, email=f"{label[:5]}@example.com")
+            person = service.create_person(
+                session, kind=CONTACT, data=PersonCreate.model_validate(body)
+            )
+            ids[label] = person.id
+    downgrade(empty_engine, "0029")
+    upgrade(empty_engine)
+    with empty_engine.connect() as connection:
+        stored = {
+            row.id: (row.first_name_search, row.last_name_search)
+            for row in connection.execute(
+                select(Person.id, Person.first_name_search, Person.last_name_search)
+            )
+        }
+    assert stored == {
+        ids["greek"]: ("giorgos", "papadopoulos"),
+        ids["latin"]: ("zoe", "o'brien"),
+        ids["latin greek"]: ("nikos", "papadakis"),
+    }
+    with session_scope(session_factory(empty_engine)) as session:
+
+        def found(query: str) -> set[str]:
+            return {p.id for p in repository.search(session, query=query, limit=10)}
+
+        assert found("Papad") == {ids["greek"], ids["latin greek"]}
+        assert found("Παπαδ") == {ids["greek"], ids["latin greek"]}
+        assert found("Παπαδό") == {ids["greek"]}
+        assert found("zoe o'b") == {ids["latin"]}

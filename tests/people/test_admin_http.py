@@ -107,6 +107,32 @@ def test_search_by_name_email_and_phone(client: TestClient, admin_headers: dict[
     assert ids("Zed") == []
 
 
+def test_search_by_a_name_prefix_reads_greek_and_latin_letters_alike(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    """A name stored in Greek letters is found by a prefix in Latin ones and the reverse
+    (docs/decisions.md, "Greek names written in Greek letters"); accents and case do not
+    matter in either."""
+    greek = create_person(
+        client, admin_headers, first_name="Γιώργος", last_name="Παπαδόπουλος", email="g@example.com"
+    )
+    latin = create_person(
+        client, admin_headers, first_name="Zoë", last_name="Papadakis", email="z@example.com"
+    )
+
+    def ids(q: str) -> set[str]:
+        response = client.get("/admin/people", params={"q": q}, headers=admin_headers)
+        assert response.status_code == 200, response.text
+        return {p["id"] for p in response.json()["people"]}
+
+    assert ids("Papad") == {greek, latin}
+    assert ids("papadopou") == {greek}
+    assert ids("giorgos papad") == {greek}
+    assert ids("Παπαδ") == {greek, latin}
+    assert ids("Γιώργος Παπαδόπ") == {greek}
+    assert ids("zoe papa") == {latin}
+
+
 def test_unknown_person_is_404(client: TestClient, admin_headers: dict[str, str]) -> None:
     response = client.get("/admin/people/003000000000000AAA", headers=admin_headers)
     assert response.status_code == 404

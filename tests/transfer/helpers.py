@@ -16,6 +16,7 @@ from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.blocking import stored_keys
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import PERSON_FIELDS, Person, PersonKey
+from ridercrm.people.normalize import name_search
 from ridercrm.products.models import Product
 
 runner = CliRunner()
@@ -58,13 +59,16 @@ def products(sessions: sessionmaker[Session]) -> dict[str, dict[str, Any]]:
 
 
 def assert_match_keys_in_step(sessions: sessionmaker[Session]) -> None:
-    """Every stored person has exactly the matching keys the service computes."""
+    """Every stored person has exactly the matching keys the service computes, and their
+    names' search forms (``normalize.name_search``) as the model keeps them."""
     with session_scope(sessions) as session:
         stored: dict[str, set[int]] = {}
         for key, person_id in session.execute(select(PersonKey.key, PersonKey.person_id)):
             stored.setdefault(person_id, set()).add(key)
         for person in session.scalars(select(Person)):
             assert stored.pop(person.id, set()) == stored_keys(identity_of(person)), person.id
+            searched = (person.first_name_search, person.last_name_search)
+            assert searched == (name_search(person.first_name), name_search(person.last_name))
         assert stored == {}
 
 

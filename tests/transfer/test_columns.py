@@ -195,7 +195,9 @@ def test_rows_carry_every_column_and_a_fresh_id_of_the_right_kind() -> None:
     assert contact["id"].startswith("003")
     assert lead["id"].startswith("00Q")
     assert set(contact) == {"id", "kind", *PERSON_FIELDS, "converted_contact_id",
-                            "created_at", "updated_at", "duplicate_touched_at"}  # fmt: skip
+                            "created_at", "updated_at", "duplicate_touched_at",
+                            "first_name_search", "last_name_search"}  # fmt: skip
+    assert (contact["first_name_search"], contact["last_name_search"]) == ("ann", "ng")
     assert contact["duplicate_touched_at"] == contact["updated_at"]  # marked for a re-check
     assert contact["created_at"].tzinfo is not None
     assert keys == stored_keys(identity_of(SimpleNamespace(**contact)))

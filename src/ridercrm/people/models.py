@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, Integer, String, func
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from ridercrm.db import Base, UTCDateTime, utcnow
 from ridercrm.fields import PERSON_FIELDS
+from ridercrm.people.normalize import SEARCH_LENGTH, name_search
 
 __all__ = ["CONTACT", "LEAD", "PERSON_FIELDS", "Person", "PersonKey"]
 
@@ -56,12 +57,19 @@ class Person(Base):
     # people created any other way.
     import_run_id: Mapped[int | None] = mapped_column(Integer)
     import_line: Mapped[int | None] = mapped_column(Integer)
+    # The names as the staff search reads them (normalize.name_search: lower-case words,
+    # accents gone, Greek letters in Latin ones), kept by every write of a name: here
+    # for the ORM's, transfer.rows.person_rows for bulk ones.
+    # docs/decisions.md, "Greek names written in Greek letters".
+    first_name_search: Mapped[str | None] = mapped_column(String(SEARCH_LENGTH))
+    last_name_search: Mapped[str | None] = mapped_column(String(SEARCH_LENGTH))
 
     __table_args__ = (
-        # Admin search by name prefixes. E-mail and phone are found through the
-        # normalised matching keys (person_keys), so they need no index here.
-        Index("ix_people_last_first", func.lower(last_name), func.lower(first_name)),
-        Index("ix_people_first_name", func.lower(first_name)),
+        # Admin and console search by name prefixes, on the names' search forms. E-mail
+        # and phone are found through the normalised matching keys (person_keys), so
+        # they need no index here.
+        Index("ix_people_last_first_search", last_name_search, first_name_search),
+        Index("ix_people_first_name_search", first_name_search),
         # Only merged records: with every value NULL the statistics of a full index
         # (ANALYZE) made SQLite scan the table for "merged into this person" instead.
         Index(
@@ -74,6 +82,12 @@ class Person(Base):
         Index("ix_people_date_of_birth", date_of_birth),
         Index("ix_people_duplicate_touched_at", duplicate_touched_at),
     )
+
+    @validates("first_name", "last_name")
+    def _searched_as(self, name: str, value: str | None) -> str | None:
+        """Keep the name's search form in step with the name."""
+        setattr(self, f"{name}_search", name_search(value))
+        return value
 
 
 # The blocking keys of each person (people/blocking.py), kept in step on every write

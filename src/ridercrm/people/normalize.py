@@ -61,6 +61,23 @@ def name_tokens(text: str | None) -> tuple[str, ...]:
     return tuple(folded.split())
 
 
+SEARCH_LENGTH = 255
+"""The longest stored search form of a name (``people.*_name_search``)."""
+
+
+def name_search(text: str | None) -> str | None:
+    """A name as the staff's name-prefix search reads it, stored beside the name: case
+    and accents gone and Greek letters in Latin ones, as :func:`name_tokens` reads them
+    (Παπαδόπουλος -> papadopoulos, Zoë -> zoe), every other character kept (O'Brien ->
+    o'brien: a prefix typed with a character the name lacks finds nobody), spaces
+    collapsed; None when blank. A search's words are read the same way, so a prefix in
+    Latin or Greek letters finds names written in either."""
+    if not text:
+        return None
+    folded = greek_to_latin(strip_accents(text).casefold())
+    return " ".join(folded.split())[:SEARCH_LENGTH] or None
+
+
 def name(text: str | None) -> str:
     """A name as one comparable string: its words joined without spaces."""
     return "".join(name_tokens(text))

@@ -6,9 +6,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
+from ridercrm.people import normalize
 from ridercrm.people.blocking import email_key, phone_key
 from ridercrm.people.models import Person, PersonKey
 
@@ -18,8 +19,10 @@ def get(session: Session, person_id: str) -> Person | None:
 
 
 def _prefix(column: Any, prefix: str) -> ColumnElement[bool]:
-    # A range rather than LIKE, so the lower() expression index serves both backends.
-    expression = func.lower(column)
+    """A name's search form (``Person.*_name_search``) starts with ``prefix``, a word
+    read as :func:`normalize.name_search` reads one."""
+    # A range rather than LIKE, so the column's index serves both backends.
+    expression = column
     # The least text above every text that starts with the prefix: its last character
     # that is not U+10FFFF, plus one, skipping the surrogates (no text holds them).
     stem = prefix.rstrip("\U0010ffff")
@@ -102,23 +105,27 @@ def search(
     if identifier is not None:
         owners = select(PersonKey.person_id).where(PersonKey.key == identifier)
         conditions.append(Person.id.in_(owners))
-    words = text.split(" ")
-    if "@" not in text and has_letters:
+    # The name as its stored search form reads it: Greek letters in Latin ones, accents
+    # and punctuation gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
+    words = (normalize.name_search(text) or "").split(" ") if has_letters else []
+    if "@" not in text and words:
         if len(words) >= 2:
             first, last = words[0], " ".join(words[1:])
             conditions.append(
-                and_(_prefix(Person.first_name, first), _prefix(Person.last_name, last))
+                and_(
+                    _prefix(Person.first_name_search, first), _prefix(Person.last_name_search, last)
+                )
             )
             conditions.append(
                 and_(
-                    _prefix(Person.last_name, words[-1]),
-                    _prefix(Person.first_name, " ".join(words[:-1])),
+                    _prefix(Person.last_name_search, words[-1]),
+                    _prefix(Person.first_name_search, " ".join(words[:-1])),
                 )
             )
-            conditions.append(_prefix(Person.last_name, text))
+            conditions.append(_prefix(Person.last_name_search, " ".join(words)))
         else:
-            conditions.append(_prefix(Person.last_name, text))
-            conditions.append(_prefix(Person.first_name, text))
+            conditions.append(_prefix(Person.last_name_search, " ".join(words)))
+            conditions.append(_prefix(Person.first_name_search, words[0]))
     if not conditions:
         return []
     statement = select(Person).where(or_(*conditions))

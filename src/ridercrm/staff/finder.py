@@ -135,15 +135,18 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
         )
         for person in session.scalars(select(Person).where(Person.id.in_(owners))):
             found[person.id] = person
-    if query.names and not (query.email or query.phone or query.date_of_birth):
+    # The words as the names' search forms read them: Greek letters in Latin ones,
+    # accents and punctuation gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
+    searched = tuple((normalize.name_search(" ".join(query.names)) or "").split())
+    if searched and not (query.email or query.phone or query.date_of_birth):
         # Name prefixes ("Smi", "ann ngu") through the name indexes.
-        for person in session.scalars(_name_prefixes(query.names)):
+        for person in session.scalars(_name_prefixes(searched)):
             found.setdefault(person.id, person)
-        if len(query.names) >= 2 and len(found) < FEW:
+        if len(searched) >= 2 and len(found) < FEW:
             # A misspelt name whose sound differs too ("Anne Nguyn"): the names' first
             # letters, through the name index; kept when the whole name is close.
             wanted = normalize.name(" ".join(query.names))
-            for person in session.scalars(_one_name_misspelt(query.names)):
+            for person in session.scalars(_one_name_misspelt(searched)):
                 have = normalize.name(f"{person.first_name or ''} {person.last_name}")
                 if fuzz.token_sort_ratio(wanted, have) >= CLOSE_NAME:
                     found.setdefault(person.id, person)
@@ -187,8 +190,9 @@ def people_of(session: Session, ids: Sequence[str]) -> list[Person]:
 
 
 def _starts_with(column: Any, stem: str) -> ColumnElement[bool]:
-    """lower(column) starts with ``stem``, as a range the lower() index serves."""
-    expression = func.lower(column)
+    """A name's search form (``Person.*_name_search``) starts with ``stem``, as a range
+    the column's index serves."""
+    expression = column
     following = ord(stem[-1]) + 1
     if following > 0x10FFFF:
         return expression >= stem
@@ -200,11 +204,11 @@ def _starts_with(column: Any, stem: str) -> ColumnElement[bool]:
 def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
     """People whose names start as the query's do: a range of the family-name index,
     cut at CANDIDATE_LIMIT (no sort)."""
-    first, last = names[0].lower(), " ".join(names[1:]).lower()
+    first, last = names[0], " ".join(names[1:])
     return (
         select(Person)
         .where(
-            _starts_with(Person.last_name, last[:LAST_STEM]),
+            _starts_with(Person.last_name_search, last[:LAST_STEM]),
             _given_starts(first[:FIRST_STEM]),
         )
         .limit(CANDIDATE_LIMIT)
@@ -214,21 +218,25 @@ def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
 def _given_starts(stem: str) -> ColumnElement[bool]:
     # Not through the given-name index: the family name's range is far more selective
     # (SQLite has no statistics to know it), and this is read from the same rows.
-    return func.substr(func.lower(Person.first_name), 1, len(stem)) == stem
+    return func.substr(Person.first_name_search, 1, len(stem)) == stem
 
 
 def _name_prefixes(names: tuple[str, ...]) -> Select[Any]:
     """People whose names start with the words typed ("Smi", "ann ngu"), either order."""
-    words = [word.lower() for word in names]
+    words = list(names)
     if len(words) == 1:
         condition = or_(
-            _starts_with(Person.last_name, words[0]), _starts_with(Person.first_name, words[0])
+            _starts_with(Person.last_name_search, words[0]),
+            _starts_with(Person.first_name_search, words[0]),
         )
     else:
         first, last = words[0], " ".join(words[1:])
         condition = or_(
-            and_(_starts_with(Person.last_name, last), _given_starts(first)),
-            and_(_starts_with(Person.last_name, words[-1]), _given_starts(" ".join(words[:-1]))),
-            _starts_with(Person.last_name, " ".join(words)),
+            and_(_starts_with(Person.last_name_search, last), _given_starts(first)),
+            and_(
+                _starts_with(Person.last_name_search, words[-1]),
+                _given_starts(" ".join(words[:-1])),
+            ),
+            _starts_with(Person.last_name_search, " ".join(words)),
         )
     return select(Person).where(condition).limit(CANDIDATE_LIMIT)

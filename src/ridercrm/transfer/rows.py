@@ -24,6 +24,7 @@ from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.blocking import stored_keys
 from ridercrm.people.index import identity_of
 from ridercrm.people.models import CONTACT, LEAD, PERSON_FIELDS, Person, PersonKey
+from ridercrm.people.normalize import name_search
 from ridercrm.people.schemas import PersonCreate
 from ridercrm.products.models import Product
 from ridercrm.products.schemas import ProductCreate
@@ -112,6 +113,8 @@ PERSON_ROW_COLUMNS = (
     "created_at",
     "updated_at",
     "duplicate_touched_at",
+    "first_name_search",
+    "last_name_search",
 )
 PRODUCT_ROW_COLUMNS = ("id", "name", "code", "price", "active", "created_at", "updated_at")
 
@@ -148,6 +151,9 @@ def person_rows(
         created_at=now,
         updated_at=now,
         duplicate_touched_at=now,  # for the duplicates re-check, as every write of a person
+        # the names as the staff search reads them, as the model keeps them
+        first_name_search=name_search(row["first_name"]),
+        last_name_search=name_search(row["last_name"]),
     )
     return row, stored_keys(identity_of(SimpleNamespace(**row)))
 
