@@ -695,3 +695,49 @@ def test_a_seat_offered_by_hand_while_its_rider_leaves_the_line_is_not_held_for_
     assert after["left"] == {rider: "removed"}
     assert after["line"] == [(behind, OFFERED)]
     assert (after["booked"], after["held"]) == (1, 1)
+
+
+def test_an_offer_lapsing_while_its_rider_leaves_the_line_passes_the_seat_on_once(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """The lapse timer ends a held seat's offer while its rider leaves the line; the leave
+    lands between the lapse's statements. The lapse locks the session's row before the
+    entry, as the leave does, so the leave queues behind it: the offer lapsed, the seat is
+    held for the next person, the leave finds the rider off the line. Until 2026-11-29
+    the lapse ended the entry before it locked the row: on PostgreSQL a deadlock with the
+    leave (one of them ended: the timer's round failed, or the leave ran again)."""
+    seats = Seats(client, admin_headers)
+    session_id, rider, behind = offered_seat(seats)
+    racer = Racer(http, seats, session_id)
+    with sessions() as session:
+        due = session.scalar(
+            select(WaitlistEntry.offered_until).where(WaitlistEntry.person_id == rider)
+        )
+
+    def lapse() -> list[tuple[str, str]]:
+        with session_scope(sessions, write=True) as session:
+            return lapse_offers(session, now=due)
+
+    # The lapse's statement that ends the offer.
+    with (
+        retries_counted() as retried,
+        paused_after("UPDATE session_waitlist SET state=") as pause,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        lapsing = pool.submit(lapse)
+        assert pause.reached.wait(timeout=30)
+        leave = pool.submit(racer.leave(rider))
+        wait_until_queued(sessions, 1, leave)
+        pause.go()
+        lapsed, left = lapsing.result(timeout=60), leave.result(timeout=60)
+
+    assert lapsed == [(session_id, rider)]
+    assert left.status_code == 404, left.text
+    after = stored(sessions, session_id)
+    assert after["left"] == {rider: "lapsed"}
+    assert after["line"] == [(behind, OFFERED)]
+    assert (after["booked"], after["held"]) == (0, 1)
+    assert [r.__dict__.get("attempt") for r in retried] == []
