@@ -79,11 +79,14 @@ class _Handler:
 
 
 @contextmanager
-def smtp_server() -> Iterator[Mailbox]:
-    """Run an SMTP server on 127.0.0.1 at a free port; yield its mailbox (url: smtp://...)."""
+def smtp_server(*, smtputf8: bool = True) -> Iterator[Mailbox]:
+    """Run an SMTP server on 127.0.0.1 at a free port; yield its mailbox (url: smtp://...).
+    ``smtputf8=False``: a server that does not offer SMTPUTF8 (RFC 6531), as many do not."""
     mailbox = Mailbox()
     port = free_port()
-    controller = Controller(_Handler(mailbox), hostname="127.0.0.1", port=port)
+    controller = Controller(
+        _Handler(mailbox), hostname="127.0.0.1", port=port, enable_SMTPUTF8=smtputf8
+    )
     controller.start()
     mailbox.url = f"smtp://127.0.0.1:{port}"
     try:

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from testkit.plans import sqlite_engine, sqlite_plan
 from testkit.receiver import Receiver
-from testkit.smtp import Mailbox
+from testkit.smtp import Mailbox, smtp_server
 
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
@@ -242,6 +242,51 @@ def test_without_smtp_messages_are_kept_as_unsent(
     # Still rendered, so staff see what it would have said.
     assert row.subject
     assert row.subject.startswith("You're booked")
+
+
+def test_an_address_with_an_international_domain_goes_in_its_ascii_form(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """Stored with its domain in Unicode (operation 1 normalises ann@xn--exmple-cua.com
+    so), the address is sent with the domain in IDNA form, so a server that does not offer
+    SMTPUTF8 takes it: smtplib refused to send it there, and the message was retried for
+    hours, then failed."""
+    _person, asset_id = book(
+        sessions, starts_in=5 * DAYS, person={"email": "ann@exämple.com", "mobile_phone": None}
+    )
+    with smtp_server(smtputf8=False) as mailbox:
+        _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    [row] = messages(sessions, asset_id=asset_id, kind="confirmation")
+    assert (row.status, row.attempts, row.reason) == (SENT, 1, None)
+    assert row.recipient == "ann@xn--exmple-cua.com"
+    [(_from, to, _content)] = mailbox.envelopes
+    assert to == ["ann@xn--exmple-cua.com"]
+    [mail] = mailbox.messages
+    assert mail["To"] == "ann@xn--exmple-cua.com"
+    _cal, event = _calendar(mail)
+    assert str(event["ATTENDEE"]) == "mailto:ann@xn--exmple-cua.com"
+
+
+def test_a_non_ascii_mailbox_name_fails_at_once_where_the_server_lacks_smtputf8(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """ännä@example.com has no ASCII form: a server that does not offer SMTPUTF8 never
+    takes it, so the message fails with the reason at the first attempt (it was retried
+    for hours as a passing failure); one that offers it gets it."""
+    person = {"email": "ännä@example.com", "mobile_phone": None}
+    _person, refused = book(sessions, starts_in=5 * DAYS, person=person)
+    with smtp_server(smtputf8=False) as mailbox:
+        _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    [row] = messages(sessions, asset_id=refused, kind="confirmation")
+    assert (row.status, row.attempts) == (FAILED, 1)
+    assert "SMTPUTF8" in (row.reason or "")
+    assert mailbox.envelopes == []
+    _person, taken = book(sessions, starts_in=5 * DAYS, person=person)
+    with smtp_server() as mailbox:
+        _sender(settings, sessions, smtp_url=mailbox.url).run_until_idle()
+    [row] = messages(sessions, asset_id=taken, kind="confirmation")
+    assert (row.status, row.recipient) == (SENT, "ännä@example.com")
+    assert [to for _from, to, _content in mailbox.envelopes] == [["ännä@example.com"]]
 
 
 def test_a_refused_address_fails_with_the_reason_and_an_event(

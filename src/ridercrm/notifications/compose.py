@@ -12,6 +12,7 @@ from email.message import EmailMessage
 from typing import Any
 
 import icalendar
+from email_validator import EmailNotValidError, validate_email
 from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.orm import Session
 
@@ -248,6 +249,21 @@ def sender_address(settings: Settings) -> tuple[str, str]:
     """The From's display name and address."""
     name, address = email.utils.parseaddr(settings.notify_from)
     return name, address or "bookings@localhost"
+
+
+def smtp_address(address: str) -> str:
+    """An address as an SMTP server without SMTPUTF8 takes it: its domain in IDNA (xn--)
+    form. Addresses are stored with the domain in Unicode (``fields`` normalises
+    ``ann@xn--exmple-cua.com`` to ``ann@exämple.com``), which smtplib refuses to send to
+    such a server. A non-ASCII local part has no ASCII form and is left as it is
+    (docs/decisions.md, "Messages under adversarial use: international addresses")."""
+    if address.isascii():
+        return address
+    try:
+        checked = validate_email(address, check_deliverability=False)
+    except EmailNotValidError:
+        return address
+    return f"{checked.local_part}@{checked.ascii_domain}"
 
 
 def message_id(message: Message, settings: Settings) -> str:

@@ -238,6 +238,8 @@ class MessageSender:
             if not recipient:
                 self._close(session, message, UNSENT, "no e-mail address on record")
                 return None
+            # The domain as SMTP carries it (xn--): what is sent is what is kept.
+            recipient = compose.smtp_address(recipient)
             message.recipient = recipient
             if not self.settings.smtp_url:
                 self._close(
@@ -398,7 +400,10 @@ def send_email(settings: Settings, job: Job) -> Outcome:
     except smtplib.SMTPResponseException as exc:
         return _smtp_refusal(exc.smtp_code, exc.smtp_error)
     except (smtplib.SMTPException, OSError) as exc:
-        return Outcome(sent=False, reason=f"SMTP: {type(exc).__name__}: {exc}"[:500], retry=True)
+        # An address whose local part is not ASCII (ännä@example.com) needs SMTPUTF8; a
+        # server that does not offer it will not take it at a retry either.
+        retry = not (isinstance(exc, smtplib.SMTPNotSupportedError) and "SMTPUTF8" in str(exc))
+        return Outcome(sent=False, reason=f"SMTP: {type(exc).__name__}: {exc}"[:500], retry=retry)
     return Outcome(sent=True, provider_id=str(job.mail["Message-ID"]))
 
 
