@@ -15,6 +15,9 @@ from ridercrm.demo import load_demo
 from ridercrm.demo_courses import ANN, BEN, BOOKED_COURSE, LIAM, product_id
 from ridercrm.fields import COURSE_LOCATIONS, COURSE_STATUSES, SITE_ZONES
 from ridercrm.people.models import Person, PersonKey
+from ridercrm.rosters.demo import FULL_COURSE, FULL_SESSION, TODAY_SOMERTON, load_demo_sessions
+from ridercrm.rosters.service import booked_count
+from ridercrm.sessions.models import CourseSession
 from tests.transfer.helpers import assert_match_keys_in_step, cli, people, products
 
 
@@ -92,3 +95,37 @@ def test_demo_courses_cover_every_status_at_every_location_around_today(
     lead = client.get(f"/admin/people/{LIAM}", headers=admin_headers).json()
     assert (lead["kind"], lead["converted_contact_id"]) == ("lead", None)
     assert_match_keys_in_step(sessions)
+
+
+def test_demo_sessions_count_the_demo_courses_already_in_them(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Today's Somerton session starts where the day sheet's demo riders already are
+    (08:30): their seats count, so the session's counter is its real riders and no
+    session holds more riders than seats (it said 7 booked of 12 over 13 riders, and
+    sold five more seats)."""
+    load_demo(sessions, people=60)
+    today = dt.datetime.now(ZoneInfo(SITE_ZONES["somerton"])).date()
+    load_demo_sessions(sessions, today=today)
+    with session_scope(sessions) as session:
+        rows = session.scalars(select(CourseSession)).all()
+        counted = {
+            row.id: booked_count(
+                session,
+                product_id=row.product_id,
+                location=row.location,
+                course_datetime=row.course_datetime,
+            )
+            for row in rows
+        }
+        assert {row.id: row.booked for row in rows} == counted
+        assert all(row.seats is None or row.booked <= row.seats for row in rows)
+        somerton = session.get(CourseSession, TODAY_SOMERTON)
+        assert somerton is not None
+        assert (somerton.booked, somerton.seats) == (7, 12)
+        full = session.get(CourseSession, FULL_SESSION)
+        assert full is not None
+        assert (full.booked, full.seats) == (4, 4)
+        assert session.scalar(select(Asset.course_datetime).where(Asset.id == FULL_COURSE)) == (
+            full.course_datetime
+        )

@@ -76,19 +76,28 @@ def load_demo_sessions(sessions: sessionmaker[Session], *, today: dt.date | None
         taken = 0
         for session_id, product_id, site, start, capacity, instructors, minimum, booked in plan:
             end = start[:11] + ("16:30:00" if start.endswith("08:30:00") else "16:00:00")
+            # The demo's courses may already hold seats here (the day sheet's riders at
+            # Somerton today, 08:30): they count, and the session's riders make up the rest.
+            already = rosters.booked_count(
+                session, product_id=product_id, location=site, course_datetime=start
+            )
+            added = max(0, booked - already)
             session.add(
                 CourseSession(
                     id=session_id, product_id=product_id, location=site, course_datetime=start,
                     course_date_end=end, capacity=capacity, minimum=minimum,
                     instructors=instructors, seats=min(capacity, instructors * 4),
-                    booked=booked, held=0, status="confirmed" if start[:10] == str(today) else "scheduled",
+                    booked=already + added, held=0, status="confirmed" if start[:10] == str(today) else "scheduled",
                 )
             )  # fmt: skip
             rows = []
-            for _ in range(booked):
+            for n in range(booked):  # numbers and riders as planned: the README names 911
                 number += 1
-                rows.append(_course(number, riders[taken], product_id, site, start, end, now))
+                if n < added:
+                    rows.append(_course(number, riders[taken], product_id, site, start, end, now))
                 taken += 1
+            if not rows:
+                continue
             session.execute(insert(ASSETS), rows)
             session.execute(
                 insert(HISTORY),
