@@ -107,8 +107,12 @@ ALIASES: Mapping[str, str] = {
 }
 
 _SPACES = re.compile(r"\s+")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+# ASCII digits only: \d and strptime also take Arabic-Indic or full-width digits, and a
+# date-time is kept as written, so "٢٠٢٦-12-05 08:30:00" was stored as a start that
+# names no session and sorts outside every day
+# (docs/decisions.md, "Sessions and messages under adversarial use").
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$", re.ASCII)
 
 
 def _fold(text: str) -> str:

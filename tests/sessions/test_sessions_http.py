@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.courses.models import Asset
+from ridercrm.db import session_scope
 from tests.sessions.helpers import END, START, Seats
 
 
@@ -283,6 +284,34 @@ def test_instructor_cover_limits_the_seats_on_sale(
     )
     assert more.status_code == 200, more.text
     assert more.json()["seats_left"] == 12
+
+
+def test_times_in_other_scripts_digits_are_refused_not_stored_as_written(
+    client: TestClient, admin_headers: dict[str, str], sessions: sessionmaker[Session]
+) -> None:
+    """Arabic-Indic and full-width digits passed the form's \\d and strptime, and a time
+    is kept as written: a session and a course were stored starting "٢٠٢٦-12-05
+    08:30:00", a start no booking names that sorts after every day written in ASCII."""
+    seats = Seats(client, admin_headers)
+    arabic = "٢٠٢٦-12-05 08:30:00"
+    wide = "\uff12\uff10\uff12\uff16-12-05 16:30:00"  # full-width 2026
+    for body in ({"course_datetime": arabic, "course_date_end": None}, {"course_date_end": wide}):
+        payload = {"product_id": seats.product, "location": "somerton", "course_datetime": START}
+        created = client.post("/admin/sessions", json={**payload, **body}, headers=admin_headers)
+        assert created.status_code == 400, created.text
+        assert "YYYY-MM-DD HH:MM:SS" in created.json()["detail"]
+    assert client.get("/admin/sessions", headers=admin_headers).json() == []
+    made = seats.create()
+    changed = client.patch(
+        f"/admin/sessions/{made['id']}", json={"course_date_end": wide}, headers=admin_headers
+    )
+    assert changed.status_code == 400, changed.text
+    assert seats.read(made["id"])["course_date_end"] == made["course_date_end"]
+    [refused] = seats.send(seats.item(seats.person(), course_datetime=arabic))
+    assert refused["delivery"] == "false"
+    assert "course_datetime" in refused["receipt"]
+    with session_scope(sessions) as session:
+        assert session.scalar(select(func.count()).select_from(Asset)) == 0
 
 
 def test_trainees_per_instructor_of_superscript_digits_is_refused_in_plain_words(

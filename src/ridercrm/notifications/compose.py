@@ -256,7 +256,7 @@ def smtp_address(address: str) -> str:
     form. Addresses are stored with the domain in Unicode (``fields`` normalises
     ``ann@xn--exmple-cua.com`` to ``ann@exämple.com``), which smtplib refuses to send to
     such a server. A non-ASCII local part has no ASCII form and is left as it is
-    (docs/decisions.md, "Messages under adversarial use: international addresses")."""
+    (docs/decisions.md, "Sessions and messages under adversarial use")."""
     if address.isascii():
         return address
     try:

@@ -8,7 +8,8 @@ from typing import Any
 
 from ridercrm import fields
 
-_START = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+# ASCII digits only, as operation 1's course_datetime (fields._DATETIME).
+_START = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$", re.ASCII)
 # A session's times: real dates with room around them (a day before or after is still a
 # date), as the day sheet and the reports take them.
 FIRST_YEAR, LAST_YEAR = fields.COURSE_FIRST_YEAR, fields.COURSE_LAST_YEAR
