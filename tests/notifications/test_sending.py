@@ -19,10 +19,12 @@ from testkit.smtp import Mailbox, smtp_server
 from ridercrm.config import Settings
 from ridercrm.db import session_scope
 from ridercrm.events.models import Event
+from ridercrm.ids import RecordKind, new_id
 from ridercrm.notifications.models import FAILED, PENDING, SENT, SKIPPED, UNSENT
 from ridercrm.notifications.sender import MessageSender
 from ridercrm.notifications.service import stop_reminders
 from ridercrm.notifications.timing import site_zone
+from ridercrm.people.modify import modify_people
 from tests.notifications.helpers import book, change, listen, messages, wall_time
 
 DAYS = dt.timedelta(days=1)
@@ -381,6 +383,30 @@ def test_sms_goes_to_the_gateway_in_twilio_form(
     assert row.status == SENT
     assert row.recipient == "+61412345678"
     assert row.segments == 1
+
+
+def test_an_sms_for_a_rider_whose_mobile_was_cleared_is_unsent_not_failed(
+    settings: Settings, sessions: sessionmaker[Session], gateway: Receiver
+) -> None:
+    """The SMS rows were written while the rider had a mobile; cleared since (operation 2),
+    there is no address, as an e-mail without one: unsent with the reason, and no
+    message.failed event (it was failed, "mobile None is not a valid phone number")."""
+    listen(sessions, "message.sent", "message.failed")
+    person_id, asset_id = book(sessions, starts_in=5 * DAYS)
+    with session_scope(sessions, write=True) as session:
+        answer = modify_people(
+            session,
+            items=[{"ID": person_id, "mobile_phone": None, "home_phone": "03 9876 5432"}],
+            audit_id=new_id(RecordKind.AUDIT),
+        )
+        assert answer.status, answer
+    _sender(settings, sessions, sms_url=gateway.url).run_until_idle()
+    [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
+    assert (row.status, row.reason) == (UNSENT, "no mobile number on record")
+    assert gateway.requests == []
+    with session_scope(sessions) as session:
+        types = [e.type for e in session.scalars(select(Event))]
+    assert "message.failed" not in types
 
 
 def test_sms_gateway_refusal_is_kept_with_its_reason(

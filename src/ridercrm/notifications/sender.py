@@ -249,8 +249,13 @@ class MessageSender:
             mail = compose.build_email(message, rendered, self.settings, to=recipient, stop=stop)
             job = Job(message.id, message.attempts + 1, EMAIL, recipient, rendered, mail=mail)
         else:
-            number = e164(person.mobile_phone if person is not None else None)
+            mobile = person.mobile_phone if person is not None else None
             message.segments = timing.sms_length(rendered.text).segments
+            if not mobile:
+                # Cleared since the row was written: no address, as an e-mail without one.
+                self._close(session, message, UNSENT, "no mobile number on record")
+                return None
+            number = e164(mobile)
             if number is None:
                 shown = person.mobile_phone if person is not None else None
                 self._close(
