@@ -741,3 +741,46 @@ def test_an_offer_lapsing_while_its_rider_leaves_the_line_passes_the_seat_on_onc
     assert after["line"] == [(behind, OFFERED)]
     assert (after["booked"], after["held"]) == (0, 1)
     assert [r.__dict__.get("attempt") for r in retried] == []
+
+
+def test_two_bookings_naming_two_sessions_in_opposite_orders_queue_not_deadlock(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Two operation-1 requests, each booking one rider into each of two sessions, name
+    the sessions in opposite orders; the second lands while the first is between its
+    seats. A request's sessions are locked at once, in id order, before any seat: the
+    second queues behind the first. Until 2026-11-29 each item locked its session as it
+    took the seat, in the items' order: on PostgreSQL a deadlock, one request run again
+    ("transaction retried")."""
+    seats = Seats(client, admin_headers)
+    later = {"course_datetime": "2026-12-06 08:30:00", "course_date_end": "2026-12-06 16:30:00"}
+    first, second = seats.create()["id"], seats.create(**later)["id"]
+    low, high = sorted((first, second))
+    at = {first: {}, second: later}
+
+    def booking(order: list[str]) -> Callable[[], httpx.Response]:
+        items = [seats.item(seats.person(), **at[session_id]) for session_id in order]
+        body = {"people_product": items}
+        return lambda: http.post(PATH, json=body, headers=seats.headers)
+
+    high_first, low_first = booking([high, low]), booking([low, high])
+    with (
+        retries_counted() as retried,
+        paused_after("SET booked=") as pause,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        one = pool.submit(high_first)
+        assert pause.reached.wait(timeout=30)
+        other = pool.submit(low_first)
+        wait_until_queued(sessions, 1, other)
+        pause.go()
+        answers = [one.result(timeout=60), other.result(timeout=60)]
+
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert all(d["delivery"] == "true" for d in answer.json()["details"]), answer.text
+    assert [stored(sessions, s)["booked"] for s in (low, high)] == [2, 2]
+    assert [r.__dict__.get("attempt") for r in retried] == []

@@ -10,7 +10,7 @@ the person's one open course of the product (the interface's "pair" rule).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -31,7 +31,7 @@ from ridercrm.courses.schemas import (
 from ridercrm.db import bulk_insert, utcnow
 from ridercrm.errors import DomainError
 from ridercrm.events import service as events
-from ridercrm.fields import error_messages, item_refusal, text
+from ridercrm.fields import COURSE_LOCATIONS, enumeration, error_messages, item_refusal, text
 from ridercrm.ids import RecordKind, canonical_id, id_problem, new_id, unknown_id_note
 from ridercrm.notifications import service as notifications
 from ridercrm.people import service as people
@@ -111,7 +111,16 @@ def _sessions_of(session: Session, items: list[Any], batch: Batch) -> AbstractCo
     named = {start for start in starts if isinstance(start, str) and start}
     if not products or not named:
         return nullcontext()
-    return seats.sessions_read_once(session, products, named)
+    locations = {a.course_location for a in batch.by_id.values() if a.course_location}
+    for raw in items:
+        with suppress(ValueError):  # an item's own validation refuses it
+            location = _LOCATION(raw.get("course_location") if isinstance(raw, dict) else None)
+            locations |= {location} if location else set()
+    return seats.sessions_read_once(session, products, named, locations)
+
+
+_LOCATION = enumeration(COURSE_LOCATIONS)
+"""An item's ``course_location`` as stored (any casing, or an alias)."""
 
 
 STATUS_FIELDS = frozenset({"asset_id", "course_status", "course_feedback"})

@@ -308,11 +308,16 @@ _KNOWN = "ridercrm.seats.known_sessions"
 
 @contextmanager
 def sessions_read_once(
-    session: Session, product_ids: Collection[str], course_datetimes: Collection[str]
+    session: Session,
+    product_ids: Collection[str],
+    course_datetimes: Collection[str],
+    locations: Collection[str] = (),
 ) -> Iterator[None]:
     """Within the block, find the sessions of these products and start times from one
     read of them (a batch of bookings: one statement instead of one per item); a place
-    outside them is looked up as usual. The block must not create sessions.
+    outside them is looked up as usual. The block must not create sessions. When the
+    batch names several of them at ``locations``, their rows are locked at once, in id
+    order (PostgreSQL), before any seat is taken.
 
     Read by start time alone, the products kept here: with the products in the query
     too, SQLite (no statistics) took the unique index for its first column, every session
@@ -328,15 +333,20 @@ def sessions_read_once(
             SESSIONS.c.course_datetime,
         ).where(SESSIONS.c.course_datetime.in_(list(course_datetimes)))
     ).all()
-    session.info[_KNOWN] = (
-        products,
-        frozenset(course_datetimes),
-        {
-            (r.product_id, r.location, r.course_datetime): (r.id, r.status)
-            for r in rows
-            if r.product_id in products
-        },
-    )
+    known = {
+        (r.product_id, r.location, r.course_datetime): (r.id, r.status)
+        for r in rows
+        if r.product_id in products
+    }
+    named = [
+        session_id for (_, location, _), (session_id, _) in known.items() if location in locations
+    ]
+    if len(named) > 1:
+        # Seats of several sessions in one transaction: their rows locked now, in id
+        # order, not each as its item takes a seat, in the items' order (two requests
+        # naming two sessions in opposite orders deadlocked on PostgreSQL).
+        lock_sessions(session, named)
+    session.info[_KNOWN] = (products, frozenset(course_datetimes), known)
     try:
         yield
     finally:
