@@ -143,30 +143,24 @@ def test_twins_minh_and_binh_are_never_merged() -> None:
     assert verdict.rule == score.GUARD_OUTRIGHT
 
 
-@pytest.mark.parametrize(("typed", "name"), [("Hue", "Hui"), ("Cim", "Kim"), ("Rosl", "Rosa")])
-def test_a_short_slip_under_the_persons_own_mailbox_and_birth_date_is_the_person(
-    typed: str, name: str
+@pytest.mark.parametrize(
+    ("twin", "stored_name"), [("Wei", "Mei"), ("Binh", "Minh"), ("Hue", "Hui"), ("Rosl", "Rosa")]
+)
+def test_a_twin_one_letter_apart_under_the_other_twins_named_mailbox_is_never_matched(
+    twin: str, stored_name: str
 ) -> None:
-    """One letter of a short name replaced (as likely another name: Minh/Binh) under an
-    e-mail spelling the stored given name (hui_chen@) and the very birth date: the
-    person. Under the household's mailbox, or another birth date, it stays refused."""
-    own = f"{name.lower()}_chen@example.com"
-    stored = member(first_name=name, last_name="Chen", email=own, drivers_license=None)
-    query = member(first_name=typed, last_name="Chen", email=own, drivers_license=None)
+    """A household's mailbox is often named after one of its members (mei_chen@): the
+    twin booking under it, born the same day, is not the stored twin (an unstored twin
+    is never matched: docs/decisions.md, "Matching on real CRM traffic"), though a slip
+    by the stored person themselves under their own mailbox looks the same and is
+    refused with it."""
+    mailbox = f"{stored_name.lower()}_chen@example.com"
+    stored = member(first_name=stored_name, last_name="Chen", email=mailbox, drivers_license=None)
+    query = member(first_name=twin, last_name="Chen", email=mailbox, drivers_license=None)
     verdict = evaluate(query, stored)
     assert verdict.levels["given_name"] == "short_slip"
-    assert verdict.accepted, verdict
-    family = "chen.family@example.com"
-    refused = [
-        (member(first_name=typed, last_name="Chen", email=family, drivers_license=None),
-         member(first_name=name, last_name="Chen", email=family, drivers_license=None)),
-        (member(first_name=typed, last_name="Chen", email=own, drivers_license=None,
-                date_of_birth=dt.date(1977, 2, 3)), stored),
-    ]  # fmt: skip
-    for asked, held in refused:
-        verdict = evaluate(asked, held)
-        assert not verdict.accepted, verdict
-        assert verdict.rule == score.GUARD_OUTRIGHT
+    assert not verdict.accepted, verdict
+    assert verdict.rule == score.GUARD_OUTRIGHT
 
 
 def test_a_keyboard_slip_is_a_typo_when_the_email_agrees_and_a_twin_when_only_the_household_does() -> (
@@ -347,24 +341,20 @@ def test_a_twin_named_from_the_same_name_is_another_person(
 
 
 @pytest.mark.parametrize(
-    ("typed", "name"),
-    [("Christian", "Christina"), ("Daniel", "Daniela"), ("Denis", "Denise"),
-     ("Antonio", "Antonia"), ("Paula", "Paul")],
+    ("twin", "name"),
+    [("Christian", "Christina"), ("Daniel", "Daniela"), ("Antonio", "Antonia"),
+     ("Louis", "Louise"), ("Paula", "Paul")],
 )  # fmt: skip
-def test_a_name_mistyped_as_a_twins_under_the_persons_own_mailbox_is_the_person(
-    typed: str, name: str
+def test_a_twin_named_from_one_name_under_the_other_twins_named_mailbox_is_never_matched(
+    twin: str, name: str
 ) -> None:
-    """Christina typed Christian (two letters swapped), Daniela with its last letter lost:
-    under an e-mail that spells the stored given name (christina.papadopoulos@), the
-    stored person's own mailbox, the pair is the person; under the household's mailbox,
-    or one that spells the typed name, it stays the twin."""
-    assert compare.two_names(name_tokens(typed), name_tokens(name))
-    own = f"{name.lower()}.papadopoulos@example.com"
-    stored = member(first_name=name, email=own, drivers_license=None)
-    assert evaluate(member(first_name=typed, email=own, drivers_license=None), stored).accepted
-    for mailbox in ("papadopoulos.family@example.com", f"{typed.lower()}1999@example.com"):
+    """Twins under a mailbox named after the stored one (christina.papadopoulos@), or
+    under the household's: refused either way, though Christina typing "Christian" under
+    her own mailbox looks the same: an unstored twin is never matched."""
+    assert compare.two_names(name_tokens(twin), name_tokens(name))
+    for mailbox in (f"{name.lower()}.papadopoulos@example.com", "papadopoulos.family@example.com"):
         stored = member(first_name=name, email=mailbox, drivers_license=None)
-        verdict = evaluate(member(first_name=typed, email=mailbox, drivers_license=None), stored)
+        verdict = evaluate(member(first_name=twin, email=mailbox, drivers_license=None), stored)
         assert not verdict.accepted, (mailbox, verdict)
         assert verdict.rule == score.GUARD_TWIN_NAMES
 

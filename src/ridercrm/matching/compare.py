@@ -368,17 +368,6 @@ def two_names(query: tuple[str, ...], stored: tuple[str, ...]) -> bool:
     )
 
 
-def names_mailbox(email: str | None, given: Sequence[str], family: Sequence[str]) -> bool:
-    """Whether an e-mail's local part spells this given name as a word of its own, or
-    with the family name (christina.smith@, christina85@, smithchristina@): a mailbox of
-    the person's own, not one the household shares."""
-    if not email or not given:
-        return False
-    name, surname = "".join(given), "".join(family)
-    words = _LETTERS.findall(email.rpartition("@")[0])
-    return any(word in (name, name + surname, surname + name) for word in words)
-
-
 def _gendered(feminine: str, masculine: str) -> bool:
     for ending in _FEMININE:
         stem = feminine[: -len(ending)]

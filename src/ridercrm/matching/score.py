@@ -433,8 +433,7 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
 
     1. A given name that differs outright (or a short slip no keyboard or scanner makes,
        Mei/Wei; or it is the stored family name while the family names do not swap)
-       needs an agreeing licence, unless ``_not_a_relative``, or the short slip comes
-       with the very birth date under the stored person's own mailbox (``_own_slip``).
+       needs an agreeing licence, unless ``_not_a_relative``.
     2. A given name that only nearly agrees, with a differing licence: another person.
     3. A given name that agrees only as a keyboard or scanner slip (or, at the
        household's address, only as ``close``: Huong/Phuong) while the query brings an
@@ -451,10 +450,8 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
        licence agrees: a twin or sibling named from one name family.
     3d. Given names that are evidently two names (``compare.two_names``: Antonio/Antonia,
        Gurpreet/Harpreet, John Paul/John Mark) under the household's e-mail or phone, no
-       licence agreeing: twins, who share everything else. Not under the stored
-       person's own mailbox: an e-mail that agrees and spells the stored given name, not
-       the query's (``compare.names_mailbox``: christina.smith@ for Christina typed
-       Christian).
+       licence agreeing: twins, who share everything else, often a mailbox named after
+       one of them.
 
     Rules 3-5 read the query's e-mail and phones: a query and a stored person with
     neither to compare (FEBRL's records: no e-mail, no phone) are left to the weights
@@ -493,7 +490,6 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
             or (given == "swapped" and found["family_name"] != "swapped")
         )
         and not _not_a_relative(found, (pair.query.last, pair.stored.last))
-        and not _own_slip(found, pair)
     ):
         return GUARD_OUTRIGHT
     # Both names swapped between the fields agree crosswise: no twin looks like that.
@@ -534,7 +530,6 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
         and not licence_agrees
         and _contact(found) == "agrees"
         and compare.two_names(pair.query.first, pair.stored.first)
-        and not _own_mailbox(found, pair)
     ):
         # twins are named as two forms of one name (Antonio/Antonia, Gurpreet/Harpreet,
         # John Paul/John Mark) and share the household's e-mail, phone and address
@@ -595,29 +590,6 @@ def _guard(found: Mapping[str, str], pair: _Pair) -> str | None:
     ):
         return GUARD_BIRTH_ADDRESS
     return None
-
-
-def _own_mailbox(found: Mapping[str, str], pair: _Pair) -> bool:
-    """The e-mail agrees and spells the stored given name, not the query's: the stored
-    person's own mailbox, under which a given name two names apart is that person's,
-    mistyped (Christina typed Christian), not a twin booking under the household's."""
-    stored, query = pair.stored, pair.query
-    return (
-        found["email"] == "exact"
-        and compare.names_mailbox(stored.email, stored.first, stored.last)
-        and not compare.names_mailbox(stored.email, query.first, query.last)
-    )
-
-
-def _own_slip(found: Mapping[str, str], pair: _Pair) -> bool:
-    """A short name with one letter replaced (Hue/Hui, Cim/Kim: ``short_slip``, as likely
-    another name as a slip) under the stored person's own mailbox and the very birth
-    date: the person, mistyped. Only there: Mei and Wei are twins' names."""
-    return (
-        found["given_name"] == "short_slip"
-        and found["date_of_birth"] == "exact"
-        and _own_mailbox(found, pair)
-    )
 
 
 def _contact(found: Mapping[str, str]) -> str:
