@@ -116,7 +116,7 @@ def _parse(raw: str) -> URL:
 BUSY_SETTING = "RIDERCRM_SQLITE_BUSY_TIMEOUT_MS"
 
 
-def _sqlite_busy(error: DBAPIError) -> bool:
+def sqlite_busy(error: DBAPIError) -> bool:
     """SQLite's SQLITE_BUSY (and its extended codes): the write lock was not had in time."""
     return str(getattr(error.orig, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
 
@@ -139,13 +139,13 @@ def failure_line(error: BaseException) -> str:
     if isinstance(error, ArgumentError):
         # The message may quote the URL, password and all: leave it out.
         return f"error: {URL_SETTING} could not be used as a database URL"
-    if isinstance(error, DBAPIError) and _sqlite_busy(error):
+    if isinstance(error, DBAPIError) and sqlite_busy(error):
         # The URL is right: another program held the write lock (a busy server's writers
         # queue in turn; a program that is not ridercrm does not, and outlasted the wait).
         return (
             "error: the SQLite database is busy (database is locked): another program held"
-            f" its write lock longer than {BUSY_SETTING} allows; nothing was changed, try"
-            f" again (or raise {BUSY_SETTING})"
+            f" its write lock longer than {BUSY_SETTING} allows, so the write that waited"
+            f" was not made (raise {BUSY_SETTING} if that program's writes are long)"
         )
     if isinstance(error, DBAPIError):
         cause = str(error.orig).strip().splitlines()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ridercrm.db import session_scope
+from ridercrm.config import Settings
+from ridercrm.db import build_engine, session_factory, session_scope
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.people.models import Person
 from ridercrm.transfer.checks import ImportFailed
@@ -170,3 +173,43 @@ def test_a_dry_run_neither_resumes_nor_finishes_an_unfinished_import(
     dry = cli(db_url, "import", "contacts", str(file), "--dry-run")
     assert dry.exit_code == 1, dry.output  # a dry run checks the whole file, records nothing
     assert runs(sessions) == [(6, 0, 9)]
+
+
+def test_an_import_outwaited_by_another_programs_write_lock_says_what_it_kept(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """Another program (not ridercrm: its writers take turns) takes SQLite's write lock
+    between two of an import's transactions and holds it past the busy timeout: the
+    import stops with one message naming the setting and the lines it kept, and the
+    same file run again resumes after them (it said "nothing was changed", with the
+    first transaction's people stored)."""
+    path = tmp_path / "ridercrm.db"
+    shutil.copy(sqlite_template, path)
+    engine = build_engine(Settings(database_url=f"sqlite:///{path}", sqlite_busy_timeout_ms=200))
+    sessions = session_factory(engine)
+    file, _survivor, _merged = a_file(tmp_path)
+    holder = sqlite3.connect(path, isolation_level=None)
+
+    def take_the_lock_after_the_first_commit(line: int) -> None:
+        if line >= 8 and not holder.in_transaction:
+            holder.execute("BEGIN IMMEDIATE")
+
+    try:
+        with pytest.raises(ImportFailed) as refused:
+            import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
+                       on_progress=take_the_lock_after_the_first_commit)  # fmt: skip
+        said = str(refused.value)
+        assert "the SQLite database is busy" in said
+        assert "RIDERCRM_SQLITE_BUSY_TIMEOUT_MS" in said
+        assert "nothing was changed" not in said
+        assert "the rows before line 9 are imported" in said, said
+    finally:
+        holder.close()
+    assert len(people(sessions)) == 6  # lines 2-8 but the merged record (it waits for the end)
+    resumed: list[int] = []
+    result = import_csv(sessions, CONTACTS, file, batch_size=7, commit_rows=7, workers=0,
+                        on_resume=resumed.append)  # fmt: skip
+    assert resumed == [9]
+    assert result.summary() == "imported 28 contacts, 2 bad rows"
+    assert len(people(sessions)) == 28
+    engine.dispose()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.db import bulk_insert, chunks, session_scope, utcnow
@@ -35,6 +35,7 @@ from ridercrm.matching.service import DEFAULT_THRESHOLDS
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.people.service import lock_in_order, survivor_of
 from ridercrm.products.models import Product
+from ridercrm.startup import failure_line, sqlite_busy
 from ridercrm.transfer.checks import (
     Checked,
     ImportFailed,
@@ -234,6 +235,12 @@ def import_csv(
                 run.restore_cache()
         except IntegrityError as exc:
             raise ImportFailed(f"the database refused a row ({exc.orig}); {run.kept()}") from None
+        except OperationalError as exc:
+            if not sqlite_busy(exc):
+                raise
+            raise ImportFailed(
+                f"{failure_line(exc).removeprefix('error: ')}; {run.kept()}"
+            ) from None
     return result
 
 
