@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.config import Settings
 from ridercrm.courses.models import Asset
+from ridercrm.courses.service import change_statuses
 from ridercrm.db import session_scope
 from ridercrm.notifications.models import Message
 from ridercrm.people.models import Person
@@ -783,4 +784,49 @@ def test_two_bookings_naming_two_sessions_in_opposite_orders_queue_not_deadlock(
         assert answer.status_code == 200, answer.text
         assert all(d["delivery"] == "true" for d in answer.json()["details"]), answer.text
     assert [stored(sessions, s)["booked"] for s in (low, high)] == [2, 2]
+    assert [r.__dict__.get("attempt") for r in retried] == []
+
+
+def test_the_day_sheet_cancelling_in_two_sessions_while_a_booking_takes_both_queue(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    http: httpx.Client,
+    sessions: sessionmaker[Session],
+) -> None:
+    """Staff cancel a course in each of two sessions at once (the day sheet's status
+    changes, higher session first) while an operation-1 request books a rider into each:
+    the status changes lock both sessions' rows at once, in id order, as the booking
+    does, so the booking queues behind them. Until 2026-11-29 each cancellation locked
+    its session as it freed the seat: on PostgreSQL a deadlock."""
+    seats = Seats(client, admin_headers)
+    later = {"course_datetime": "2026-12-06 08:30:00", "course_date_end": "2026-12-06 16:30:00"}
+    first, second = seats.create()["id"], seats.create(**later)["id"]
+    low, high = sorted((first, second))
+    at = {first: {}, second: later}
+    in_high, in_low = (seats.book(**at[s])["asset_id"] for s in (high, low))
+    body = {"people_product": [seats.item(seats.person(), **at[s]) for s in (low, high)]}
+    cancel = [
+        {"asset_id": asset_id, "course_status": "cancelled"} for asset_id in (in_high, in_low)
+    ]
+
+    def day_sheet() -> list[Any]:
+        with session_scope(sessions, write=True) as session:
+            return change_statuses(session, items=cancel, audit_id="a0L000000000000AAA")
+
+    with (
+        retries_counted() as retried,
+        paused_after("SET booked=") as pause,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        sheet = pool.submit(day_sheet)
+        assert pause.reached.wait(timeout=30)
+        booking = pool.submit(lambda: http.post(PATH, json=body, headers=seats.headers))
+        wait_until_queued(sessions, 1, booking)
+        pause.go()
+        cancelled, answer = sheet.result(timeout=60), booking.result(timeout=60)
+
+    assert [r.delivery for r in cancelled] == [True, True]
+    assert answer.status_code == 200, answer.text
+    assert all(d["delivery"] == "true" for d in answer.json()["details"]), answer.text
+    assert [stored(sessions, s)["booked"] for s in (low, high)] == [1, 1]
     assert [r.__dict__.get("attempt") for r in retried] == []

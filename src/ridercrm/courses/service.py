@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import Table, or_, select
+from sqlalchemy import Table, and_, or_, select
 from sqlalchemy import text as text_sql
 from sqlalchemy.orm import Session
 
@@ -141,6 +141,7 @@ def change_statuses(
     if any(set(raw) - STATUS_FIELDS for raw in items):
         raise ValueError(f"change_statuses: items carry only {', '.join(sorted(STATUS_FIELDS))}")
     _lock_in_order(session, items)
+    _lock_sessions_of(session, items)
     history: list[HistoryRow] = []
     results = [_change_status(session, raw, audit_id, history) for raw in items]
     session.flush()
@@ -222,6 +223,31 @@ def _lock_in_order(session: Session, items: list[Any]) -> None:
     people.lock_in_order(session, {p for p in person_ids if p})
     if asset_ids or numbers:
         session.execute(select(Asset.id).where(named).order_by(Asset.id).with_for_update()).all()
+
+
+def _lock_sessions_of(session: Session, items: list[dict[str, str]]) -> None:
+    """On PostgreSQL, lock the sessions of the courses the items name, at once and in id
+    order, before any item frees or takes a seat in them: as a booking of several
+    sessions locks them (``seats.sessions_read_once``), not each as its item comes (the
+    day sheet cancelling courses in two sessions deadlocked with a booking of both)."""
+    if session.get_bind().dialect.name == "sqlite" or len(items) < 2:
+        return
+    asset_ids = {canonical_id(i.get("asset_id"), RecordKind.ASSET) for i in items} - {None}
+    sessions = seats.SESSIONS
+    session.execute(
+        select(sessions.c.id)
+        .join(
+            Asset,
+            and_(
+                Asset.product_id == sessions.c.product_id,
+                Asset.course_location == sessions.c.location,
+                Asset.course_datetime == sessions.c.course_datetime,
+            ),
+        )
+        .where(Asset.id.in_(asset_ids))
+        .order_by(sessions.c.id)
+        .with_for_update(of=sessions)
+    ).all()
 
 
 _NUMBER_LOCKS = text_sql(
