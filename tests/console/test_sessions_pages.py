@@ -7,8 +7,14 @@ import datetime as dt
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
 
+from ridercrm.audit.models import AuditRecord
+from ridercrm.db import session_scope
+from ridercrm.events.models import Event
 from tests.console.conftest import csrf
+from tests.duplicates.test_merge import snapshot
 from tests.sessions.helpers import START, Seats
 
 
@@ -85,6 +91,48 @@ def test_a_move_takes_only_courses_booked_in_the_session_it_is_posted_to(
     assert seats.read(elsewhere["id"])["booked"] == 1
     moved = client.get(f"/admin/assets/{gone['asset_id']}", headers=admin_headers).json()
     assert (moved["course_datetime"], moved["course_status"]) == (START, "cancelled")
+
+
+def test_a_move_to_the_session_itself_is_refused_and_changes_nothing(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    console_as: Callable[..., TestClient],
+    engine: Engine,
+    sessions: sessionmaker[Session],
+) -> None:
+    """A form naming the session itself as the target answered "Done." and was audited as
+    a move of its riders; their courses' end times were set to the session's, and a rider
+    whose end so changed was sent a "moved" message."""
+    seats = Seats(client, admin_headers)
+    here = seats.create(capacity=3)
+    early = seats.book(course_date_end="2026-12-05 15:00:00")
+    seats.book()
+    staff = console_as("staff")
+    token = csrf(staff)
+    before, events_before = snapshot(engine), _events(sessions)
+    refused = staff.post(
+        f"/console/sessions/{here['id']}/move", data={"csrf": token, "target": here["id"]}
+    )
+    assert refused.status_code == 400, refused.text
+    assert "Done." not in refused.text
+    reason = f"nobody was moved: session {here['id']} is the session they are booked in"
+    assert reason in refused.text
+    assert snapshot(engine) == before
+    asset = client.get(f"/admin/assets/{early['asset_id']}", headers=admin_headers).json()
+    assert asset["course_date_end"] == "2026-12-05 15:00:00"
+    with session_scope(sessions) as session:
+        records = session.execute(
+            select(AuditRecord.response_status, AuditRecord.failure_reason).where(
+                AuditRecord.operation == "console.sessions.move"
+            )
+        ).all()
+    assert [(status, reason in (why or "")) for status, why in records] == [(400, True)]
+    assert _events(sessions) == events_before
+
+
+def _events(sessions: sessionmaker[Session]) -> list[tuple[str, str]]:
+    with session_scope(sessions) as session:
+        return [(e.id, e.type) for e in session.scalars(select(Event).order_by(Event.id))]
 
 
 def test_staff_reorder_offer_and_remove_on_the_waiting_list(

@@ -131,7 +131,9 @@ def move_riders(
     """Move booked courses of ``source`` to another session of the same product in one
     step: all of them or none (the seats there are checked, as operation 1 checks them).
     A course not booked in ``source`` (another session's, or one cancelled or completed
-    since the page was read) is refused by name."""
+    since the page was read) is refused by name, as is ``source`` itself as the target."""
+    if target.id == source.id:
+        return Moved([], f"session {target.id} is the session they are booked in: choose another")
     if target.status == CANCELLED:
         return Moved([], f"session {target.id} is cancelled")
     booked_here = {a.id: a for a in roster(session, source) if a.course_status == "booked"}
