@@ -15,7 +15,13 @@ from ridercrm.demo import load_demo
 from ridercrm.demo_courses import ANN, BEN, BOOKED_COURSE, LIAM, product_id
 from ridercrm.fields import COURSE_LOCATIONS, COURSE_STATUSES, SITE_ZONES
 from ridercrm.people.models import Person, PersonKey
-from ridercrm.rosters.demo import FULL_COURSE, FULL_SESSION, TODAY_SOMERTON, load_demo_sessions
+from ridercrm.rosters.demo import (
+    FULL_COURSE,
+    FULL_SESSION,
+    TODAY_KILSYTH,
+    TODAY_SOMERTON,
+    load_demo_sessions,
+)
 from ridercrm.rosters.service import booked_count
 from ridercrm.sessions.models import CourseSession
 from tests.transfer.helpers import assert_match_keys_in_step, cli, people, products
@@ -129,3 +135,28 @@ def test_demo_sessions_count_the_demo_courses_already_in_them(
         assert session.scalar(select(Asset.course_datetime).where(Asset.id == FULL_COURSE)) == (
             full.course_datetime
         )
+
+
+def test_demo_sessions_today_is_the_sites_today_not_the_servers(
+    sessions: sessionmaker[Session],
+) -> None:
+    """At 13:30 UTC it is already tomorrow in Melbourne: today's sessions at Somerton and
+    Kilsyth (Melbourne's zone) start on Melbourne's date, where the day sheet opens (they
+    were on the server's date, Melbourne's yesterday, and the full session a day early)."""
+    load_demo(sessions, people=60)
+    moment = dt.datetime(2027, 3, 1, 13, 30, tzinfo=dt.UTC)  # 00:30 on 2 March in Melbourne
+    load_demo_sessions(sessions, now=moment)
+    with session_scope(sessions) as session:
+        stored = {
+            row.id: (row.location, row.course_datetime, row.status)
+            for row in session.scalars(
+                select(CourseSession).where(
+                    CourseSession.id.in_([TODAY_SOMERTON, TODAY_KILSYTH, FULL_SESSION])
+                )
+            )
+        }
+    assert stored == {
+        TODAY_SOMERTON: ("somerton", "2027-03-02 08:30:00", "confirmed"),
+        TODAY_KILSYTH: ("kilsyth", "2027-03-02 08:30:00", "confirmed"),
+        FULL_SESSION: ("somerton", "2027-03-09 12:30:00", "scheduled"),
+    }

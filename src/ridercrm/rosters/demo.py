@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ridercrm.courses.models import Asset, AssetStatusChange
 from ridercrm.db import session_scope, utcnow
+from ridercrm.fields import SITE_ZONES
 from ridercrm.ids import checksum
 from ridercrm.people.models import CONTACT, Person
 from ridercrm.products.models import Product
@@ -39,9 +41,19 @@ def _product(session: Session, code: str) -> str | None:
     return session.scalar(select(Product.id).where(Product.code == code))
 
 
-def load_demo_sessions(sessions: sessionmaker[Session], *, today: dt.date | None = None) -> str:
-    """Load the demo sessions once; say what was loaded ("" when they already are)."""
-    today = today or dt.date.today()
+def load_demo_sessions(
+    sessions: sessionmaker[Session], *, today: dt.date | None = None, now: dt.datetime | None = None
+) -> str:
+    """Load the demo sessions once; say what was loaded ("" when they already are).
+
+    "Today" is each site's own at ``now`` (its zone, as a course's time is its site's wall
+    time and the day sheet opens on the site's today), not the server's date: a server on
+    UTC is still on yesterday until 10 or 11 am in Melbourne. ``today`` sets it outright."""
+    now = now or utcnow()
+
+    def site_today(site: str) -> dt.date:
+        return today or now.astimezone(ZoneInfo(SITE_ZONES[site])).date()
+
     with session_scope(sessions, write=True) as session:
         if session.get(CourseSession, FULL_SESSION) is not None:
             return ""
@@ -64,14 +76,14 @@ def load_demo_sessions(sessions: sessionmaker[Session], *, today: dt.date | None
                 .limit(40)
             )
         )
-        week = today + dt.timedelta(days=7)
+        somerton, kilsyth = site_today("somerton"), site_today("kilsyth")
+        week = somerton + dt.timedelta(days=7)
         plan: list[tuple[str, str, str, str, int, int, int, int]] = [
             # id, product, site, start, capacity, instructors, minimum, riders booked
-            (TODAY_SOMERTON, lap_som, "somerton", f"{today} 08:30:00", 12, 3, 4, 7),
-            (TODAY_KILSYTH, lap_kil, "kilsyth", f"{today} 08:30:00", 8, 1, 4, 3),
+            (TODAY_SOMERTON, lap_som, "somerton", f"{somerton} 08:30:00", 12, 3, 4, 7),
+            (TODAY_KILSYTH, lap_kil, "kilsyth", f"{kilsyth} 08:30:00", 8, 1, 4, 3),
             (FULL_SESSION, lap_som, "somerton", f"{week} 12:30:00", 4, 1, 2, 4),
         ]
-        now = utcnow()
         number = 900
         taken = 0
         for session_id, product_id, site, start, capacity, instructors, minimum, booked in plan:
@@ -87,7 +99,7 @@ def load_demo_sessions(sessions: sessionmaker[Session], *, today: dt.date | None
                     id=session_id, product_id=product_id, location=site, course_datetime=start,
                     course_date_end=end, capacity=capacity, minimum=minimum,
                     instructors=instructors, seats=min(capacity, instructors * 4),
-                    booked=already + added, held=0, status="confirmed" if start[:10] == str(today) else "scheduled",
+                    booked=already + added, held=0, status="confirmed" if start[:10] == str(site_today(site)) else "scheduled",
                 )
             )  # fmt: skip
             rows = []
