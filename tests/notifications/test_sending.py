@@ -21,9 +21,10 @@ from ridercrm.db import session_scope
 from ridercrm.events.models import Event
 from ridercrm.ids import RecordKind, new_id
 from ridercrm.notifications.models import FAILED, PENDING, SENT, SKIPPED, UNSENT
-from ridercrm.notifications.sender import MessageSender
+from ridercrm.notifications.sender import MessageSender, e164
 from ridercrm.notifications.service import stop_reminders
 from ridercrm.notifications.timing import site_zone
+from ridercrm.people.models import Person
 from ridercrm.people.modify import modify_people
 from tests.notifications.helpers import book, change, listen, messages, wall_time
 
@@ -405,6 +406,32 @@ def test_an_sms_for_a_rider_whose_mobile_was_cleared_is_unsent_not_failed(
     assert (row.status, row.reason) == (UNSENT, "no mobile number on record")
     assert gateway.requests == []
     with session_scope(sessions) as session:
+        types = [e.type for e in session.scalars(select(Event))]
+    assert "message.failed" not in types
+
+
+def test_an_sms_for_a_landline_in_the_mobile_field_is_unsent_and_the_number_kept(
+    settings: Settings, sessions: sessionmaker[Session], gateway: Receiver
+) -> None:
+    """A rider who typed their landline as their mobile: it is a valid number, stored as
+    given, but takes no SMS. It was sent to the gateway; it is unsent with the reason, as
+    an SMS with no mobile at all, and no message.failed event."""
+    listen(sessions, "message.sent", "message.failed")
+    person_id, asset_id = book(
+        sessions, starts_in=5 * DAYS, person={"mobile_phone": "03 9876 5432"}
+    )
+    _sender(settings, sessions, sms_url=gateway.url).run_until_idle()
+    [row] = messages(sessions, asset_id=asset_id, kind="confirmation", channel="sms")
+    assert row.status == UNSENT
+    assert row.reason is not None
+    assert row.reason.startswith("no mobile number on record: ")
+    assert row.reason.endswith(" is a landline")
+    assert gateway.requests == []
+    with session_scope(sessions) as session:
+        person = session.get(Person, person_id)
+        assert person is not None
+        assert person.mobile_phone is not None
+        assert e164(person.mobile_phone) == "+61398765432"
         types = [e.type for e in session.scalars(select(Event))]
     assert "message.failed" not in types
 

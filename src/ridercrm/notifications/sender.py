@@ -103,6 +103,14 @@ def e164(mobile: str | None, region: str = "AU") -> str | None:
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
+def landline(number: str) -> bool:
+    """Whether a valid number in E.164 is a fixed line, which takes no SMS (a rider's
+    landline typed as their mobile). A mobile, a number that may be either (North
+    America's) or one of no known type is texted."""
+    kind = phonenumbers.number_type(phonenumbers.parse(number))
+    return bool(kind == phonenumbers.PhoneNumberType.FIXED_LINE)
+
+
 class MessageSender:
     """Sends due messages until stopped."""
 
@@ -260,6 +268,15 @@ class MessageSender:
                 shown = person.mobile_phone if person is not None else None
                 self._close(
                     session, message, FAILED, f"mobile {shown!r} is not a valid phone number"
+                )
+                return None
+            if landline(number):
+                # Kept as stored (a landline is a phone number); no SMS goes to it.
+                self._close(
+                    session,
+                    message,
+                    UNSENT,
+                    f"no mobile number on record: {mobile!r} is a landline",
                 )
                 return None
             message.recipient = number
