@@ -111,6 +111,9 @@ def test_search_by_a_name_prefix_reads_greek_and_latin_letters_alike(
     assert found("γιωργος παπαδ") == {greek}
     assert found("Stavr") == {other}
     assert found("Zoi Stavr") == {other}
+    # cut inside a letter pair ELOT spells by the next letter: Σταυ is "sta", not "staf"
+    assert found("Σταυ") == {other}
+    assert found("Ζωή Σταυ") == {other}
 
 
 @pytest.mark.usefixtures("demo")

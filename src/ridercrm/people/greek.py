@@ -1,6 +1,6 @@
 """Greek names in Latin letters, as ELOT 743 writes them (docs/decisions.md, "Greek names written in Greek letters"). Pure."""
 
-# ruff: noqa: RUF001, RUF003 (Greek letters are this module's subject, not look-alikes)
+# ruff: noqa: RUF001, RUF002, RUF003 (Greek letters are this module's subject, not look-alikes)
 
 from __future__ import annotations
 
@@ -45,3 +45,16 @@ def greek_to_latin(text: str) -> str:
     return _GREEK_PAIRS.sub(
         lambda m: _GREEK_MIDDLE.get(m[0]) or _GREEK_SPELLING.get(m[0], m[0]), text
     )
+
+
+# Letters whose Latin spelling the next letter decides: υ after α, ε, η (av, or af before
+# a voiceless letter or at the end), γ (g, or n before γ, ξ, χ), μ and ν (b and d at a
+# word's start before π and τ). Never a word's first letter: a prefix keeps one.
+_OPEN_END = re.compile("(?<=.)(?:(?<=[αεη])υ|[γμν])+$")
+
+
+def settled_prefix(word: str) -> str:
+    """A case-folded, accent-free word typed as a prefix, without the last letters whose
+    Latin spelling depends on what follows: "σταυ" is "στα" (Σταύρος is stavros, so the
+    prefix "staf" would miss it), "αγ" is "α" (Αγγελική is angeliki)."""
+    return _OPEN_END.sub("", word) if has_greek(word) else word

@@ -8,7 +8,7 @@ import unicodedata
 import phonenumbers
 
 from ridercrm.memo import memo
-from ridercrm.people.greek import greek_to_latin
+from ridercrm.people.greek import greek_to_latin, settled_prefix
 
 DEFAULT_REGION = "AU"
 
@@ -76,6 +76,18 @@ def name_search(text: str | None) -> str | None:
         return None
     folded = greek_to_latin(strip_accents(text).casefold())
     return " ".join(folded.split())[:SEARCH_LENGTH] or None
+
+
+def search_words(text: str | None) -> list[str]:
+    """The words of a typed name-prefix search, each read as :func:`name_search` reads
+    a stored name; of a word in Greek letters, only the letters whose Latin spelling the
+    next one does not decide (``greek.settled_prefix``: Sigma-Tau-Alpha-Upsilon is "sta",
+    as Stavros is stored)."""
+    words = []
+    for word in strip_accents(text or "").casefold().split():
+        if searched := name_search(settled_prefix(word)):
+            words.append(searched)
+    return words
 
 
 def name(text: str | None) -> str:

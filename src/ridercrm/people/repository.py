@@ -105,9 +105,9 @@ def search(
     if identifier is not None:
         owners = select(PersonKey.person_id).where(PersonKey.key == identifier)
         conditions.append(Person.id.in_(owners))
-    # The name as its stored search form reads it: Greek letters in Latin ones, accents
-    # and punctuation gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
-    words = (normalize.name_search(text) or "").split(" ") if has_letters else []
+    # The words as the names' stored search forms read them: Greek letters in Latin
+    # ones, case and accents gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
+    words = normalize.search_words(text) if has_letters else []
     if "@" not in text and words:
         if len(words) >= 2:
             first, last = words[0], " ".join(words[1:])

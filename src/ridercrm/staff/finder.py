@@ -135,9 +135,9 @@ def find_people(session: Session, *, text: str, limit: int = 50) -> list[Person]
         )
         for person in session.scalars(select(Person).where(Person.id.in_(owners))):
             found[person.id] = person
-    # The words as the names' search forms read them: Greek letters in Latin ones,
-    # accents and punctuation gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
-    searched = tuple((normalize.name_search(" ".join(query.names)) or "").split())
+    # The words as the names' stored search forms read them: Greek letters in Latin
+    # ones, case and accents gone ("Papad" and "Παπαδ" both find Παπαδόπουλος).
+    searched = tuple(normalize.search_words(" ".join(query.names)))
     if searched and not (query.email or query.phone or query.date_of_birth):
         # Name prefixes ("Smi", "ann ngu") through the name indexes.
         for person in session.scalars(_name_prefixes(searched)):
