@@ -18,20 +18,20 @@ def get(session: Session, person_id: str) -> Person | None:
     return session.get(Person, person_id)
 
 
-def _prefix(column: Any, prefix: str) -> ColumnElement[bool]:
+def starts_with(column: Any, prefix: str) -> ColumnElement[bool]:
     """A name's search form (``Person.*_name_search``) starts with ``prefix``, a word
-    read as :func:`normalize.name_search` reads one."""
+    read as :func:`normalize.search_words` reads one: the admin search's and the
+    console finder's."""
     # A range rather than LIKE, so the column's index serves both backends.
-    expression = column
     # The least text above every text that starts with the prefix: its last character
     # that is not U+10FFFF, plus one, skipping the surrogates (no text holds them).
     stem = prefix.rstrip("\U0010ffff")
     if not stem:
-        return expression >= prefix
+        return column >= prefix
     following = ord(stem[-1]) + 1
     if 0xD800 <= following <= 0xDFFF:
         following = 0xE000
-    return and_(expression >= prefix, expression < stem[:-1] + chr(following))
+    return and_(column >= prefix, column < stem[:-1] + chr(following))
 
 
 def listing(
@@ -113,19 +113,20 @@ def search(
             first, last = words[0], " ".join(words[1:])
             conditions.append(
                 and_(
-                    _prefix(Person.first_name_search, first), _prefix(Person.last_name_search, last)
+                    starts_with(Person.first_name_search, first),
+                    starts_with(Person.last_name_search, last),
                 )
             )
             conditions.append(
                 and_(
-                    _prefix(Person.last_name_search, words[-1]),
-                    _prefix(Person.first_name_search, " ".join(words[:-1])),
+                    starts_with(Person.last_name_search, words[-1]),
+                    starts_with(Person.first_name_search, " ".join(words[:-1])),
                 )
             )
-            conditions.append(_prefix(Person.last_name_search, " ".join(words)))
+            conditions.append(starts_with(Person.last_name_search, " ".join(words)))
         else:
-            conditions.append(_prefix(Person.last_name_search, " ".join(words)))
-            conditions.append(_prefix(Person.first_name_search, words[0]))
+            conditions.append(starts_with(Person.last_name_search, " ".join(words)))
+            conditions.append(starts_with(Person.first_name_search, words[0]))
     if not conditions:
         return []
     statement = select(Person).where(or_(*conditions))

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from ridercrm.people import normalize
 from ridercrm.people.blocking import Identity, query_keys
 from ridercrm.people.models import Person, PersonKey
+from ridercrm.people.repository import starts_with
 
 CANDIDATE_LIMIT = 300
 CLOSE_NAME = 75  # rapidfuzz token-sort ratio of a misspelt name still shown
@@ -189,18 +190,6 @@ def people_of(session: Session, ids: Sequence[str]) -> list[Person]:
     return list(session.scalars(select(Person).where(Person.id.in_(ids))))
 
 
-def _starts_with(column: Any, stem: str) -> ColumnElement[bool]:
-    """A name's search form (``Person.*_name_search``) starts with ``stem``, as a range
-    the column's index serves."""
-    expression = column
-    following = ord(stem[-1]) + 1
-    if following > 0x10FFFF:
-        return expression >= stem
-    if 0xD800 <= following <= 0xDFFF:
-        following = 0xE000  # no text holds a surrogate
-    return and_(expression >= stem, expression < stem[:-1] + chr(following))
-
-
 def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
     """People whose names start as the query's do: a range of the family-name index,
     cut at CANDIDATE_LIMIT (no sort)."""
@@ -208,7 +197,7 @@ def _one_name_misspelt(names: tuple[str, ...]) -> Select[Any]:
     return (
         select(Person)
         .where(
-            _starts_with(Person.last_name_search, last[:LAST_STEM]),
+            starts_with(Person.last_name_search, last[:LAST_STEM]),
             _given_starts(first[:FIRST_STEM]),
         )
         .limit(CANDIDATE_LIMIT)
@@ -226,17 +215,17 @@ def _name_prefixes(names: tuple[str, ...]) -> Select[Any]:
     words = list(names)
     if len(words) == 1:
         condition = or_(
-            _starts_with(Person.last_name_search, words[0]),
-            _starts_with(Person.first_name_search, words[0]),
+            starts_with(Person.last_name_search, words[0]),
+            starts_with(Person.first_name_search, words[0]),
         )
     else:
         first, last = words[0], " ".join(words[1:])
         condition = or_(
-            and_(_starts_with(Person.last_name_search, last), _given_starts(first)),
+            and_(starts_with(Person.last_name_search, last), _given_starts(first)),
             and_(
-                _starts_with(Person.last_name_search, words[-1]),
+                starts_with(Person.last_name_search, words[-1]),
                 _given_starts(" ".join(words[:-1])),
             ),
-            _starts_with(Person.last_name_search, " ".join(words)),
+            starts_with(Person.last_name_search, " ".join(words)),
         )
     return select(Person).where(condition).limit(CANDIDATE_LIMIT)
