@@ -196,8 +196,7 @@ def move_to(session: Session, row: CourseSession, *, raw_person_id: str, positio
 def offer_by_hand(session: Session, row: CourseSession, *, raw_person_id: str) -> bool:
     """Staff hold a free seat for this person, out of turn; False if no seat is free.
 
-    The session's row is locked here, not by the caller (``seats.offer_to`` locks it
-    too, before it reads the entry's state again)."""
-    seats.lock_sessions(session, [row.id])
+    ``seats.offer_to`` locks the session's row itself, whoever calls, before it reads
+    the entry's state again."""
     entry = _entry(session, row.id, raw_person_id)
     return seats.offer_to(session, entry.id)
